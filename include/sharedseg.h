@@ -1,0 +1,280 @@
+/* sharedseg: one host-memory segment, allocated once, mapped by every rank
+ * of a group.
+ *
+ * Two phases, the exchange belongs to the caller:
+ *   1. sseg_create()   every rank; fills a SSEG_BLOB_SIZE-byte blob.
+ *   2. the caller all-gathers the blobs (index = rank) over its own group.
+ *   3. sseg_complete() every rank; verifies every blob, peers map the
+ *      owner's pages.
+ * sseg_open() runs all three with a caller-supplied all-gather.
+ *
+ * Every int-returning function returns 0 (or a count) on success and a
+ * negative errno on failure; sseg_last_error() then holds one sentence that
+ * says which rank, field, knob or call failed. */
+#ifndef SHAREDSEG_H
+#define SHAREDSEG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef SSEG_API
+#define SSEG_API __attribute__((visibility("default")))
+#endif
+
+#define SSEG_VERSION_MAJOR 0
+#define SSEG_VERSION_MINOR 1
+#define SSEG_VERSION_PATCH 0
+
+/* The blob every rank contributes to the exchange: the same size for owner
+ * and peers, so a plain fixed-size all-gather carries it. */
+#define SSEG_BLOB_SIZE 512u
+
+/* Longest group name, without the terminating NUL. */
+#define SSEG_NAME_MAX 63u
+
+typedef struct sseg sseg_t;
+struct sseg_layout;
+
+enum sseg_backend {
+	SSEG_BACKEND_AUTO = 0,   /* memfd until a GPU backend is asked for */
+	SSEG_BACKEND_MEMFD = 1,  /* any Linux host; shares within one host */
+	SSEG_BACKEND_CUDA = 2,   /* reserved: CUDA VMM host memory */
+	SSEG_BACKEND_ASCEND = 3, /* reserved: ACL VMM */
+};
+
+enum sseg_pages {
+	SSEG_PAGES_AUTO = 0,       /* HugeTLB if the pool can back it, else THP, else base */
+	SSEG_PAGES_BASE = 1,       /* 4 KiB pages */
+	SSEG_PAGES_THP = 2,        /* transparent 2 MiB pages on shmem */
+	SSEG_PAGES_HUGETLB_2M = 3, /* HugeTLB pool, 2 MiB pages */
+	SSEG_PAGES_HUGETLB_1G = 4, /* HugeTLB pool, 1 GiB pages */
+};
+
+enum sseg_numa {
+	SSEG_NUMA_NONE = 0,         /* the kernel's default policy */
+	SSEG_NUMA_NODE = 1,         /* bind to opts.numa_node */
+	SSEG_NUMA_INTERLEAVE = 2,   /* interleave over every node with memory */
+	SSEG_NUMA_DEVICE_LOCAL = 3, /* the host node nearest the rank's GPU (GPU backends) */
+};
+
+enum sseg_populate {
+	SSEG_POPULATE_OWNER = 0,  /* the owner faults every page in create, with threads */
+	SSEG_POPULATE_SPREAD = 1, /* each rank faults its 1/world_size slice in complete */
+	SSEG_POPULATE_LAZY = 2,   /* first touch faults */
+};
+
+/* Peers map the segment read-only; only the owner writes. */
+#define SSEG_F_READONLY_PEERS (1u << 0)
+/* Pin the mapping for GPU DMA (CUDA backend issue; refused until then). */
+#define SSEG_F_HOST_REGISTER (1u << 1)
+
+struct sseg_opts {
+	size_t sz;                    /* sizeof(struct sseg_opts); SSEG_OPTS sets it */
+	const char *name;             /* group name, 1..SSEG_NAME_MAX bytes */
+	uint64_t size;                /* bytes; 0 takes the layout's size */
+	int world_size;               /* ranks in the group */
+	int rank;                     /* this rank, 0..world_size-1 */
+	int owner_rank;               /* the rank that allocates on this rank's host */
+	enum sseg_backend backend;
+	enum sseg_pages pages;
+	enum sseg_numa numa;
+	int numa_node;                /* with SSEG_NUMA_NODE */
+	enum sseg_populate populate;
+	int populate_threads;         /* owner population threads; 0: up to 4 */
+	uint32_t flags;               /* SSEG_F_* */
+	int timeout_ms;               /* complete's bound on waiting; 0: 30000 */
+	const struct sseg_layout *layout; /* optional; hashed into the fingerprint */
+};
+
+/* Declares and zero-fills options: SSEG_OPTS(o, .name = "kv", .size = n); */
+#define SSEG_OPTS(NAME, ...) \
+	struct sseg_opts NAME = { .sz = sizeof(struct sseg_opts), __VA_ARGS__ }
+
+/* Phase 1. On success *seg is the new segment and blob holds this rank's
+ * SSEG_BLOB_SIZE bytes. On failure blob (when not NULL) still holds a
+ * failure blob carrying this rank's error: pass it on in the exchange and
+ * every other rank's sseg_complete fails with this rank's message instead
+ * of waiting for it. */
+SSEG_API int sseg_create(const struct sseg_opts *opts, sseg_t **seg, void *blob);
+
+/* Phase 3. blobs: world_size blobs, contiguous, index = rank. Verifies them
+ * all before mapping anything. The owner returns once every peer on its host
+ * has mapped (bounded by timeout_ms). On failure the segment stays valid for
+ * sseg_destroy. */
+SSEG_API int sseg_complete(sseg_t *seg, const void *blobs);
+
+/* An all-gather: write every rank's len bytes to all (world_size * len
+ * bytes, index = rank). Returns 0 or a negative errno. */
+typedef int (*sseg_allgather_fn)(const void *mine, void *all, size_t len, void *ctx);
+
+/* create + allgather + complete + an all-gather of each rank's status, so
+ * that one rank's failure fails every rank (naming it) instead of hanging. */
+SSEG_API int sseg_open(const struct sseg_opts *opts, sseg_allgather_fn allgather,
+		       void *ctx, sseg_t **seg);
+
+/* Releases what the segment holds, stage by stage in reverse order. A stage
+ * is marked done only after it succeeded: on failure the error is returned
+ * and the segment stays valid, so destroy can be called again and never
+ * repeats a completed stage. After the third consecutive failure the library
+ * takes the segment over (see sseg_cleanup_pending), the handle is gone and
+ * -EINPROGRESS is returned. -EBUSY while pinned. NULL is a no-op. */
+SSEG_API int sseg_destroy(sseg_t *seg);
+
+SSEG_API void *sseg_base(const sseg_t *seg);
+SSEG_API uint64_t sseg_size(const sseg_t *seg);
+
+struct sseg_info {
+	size_t sz;                 /* set by the caller: sizeof(struct sseg_info) */
+	enum sseg_backend backend;
+	enum sseg_pages pages;     /* page kind obtained */
+	uint64_t page_size;        /* page size obtained */
+	int pages_verified;        /* 1: checked (hugetlbfs, smaps); 0: nothing faulted yet */
+	uint64_t huge_bytes;       /* bytes found on huge pages when last checked */
+	void *base;
+	uint64_t size;             /* declared */
+	uint64_t mapped_size;      /* size rounded up to page_size */
+	int rank;
+	int world_size;
+	int owner_rank;
+	int is_owner;
+	int readonly;              /* this rank's mapping is read-only */
+	enum sseg_numa numa;       /* placement requested */
+	int numa_node;             /* with SSEG_NUMA_NODE */
+	uint64_t numa_nodes;       /* bit n: sampled pages found on node n; 0: unknown */
+	double create_s;
+	double complete_s;
+	double populate_s;         /* this rank's share of population */
+	char pages_reason[160];    /* why these pages (auto's choice, a knob in the way) */
+};
+
+SSEG_API int sseg_info(const sseg_t *seg, struct sseg_info *info);
+
+/* The thread-local sentence that explains this thread's last failure. */
+SSEG_API const char *sseg_last_error(void);
+
+/* 0 when this system can create segments with this backend and page kind
+ * (AUTO: any), else a negative errno with sseg_last_error() saying why. */
+SSEG_API int sseg_supported(enum sseg_backend backend, enum sseg_pages pages);
+
+/* ---- host facts (`sharedseg probe`) ---- */
+
+struct sseg_hugetlb_pool {
+	uint64_t page_size;
+	uint64_t total;
+	uint64_t free;
+	uint64_t reserved;
+};
+
+#define SSEG_PROBE_MAX_POOLS 4
+#define SSEG_PROBE_BACKENDS 4 /* indexed by enum sseg_backend */
+
+struct sseg_probe {
+	size_t sz;                 /* set by the caller: sizeof(struct sseg_probe) */
+	char kernel[64];
+	int memfd_ok;
+	int sealing_ok;
+	int memfd_hugetlb_ok;
+	char thp_shmem_enabled[16];    /* global shmem_enabled knob */
+	char thp_shmem_2m_enabled[16]; /* per-size knob; "" where the kernel has none */
+	int thp_shmem_usable;          /* madvise gets 2 MiB THP on a memfd */
+	int npools;
+	struct sseg_hugetlb_pool pools[SSEG_PROBE_MAX_POOLS];
+	int nnodes;                    /* NUMA nodes with memory */
+	uint64_t node_mask;
+	uint64_t auto_size;            /* the size auto_pages was decided for */
+	enum sseg_pages auto_pages;
+	char auto_reason[256];
+	int backend_ok[SSEG_PROBE_BACKENDS];
+	char backend_reason[SSEG_PROBE_BACKENDS][160];
+	char advice[512];              /* knobs to change, one per line; "" when none */
+};
+
+/* size: the segment size pages=auto should be decided for (0: 1 GiB). */
+SSEG_API int sseg_probe(uint64_t size, struct sseg_probe *probe);
+
+/* ---- layout: named blocks of fixed-size entries ---- */
+
+enum sseg_layout_order {
+	SSEG_LAYOUT_INTERLEAVED = 0, /* index 0 of every block, then index 1, ... */
+	SSEG_LAYOUT_GROUPED = 1,     /* every entry of block 0, then block 1, ... */
+};
+
+struct sseg_block_desc {
+	const char *name;     /* unique, non-empty, no ';' ':' or ',' */
+	uint64_t count;       /* entries */
+	uint64_t bytes;       /* bytes per entry */
+	uint64_t align;       /* entry alignment (power of two); 0: none beyond the layout's */
+	const char *shape;    /* optional text for the description, e.g. "bfloat16[4096,576]" */
+};
+
+/* align: the alignment of every entry (power of two; 0: 4096). */
+SSEG_API int sseg_layout_create(const struct sseg_block_desc *blocks, int nblocks,
+				enum sseg_layout_order order, uint64_t align,
+				struct sseg_layout **layout);
+SSEG_API void sseg_layout_destroy(struct sseg_layout *layout);
+SSEG_API uint64_t sseg_layout_size(const struct sseg_layout *layout);
+SSEG_API int sseg_layout_nblocks(const struct sseg_layout *layout);
+/* Block index by name, or -ENOENT. */
+SSEG_API int sseg_layout_find(const struct sseg_layout *layout, const char *name);
+SSEG_API int sseg_layout_block(const struct sseg_layout *layout, int block,
+			       struct sseg_block_desc *desc);
+SSEG_API int sseg_layout_offset(const struct sseg_layout *layout, int block,
+				uint64_t index, uint64_t *offset);
+/* The canonical description (names, counts, sizes, shapes, offsets). */
+SSEG_API const char *sseg_layout_describe(const struct sseg_layout *layout);
+SSEG_API uint64_t sseg_layout_hash(const struct sseg_layout *layout);
+
+/* ---- registry of live segments ---- */
+
+struct sseg_lookup_result {
+	sseg_t *seg;
+	int block;      /* -1 when [addr, len) is the whole segment */
+	uint64_t index; /* entry index within block */
+};
+
+/* 0 when [addr, addr+len) is exactly a live segment or exactly one entry of
+ * one segment's layout; -ENOENT otherwise. */
+SSEG_API int sseg_lookup(const void *addr, size_t len, struct sseg_lookup_result *res);
+SSEG_API int sseg_pin(sseg_t *seg);
+SSEG_API int sseg_unpin(sseg_t *seg);
+/* Segments whose teardown kept failing and that the library retries. */
+SSEG_API int sseg_cleanup_pending(void);
+
+/* ---- the built-in single-host exchange ---- */
+
+struct sseg_local_group;
+
+/* Rendezvous world_size processes of this host by group name over an
+ * abstract unix socket; rank 0 is the hub. Bounded by timeout_ms (0: 30000):
+ * a missing rank is an error naming it, never a hang. */
+SSEG_API int sseg_local_group_open(const char *name, int rank, int world_size,
+				   int timeout_ms, struct sseg_local_group **group);
+/* An sseg_allgather_fn; ctx is the struct sseg_local_group. May be called
+ * any number of times (a barrier is an all-gather of one byte). */
+SSEG_API int sseg_local_allgather(const void *mine, void *all, size_t len, void *ctx);
+SSEG_API void sseg_local_group_close(struct sseg_local_group *group);
+
+/* ---- names and parsing shared by the CLI and the Python package ---- */
+
+SSEG_API const char *sseg_backend_name(enum sseg_backend backend);
+SSEG_API const char *sseg_pages_name(enum sseg_pages pages);
+SSEG_API const char *sseg_numa_name(enum sseg_numa numa);
+SSEG_API const char *sseg_populate_name(enum sseg_populate populate);
+SSEG_API int sseg_parse_backend(const char *text, enum sseg_backend *backend);
+/* "auto", "base", "thp", "hugetlb" (2 MiB), "hugetlb-2M", "hugetlb-1G". */
+SSEG_API int sseg_parse_pages(const char *text, enum sseg_pages *pages);
+SSEG_API int sseg_parse_populate(const char *text, enum sseg_populate *populate);
+/* "none", "interleave", "device-local", or a node number. */
+SSEG_API int sseg_parse_numa(const char *text, enum sseg_numa *numa, int *node);
+/* "4096", "256MiB", "256M", "4G", "1.5GiB": binary units. */
+SSEG_API int sseg_parse_size(const char *text, uint64_t *bytes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SHAREDSEG_H */

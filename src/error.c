@@ -1,0 +1,50 @@
+/* The thread-local sentence behind every negative errno the API returns. */
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+static __thread char last_error[SSEG_ERR_MAX];
+
+static void set_message(const char *fmt, va_list ap)
+{
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+}
+
+int sseg_err(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	set_message(fmt, ap);
+	va_end(ap);
+	sseg_log(SSEG_LOG_DEBUG, "error %d: %s", err, last_error);
+	return err;
+}
+
+int sseg_err_wrap(int err, const char *fmt, ...)
+{
+	char inner[SSEG_ERR_MAX];
+	char outer[SSEG_ERR_MAX];
+	va_list ap;
+
+	memcpy(inner, last_error, sizeof(inner));
+	va_start(ap, fmt);
+	vsnprintf(outer, sizeof(outer), fmt, ap);
+	va_end(ap);
+	if (inner[0])
+		snprintf(last_error, sizeof(last_error), "%s: %s", outer, inner);
+	else
+		snprintf(last_error, sizeof(last_error), "%s: %s", outer, strerror(-err));
+	return err;
+}
+
+void sseg_err_clear(void)
+{
+	last_error[0] = '\0';
+}
+
+const char *sseg_last_error(void)
+{
+	return last_error;
+}

@@ -1,0 +1,183 @@
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+int tu_error_has(const char *needle)
+{
+	if (strstr(sseg_last_error(), needle))
+		return 1;
+	fprintf(stderr, "expected the error to mention \"%s\"\n", needle);
+	return 0;
+}
+
+void tu_name(char *buf, size_t len, const char *prefix)
+{
+	static int counter;
+
+	snprintf(buf, len, "%s-%d-%d", prefix, (int)getpid(), counter++);
+}
+
+pid_t tu_fork(int (*fn)(void *arg), void *arg)
+{
+	pid_t pid;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0) {
+		perror("fork");
+		exit(1);
+	}
+	if (pid == 0)
+		_exit(fn(arg));
+	return pid;
+}
+
+int tu_wait(pid_t pid, int timeout_ms)
+{
+	struct timespec nap = { 0, 5 * 1000 * 1000 };
+	int status;
+
+	for (int waited = 0; waited <= timeout_ms; waited += 5) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+
+		if (r == pid) {
+			if (WIFEXITED(status))
+				return WEXITSTATUS(status);
+			return 128 + WTERMSIG(status);
+		}
+		if (r < 0)
+			return -1;
+		nanosleep(&nap, NULL);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return -1;
+}
+
+struct knob {
+	char path[256];
+	char saved[64];
+};
+static struct knob knobs[16];
+static int nknobs;
+
+static int read_current(const char *path, char *buf, size_t len)
+{
+	char text[256];
+	FILE *f = fopen(path, "r");
+	char *open, *close;
+
+	if (!f)
+		return -errno;
+	if (!fgets(text, sizeof(text), f)) {
+		fclose(f);
+		return -EIO;
+	}
+	fclose(f);
+	text[strcspn(text, "\n")] = '\0';
+	open = strchr(text, '[');
+	close = open ? strchr(open, ']') : NULL;
+	if (open && close) {
+		*close = '\0';
+		snprintf(buf, len, "%s", open + 1);
+	} else {
+		snprintf(buf, len, "%s", text);
+	}
+	return 0;
+}
+
+static int write_value(const char *path, const char *value)
+{
+	FILE *f = fopen(path, "w");
+	int rc = 0;
+
+	if (!f)
+		return -errno;
+	if (fputs(value, f) < 0)
+		rc = -errno;
+	if (fclose(f) && !rc)
+		rc = -errno;
+	return rc;
+}
+
+void tu_knobs_restore(void)
+{
+	while (nknobs > 0) {
+		struct knob *k = &knobs[--nknobs];
+
+		if (write_value(k->path, k->saved))
+			fprintf(stderr, "could not restore %s to %s\n", k->path, k->saved);
+	}
+}
+
+int tu_knob_set(const char *path, const char *value)
+{
+	struct knob *k;
+	int rc;
+
+	if (nknobs == (int)(sizeof(knobs) / sizeof(knobs[0])))
+		return -ENOSPC;
+	k = &knobs[nknobs];
+	rc = read_current(path, k->saved, sizeof(k->saved));
+	if (rc)
+		return rc;
+	snprintf(k->path, sizeof(k->path), "%s", path);
+	rc = write_value(path, value);
+	if (rc)
+		return rc;
+	if (nknobs++ == 0)
+		atexit(tu_knobs_restore);
+	return 0;
+}
+
+int tu_hugetlb_reserve(unsigned n)
+{
+	const char *dir = "/sys/kernel/mm/hugepages/hugepages-2048kB";
+	char path[256], value[32];
+	unsigned long long total = 0, free_pages = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/free_hugepages", dir);
+	f = fopen(path, "r");
+	if (!f || fscanf(f, "%llu", &free_pages) != 1) {
+		if (f)
+			fclose(f);
+		fprintf(stderr, "no 2 MiB HugeTLB pool on this kernel\n");
+		return TU_SKIP;
+	}
+	fclose(f);
+	if (free_pages >= n)
+		return 0;
+	snprintf(path, sizeof(path), "%s/nr_hugepages", dir);
+	f = fopen(path, "r");
+	if (!f || fscanf(f, "%llu", &total) != 1) {
+		if (f)
+			fclose(f);
+		return TU_SKIP;
+	}
+	fclose(f);
+	snprintf(value, sizeof(value), "%llu", total + (n - free_pages));
+	if (tu_knob_set(path, value)) {
+		fprintf(stderr, "cannot write %s (not root?)\n", path);
+		return TU_SKIP;
+	}
+	snprintf(path, sizeof(path), "%s/free_hugepages", dir);
+	f = fopen(path, "r");
+	if (!f || fscanf(f, "%llu", &free_pages) != 1 || free_pages < n) {
+		if (f)
+			fclose(f);
+		fprintf(stderr, "the kernel gave only %llu free 2 MiB pages of %u asked\n",
+			free_pages, n);
+		return TU_SKIP;
+	}
+	fclose(f);
+	return 0;
+}

@@ -1,0 +1,64 @@
+/* Helpers for the test executables: checks that exit 1 with the library's
+ * last error, process helpers, and machine knobs that are restored. */
+#ifndef SSEG_TESTUTIL_H
+#define SSEG_TESTUTIL_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/types.h>
+
+#include "sharedseg.h"
+
+#define TU_SKIP 77
+
+#define CHECK(cond)                                                                    \
+	do {                                                                           \
+		if (!(cond)) {                                                         \
+			fprintf(stderr, "%s:%d: check failed: %s\n  last error: %s\n", \
+				__FILE__, __LINE__, #cond, sseg_last_error());         \
+			exit(1);                                                       \
+		}                                                                      \
+	} while (0)
+
+/* expr must return exactly expect (0 or a negative errno). */
+#define CHECK_RC(expr, expect)                                                               \
+	do {                                                                                 \
+		int rc_ = (expr);                                                            \
+		if (rc_ != (expect)) {                                                       \
+			fprintf(stderr, "%s:%d: %s returned %d, expected %d\n  last error: %s\n", \
+				__FILE__, __LINE__, #expr, rc_, (expect), sseg_last_error());  \
+			exit(1);                                                             \
+		}                                                                            \
+	} while (0)
+
+/* The last error must contain needle. */
+#define CHECK_ERR_HAS(needle) CHECK(tu_error_has(needle))
+
+int tu_error_has(const char *needle);
+
+/* A group name unique to this process and call: "prefix-<pid>-<n>". */
+void tu_name(char *buf, size_t len, const char *prefix);
+
+/* Forks a child that runs fn(arg) and exits with its return value. */
+pid_t tu_fork(int (*fn)(void *arg), void *arg);
+/* Waits for pid up to timeout_ms; returns its exit status, 128+signal when
+ * killed by a signal, or -1 on timeout (the child is then killed). */
+int tu_wait(pid_t pid, int timeout_ms);
+
+/* Machine knobs (sysfs/procfs files). tu_knob_set remembers the current
+ * value (the bracketed one for choice files) and writes value; the first
+ * call registers an atexit handler that restores everything changed. */
+int tu_knob_set(const char *path, const char *value);
+void tu_knobs_restore(void);
+
+/* HugeTLB 2 MiB pool: make at least n pages free (restored at exit).
+ * Returns 0, or TU_SKIP when the machine cannot. */
+int tu_hugetlb_reserve(unsigned n);
+
+/* A pattern byte for offset off of a segment written by rank. */
+static inline unsigned char tu_pattern(int rank, unsigned long long off)
+{
+	return (unsigned char)((off * 131u + (unsigned)rank * 7u + (off >> 12)) & 0xff);
+}
+
+#endif
