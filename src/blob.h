@@ -1,0 +1,69 @@
+/* The blob each rank contributes to the exchange, decoded. On the wire it is
+ * SSEG_BLOB_SIZE bytes of explicit little-endian fields (see blob.c for the
+ * offsets), never a raw struct. */
+#ifndef SSEG_BLOB_H
+#define SSEG_BLOB_H
+
+#include "internal.h"
+#include "os/os.h"
+
+#define SSEG_BLOB_MAGIC 0x47455353u /* "SSEG" */
+#define SSEG_BLOB_VERSION 1u
+#define SSEG_TOKEN_LEN 16
+#define SSEG_SOCK_NAME_MAX 47
+#define SSEG_HANDLE_DATA_LEN 128
+#define SSEG_BLOB_ERROR_MAX 320
+
+enum sseg_handle_kind {
+	SSEG_HANDLE_NONE = 0,        /* a peer's blob */
+	SSEG_HANDLE_FD_CHANNEL = 1,  /* the owner's fd channel: socket name + token */
+	SSEG_HANDLE_CUDA_FABRIC = 2, /* 64-byte CUmemFabricHandle in data */
+	SSEG_HANDLE_ASCEND_FABRIC = 3,
+};
+
+struct sseg_blob_handle {
+	uint32_t kind;        /* enum sseg_handle_kind */
+	uint32_t pages;       /* enum sseg_pages obtained by the owner */
+	uint64_t page_size;   /* obtained */
+	uint64_t mapped_size; /* size rounded up to page_size */
+	char sock[SSEG_SOCK_NAME_MAX + 1];
+	uint8_t token[SSEG_TOKEN_LEN];
+	uint8_t data[SSEG_HANDLE_DATA_LEN];
+};
+
+struct sseg_blob {
+	int32_t status; /* 0, or the negative errno of a rank whose create failed */
+	uint32_t rank;
+	uint32_t world_size;
+	uint32_t owner_rank;
+	/* the declaration: what every rank must agree on */
+	uint64_t size;
+	uint32_t pages;    /* requested */
+	uint32_t backend;  /* requested */
+	uint32_t flags;
+	uint32_t populate;
+	uint64_t layout_hash;
+	uint64_t name_hash;
+	uint64_t fingerprint;
+	char name[SSEG_NAME_MAX + 1];
+	/* where this rank runs */
+	struct os_host_id host;
+	uint32_t pid;
+	/* the owner's handle section (all zero in a peer's blob) */
+	struct sseg_blob_handle handle;
+	/* a failure blob's message (status != 0) */
+	char error[SSEG_BLOB_ERROR_MAX];
+};
+
+/* Fingerprint over the declaration fields; rank and owner do not enter it. */
+SSEG_HIDDEN uint64_t sseg_blob_fingerprint(const struct sseg_blob *b);
+/* Writes SSEG_BLOB_SIZE bytes, checksum included. */
+SSEG_HIDDEN void sseg_blob_encode(const struct sseg_blob *b, void *out);
+/* Decodes and checks length, magic, version and checksum; the message names
+ * the index the blob was found at. */
+SSEG_HIDDEN int sseg_blob_decode(const void *in, int index, struct sseg_blob *b);
+/* Fills a failure blob for a rank whose create failed with err. */
+SSEG_HIDDEN void sseg_blob_failure(void *out, const struct sseg_opts *opts, int err,
+				   const char *message);
+
+#endif

@@ -1,0 +1,265 @@
+/* The owner's fd channel: an abstract unix socket opened in create, named in
+ * the owner's blob. Each local peer connects in complete, proves membership
+ * with the owner's random token, receives the fd (SCM_RIGHTS), maps it and
+ * acks; the owner's complete returns once every local peer has acked, which
+ * is also the barrier that keeps the owner from tearing down too early. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "segment.h"
+
+#define HELLO_MAGIC 0x4f4c4548u /* "HELO" */
+#define REPLY_MAGIC 0x44484546u /* "FEHD" */
+#define ACK_MAGIC 0x4b434153u   /* "SACK" */
+#define HELLO_LEN (8 + SSEG_TOKEN_LEN)
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, 4); /* only ever read back on this host */
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static int remaining_ms(double deadline)
+{
+	double left = deadline - sseg_now();
+
+	return left <= 0 ? 0 : (int)(left * 1000) + 1;
+}
+
+int sseg_channel_listen(struct sseg *seg)
+{
+	uint64_t nonce;
+	int rc;
+
+	rc = os_random(seg->token, sizeof(seg->token));
+	if (!rc)
+		rc = os_random(&nonce, sizeof(nonce));
+	if (rc)
+		return rc;
+	snprintf(seg->sock_name, sizeof(seg->sock_name), "sharedseg-fd-%d-%016" PRIx64,
+		 (int)getpid(), nonce);
+	rc = os_listen_abstract(seg->sock_name, seg->opts.world_size, &seg->channel_fd);
+	if (rc)
+		return sseg_err_wrap(rc, "owner could not open its fd channel");
+	seg->held |= SSEG_HELD_CHANNEL;
+	return 0;
+}
+
+static bool token_equal(const uint8_t *a, const uint8_t *b)
+{
+	uint8_t diff = 0;
+
+	for (int i = 0; i < SSEG_TOKEN_LEN; i++)
+		diff |= a[i] ^ b[i];
+	return diff == 0;
+}
+
+/* Reads one hello; returns the rank it claims, or -1 for a connection that
+ * is not one of the owner's expected peers (refused without failing). */
+static int read_hello(struct sseg *seg, const struct sseg_blob *blobs, int conn, int timeout_ms)
+{
+	uint8_t hello[HELLO_LEN];
+	uid_t uid;
+	uint32_t rank;
+
+	if (os_read_full(conn, hello, sizeof(hello), timeout_ms))
+		return -1;
+	rank = get32(hello + 4);
+	if (get32(hello) != HELLO_MAGIC || !token_equal(hello + 8, seg->token)) {
+		sseg_log(SSEG_LOG_WARN, "segment '%s': refused a connection with a wrong token",
+			 seg->name);
+		return -1;
+	}
+	if (os_peer_uid(conn, &uid) || uid != seg->host.uid) {
+		sseg_log(SSEG_LOG_WARN, "segment '%s': refused a connection from another uid",
+			 seg->name);
+		return -1;
+	}
+	if (rank >= (uint32_t)seg->opts.world_size || (int)rank == seg->opts.rank ||
+	    blobs[rank].owner_rank != (uint32_t)seg->opts.rank || seg->peer_fds[rank] >= 0) {
+		sseg_log(SSEG_LOG_WARN, "segment '%s': refused a connection claiming rank %u",
+			 seg->name, rank);
+		return -1;
+	}
+	return (int)rank;
+}
+
+static int missing_peers(const struct sseg *seg, const struct sseg_blob *blobs, char *buf,
+			 size_t len)
+{
+	size_t used = 0;
+	int n = 0;
+
+	buf[0] = '\0';
+	for (int r = 0; r < seg->opts.world_size; r++) {
+		if (r == seg->opts.rank || blobs[r].owner_rank != (uint32_t)seg->opts.rank ||
+		    seg->peer_fds[r] >= 0)
+			continue;
+		if (used < len)
+			used += (size_t)snprintf(buf + used, len - used, "%s%d", n ? ", " : "", r);
+		n++;
+	}
+	return n;
+}
+
+int sseg_channel_serve(struct sseg *seg, const struct sseg_blob *blobs, int fd,
+		       uint64_t mapped_size)
+{
+	int world = seg->opts.world_size, expected = 0, served = 0;
+	double deadline = sseg_now() + sseg_timeout_ms(seg) / 1000.0;
+	uint8_t reply[16];
+	char missing[256];
+
+	seg->peer_fds = malloc(sizeof(int) * (size_t)world);
+	if (!seg->peer_fds)
+		return sseg_err(-ENOMEM, "out of memory");
+	for (int r = 0; r < world; r++) {
+		seg->peer_fds[r] = -1;
+		expected += r != seg->opts.rank && blobs[r].owner_rank == (uint32_t)seg->opts.rank;
+	}
+	seg->held |= SSEG_HELD_PEERS;
+	put32(reply, REPLY_MAGIC);
+	put32(reply + 4, 0);
+	memcpy(reply + 8, &mapped_size, 8);
+	while (served < expected) {
+		int conn, rank, rc;
+
+		rc = os_accept(seg->channel_fd, remaining_ms(deadline), &conn);
+		if (rc == -ETIMEDOUT || (!rc && remaining_ms(deadline) == 0)) {
+			if (!rc)
+				close(conn);
+			missing_peers(seg, blobs, missing, sizeof(missing));
+			return sseg_err(-ETIMEDOUT,
+					"owner rank %d: rank(s) %s did not collect the segment within "
+					"%d ms (exited, or never called sseg_complete)",
+					seg->opts.rank, missing, sseg_timeout_ms(seg));
+		}
+		if (rc)
+			return rc;
+		rank = read_hello(seg, blobs, conn, remaining_ms(deadline));
+		if (rank < 0) {
+			close(conn);
+			continue;
+		}
+		rc = os_send_fd(conn, fd, reply, sizeof(reply));
+		if (rc) {
+			close(conn);
+			return sseg_err_wrap(rc, "owner rank %d could not hand the segment to rank %d",
+					     seg->opts.rank, rank);
+		}
+		seg->peer_fds[rank] = conn;
+		served++;
+	}
+	return 0;
+}
+
+int sseg_channel_collect_acks(struct sseg *seg, const struct sseg_blob *blobs)
+{
+	double deadline = sseg_now() + sseg_timeout_ms(seg) / 1000.0;
+	int first_err = 0;
+
+	for (int r = 0; r < seg->opts.world_size; r++) {
+		uint8_t ack[8];
+		int rc;
+
+		if (seg->peer_fds[r] < 0)
+			continue;
+		rc = os_read_full(seg->peer_fds[r], ack, sizeof(ack), remaining_ms(deadline));
+		if (!rc && get32(ack) != ACK_MAGIC)
+			rc = -EPROTO;
+		if (!rc && (int32_t)get32(ack + 4) != 0)
+			rc = sseg_err((int32_t)get32(ack + 4),
+				      "rank %d could not map the segment it received: %s", r,
+				      strerror(-(int32_t)get32(ack + 4)));
+		else if (rc)
+			rc = sseg_err(rc,
+				      "rank %d closed the fd channel before confirming its mapping "
+				      "(%s)",
+				      r, strerror(-rc));
+		if (rc && !first_err)
+			first_err = rc;
+	}
+	sseg_channel_release(seg);
+	return first_err;
+}
+
+int sseg_channel_fetch(struct sseg *seg, const struct sseg_blob *owner, int *fd, int *owner_sock)
+{
+	uint8_t hello[HELLO_LEN], reply[16];
+	int sock, rc;
+
+	rc = os_connect_abstract(owner->handle.sock, &sock);
+	if (rc == -ECONNREFUSED || rc == -ENOENT)
+		return sseg_err(-ECONNREFUSED,
+				"owner rank %u (pid %u) is not listening on its fd channel: it exited "
+				"or failed before handing the segment over",
+				owner->rank, owner->pid);
+	if (rc)
+		return sseg_err_wrap(rc, "could not reach owner rank %u", owner->rank);
+	put32(hello, HELLO_MAGIC);
+	put32(hello + 4, (uint32_t)seg->opts.rank);
+	memcpy(hello + 8, owner->handle.token, SSEG_TOKEN_LEN);
+	rc = os_write_full(sock, hello, sizeof(hello), sseg_timeout_ms(seg));
+	if (!rc)
+		rc = os_recv_fd(sock, fd, reply, sizeof(reply), sseg_timeout_ms(seg));
+	if (rc == -ECONNRESET || rc == -EPIPE)
+		rc = sseg_err(-ECONNRESET,
+			      "owner rank %u (pid %u) closed the fd channel before handing the "
+			      "segment over (did it exit?)",
+			      owner->rank, owner->pid);
+	else if (rc == -ETIMEDOUT)
+		rc = sseg_err(-ETIMEDOUT,
+			      "owner rank %u (pid %u) did not hand the segment over within %d ms",
+			      owner->rank, owner->pid, sseg_timeout_ms(seg));
+	else if (!rc && get32(reply) != REPLY_MAGIC) {
+		close(*fd);
+		rc = sseg_err(-EPROTO, "owner rank %u answered on its fd channel with bad bytes",
+			      owner->rank);
+	}
+	if (rc) {
+		close(sock);
+		return rc;
+	}
+	*owner_sock = sock;
+	return 0;
+}
+
+int sseg_channel_ack(int owner_sock, int status, int timeout_ms)
+{
+	uint8_t ack[8];
+	int rc;
+
+	put32(ack, ACK_MAGIC);
+	put32(ack + 4, (uint32_t)status);
+	rc = os_write_full(owner_sock, ack, sizeof(ack), timeout_ms);
+	close(owner_sock);
+	return rc;
+}
+
+int sseg_channel_release(struct sseg *seg)
+{
+	if (seg->held & SSEG_HELD_PEERS) {
+		for (int r = 0; r < seg->opts.world_size; r++)
+			if (seg->peer_fds[r] >= 0)
+				close(seg->peer_fds[r]);
+		free(seg->peer_fds);
+		seg->peer_fds = NULL;
+		seg->held &= ~SSEG_HELD_PEERS;
+	}
+	if (seg->held & SSEG_HELD_CHANNEL) {
+		close(seg->channel_fd);
+		seg->channel_fd = -1;
+		seg->held &= ~SSEG_HELD_CHANNEL;
+	}
+	return 0;
+}

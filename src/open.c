@@ -1,0 +1,117 @@
+/* sseg_open: the two phases with a caller-supplied all-gather, and a final
+ * all-gather of every rank's status so one rank's failure fails all ranks
+ * (naming it) instead of leaving some waiting. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define STATUS_LEN 256
+#define STATUS_MSG_OFF 8
+
+struct group_status {
+	int first_failed;
+	int nfailed;
+	int err;
+	char message[SSEG_ERR_MAX];
+};
+
+static void encode_status(uint8_t *rec, int rc)
+{
+	int32_t v = rc;
+
+	memset(rec, 0, STATUS_LEN);
+	memcpy(rec, &v, sizeof(v));
+	if (rc)
+		snprintf((char *)rec + STATUS_MSG_OFF, STATUS_LEN - STATUS_MSG_OFF, "%s",
+			 sseg_last_error());
+}
+
+static void decode_statuses(const uint8_t *all, int world, struct group_status *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->first_failed = -1;
+	for (int r = 0; r < world; r++) {
+		const uint8_t *rec = all + (size_t)r * STATUS_LEN;
+		int32_t v;
+
+		memcpy(&v, rec, sizeof(v));
+		if (!v)
+			continue;
+		if (st->first_failed < 0) {
+			st->first_failed = r;
+			st->err = v;
+			snprintf(st->message, sizeof(st->message), "%.*s",
+				 STATUS_LEN - STATUS_MSG_OFF - 1, (const char *)rec + STATUS_MSG_OFF);
+		}
+		st->nfailed++;
+	}
+}
+
+/* Every rank learns whether every rank succeeded. */
+static int agree(const struct sseg_opts *opts, sseg_allgather_fn allgather, void *ctx,
+		 int rc, const char *phase)
+{
+	uint8_t mine[STATUS_LEN], *all;
+	struct group_status st;
+	int grc;
+
+	all = malloc((size_t)STATUS_LEN * (size_t)opts->world_size);
+	if (!all)
+		return rc ? rc : sseg_err(-ENOMEM, "out of memory");
+	encode_status(mine, rc);
+	grc = allgather(mine, all, STATUS_LEN, ctx);
+	if (grc) {
+		free(all);
+		return rc ? rc : sseg_err(grc, "the all-gather after %s failed (%d)", phase, grc);
+	}
+	decode_statuses(all, opts->world_size, &st);
+	free(all);
+	if (st.first_failed < 0)
+		return 0;
+	if (rc)
+		return rc;
+	return sseg_err(st.err, "%d rank(s) failed in %s; rank %d: %s", st.nfailed, phase,
+			st.first_failed, st.message);
+}
+
+int sseg_open(const struct sseg_opts *opts, sseg_allgather_fn allgather, void *ctx,
+	      sseg_t **out)
+{
+	uint8_t blob[SSEG_BLOB_SIZE], *blobs;
+	sseg_t *seg = NULL;
+	int rc, grc;
+
+	if (!opts || !allgather || !out)
+		return sseg_err(-EINVAL, "sseg_open needs options, an all-gather and an out-pointer");
+	*out = NULL;
+	if (opts->world_size < 1 || opts->world_size > 65536)
+		return sseg_err(-EINVAL, "world_size=%d: must be 1 to 65536", opts->world_size);
+	blobs = malloc((size_t)SSEG_BLOB_SIZE * (size_t)opts->world_size);
+	if (!blobs)
+		return sseg_err(-ENOMEM, "out of memory");
+	/* A failed create still sends its failure blob: the others then fail
+	 * in complete with this rank's message. */
+	rc = sseg_create(opts, &seg, blob);
+	grc = allgather(blob, blobs, SSEG_BLOB_SIZE, ctx);
+	if (!rc && grc)
+		rc = sseg_err(grc, "the all-gather of blobs failed (%d)", grc);
+	if (!rc)
+		rc = sseg_complete(seg, blobs);
+	free(blobs);
+	if (!grc)
+		rc = agree(opts, allgather, ctx, rc, "sseg_open");
+	if (rc) {
+		char why[SSEG_ERR_MAX];
+
+		snprintf(why, sizeof(why), "%s", sseg_last_error());
+		if (seg && sseg_destroy(seg))
+			sseg_log(SSEG_LOG_ERROR, "could not release a failed segment: %s",
+				 sseg_last_error());
+		sseg_err(rc, "%s", why);
+		return rc;
+	}
+	*out = seg;
+	return 0;
+}

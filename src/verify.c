@@ -1,0 +1,159 @@
+/* Verification of every rank's blob before anything is mapped. Each failure
+ * names the rank, the field and both values, and every rank compares against
+ * rank 0 so all ranks report the same sentence. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blob.h"
+#include "segment.h"
+
+static const char *flag_text(uint32_t flags, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s", flags & SSEG_F_READONLY_PEERS ? "readonly-peers" : "",
+		 (flags & SSEG_F_READONLY_PEERS) && (flags & SSEG_F_HOST_REGISTER) ? "|" : "",
+		 flags & SSEG_F_HOST_REGISTER ? "host-register" : "");
+	if (!buf[0])
+		snprintf(buf, len, "none");
+	return buf;
+}
+
+/* Compares one declared field of rank r with rank 0. */
+static int check_declaration(const struct sseg_blob *b, const struct sseg_blob *ref, int r)
+{
+	char x[64], y[64];
+
+	if (strcmp(b->name, ref->name))
+		return sseg_err(-EINVAL, "rank %d declared name=\"%s\", rank 0 declared name=\"%s\"",
+				r, b->name, ref->name);
+	if (b->size != ref->size)
+		return sseg_err(-EINVAL,
+				"rank %d declared size=%" PRIu64 ", rank 0 declared size=%" PRIu64, r,
+				b->size, ref->size);
+	if (b->layout_hash != ref->layout_hash)
+		return sseg_err(-EINVAL,
+				"rank %d declared layout=%016" PRIx64 ", rank 0 declared layout=%016" PRIx64
+				" (the blocks' names, counts, shapes, dtypes or alignment differ)",
+				r, b->layout_hash, ref->layout_hash);
+	if (b->pages != ref->pages)
+		return sseg_err(-EINVAL, "rank %d declared pages=%s, rank 0 declared pages=%s", r,
+				sseg_pages_name(b->pages), sseg_pages_name(ref->pages));
+	if (b->backend != ref->backend)
+		return sseg_err(-EINVAL, "rank %d declared backend=%s, rank 0 declared backend=%s", r,
+				sseg_backend_name(b->backend), sseg_backend_name(ref->backend));
+	if (b->flags != ref->flags)
+		return sseg_err(-EINVAL, "rank %d declared flags=%s, rank 0 declared flags=%s", r,
+				flag_text(b->flags, x, sizeof(x)),
+				flag_text(ref->flags, y, sizeof(y)));
+	if (b->populate != ref->populate)
+		return sseg_err(-EINVAL, "rank %d declared populate=%s, rank 0 declared populate=%s",
+				r, sseg_populate_name(b->populate), sseg_populate_name(ref->populate));
+	if (b->fingerprint != sseg_blob_fingerprint(b))
+		return sseg_err(-EPROTO,
+				"rank %d's fingerprint does not match its declaration (a blob from "
+				"another build of sharedseg?)",
+				r);
+	return 0;
+}
+
+static bool same_host(const struct os_host_id *a, const struct os_host_id *b)
+{
+	return !memcmp(a->boot_id, b->boot_id, sizeof(a->boot_id)) && a->netns == b->netns;
+}
+
+static void host_text(const struct os_host_id *h, char *buf, size_t len)
+{
+	snprintf(buf, len, "boot id %02x%02x%02x%02x..., netns %" PRIu64, h->boot_id[0],
+		 h->boot_id[1], h->boot_id[2], h->boot_id[3], h->netns);
+}
+
+/* Every rank's owner is an owner, on the rank's host; one owner per host. */
+static int check_owners(const struct sseg_blob *blobs, int world)
+{
+	char a[64], c[64];
+
+	for (int r = 0; r < world; r++) {
+		uint32_t o = blobs[r].owner_rank;
+
+		if (o >= (uint32_t)world)
+			return sseg_err(-EINVAL, "rank %d names owner rank %u, outside the group of %d",
+					r, o, world);
+		if (blobs[o].owner_rank != o)
+			return sseg_err(-EINVAL,
+					"rank %d names rank %u as its owner, but rank %u names rank %u",
+					r, o, o, blobs[o].owner_rank);
+		if (!same_host(&blobs[r].host, &blobs[o].host)) {
+			host_text(&blobs[r].host, a, sizeof(a));
+			host_text(&blobs[o].host, c, sizeof(c));
+			return sseg_err(-EINVAL,
+					"rank %d names rank %u as its owner, but they run on different "
+					"hosts (%s against %s): each host needs its own owner",
+					r, o, a, c);
+		}
+		if (blobs[o].handle.kind == SSEG_HANDLE_NONE)
+			return sseg_err(-EPROTO, "owner rank %u's blob carries no handle section", o);
+		if (blobs[r].host.uid != blobs[o].host.uid)
+			return sseg_err(-EPERM,
+					"rank %d runs as uid %u but its owner rank %u runs as uid %u: "
+					"the owner hands its pages only to its own user",
+					r, blobs[r].host.uid, o, blobs[o].host.uid);
+		for (int s = 0; s < r; s++)
+			if (same_host(&blobs[r].host, &blobs[s].host) &&
+			    blobs[s].owner_rank != o)
+				return sseg_err(-EINVAL,
+						"ranks %d and %d run on one host but name different owners "
+						"(%u and %u): there must be exactly one owner per host",
+						s, r, blobs[s].owner_rank, o);
+	}
+	return 0;
+}
+
+static int check_identity(const struct sseg_blob *blobs, int world)
+{
+	for (int i = 0; i < world; i++) {
+		if (blobs[i].status)
+			return sseg_err(blobs[i].status, "rank %d failed in sseg_create: %s", i,
+					blobs[i].error);
+		for (int j = 0; j < i; j++)
+			if (blobs[j].rank == blobs[i].rank)
+				return sseg_err(-EINVAL,
+						"blobs at index %d and %d both claim rank %u: two processes "
+						"were started with the same rank",
+						j, i, blobs[i].rank);
+	}
+	for (int i = 0; i < world; i++) {
+		if (blobs[i].world_size != (uint32_t)world)
+			return sseg_err(-EINVAL,
+					"rank %d declared world_size=%u, this rank declared world_size=%d",
+					i, blobs[i].world_size, world);
+		if (blobs[i].rank != (uint32_t)i)
+			return sseg_err(-EINVAL,
+					"blob at index %d carries rank %u: the all-gather must return "
+					"blobs in rank order",
+					i, blobs[i].rank);
+	}
+	return 0;
+}
+
+int sseg_verify_blobs(const struct sseg *seg, const void *raw, struct sseg_blob *blobs)
+{
+	const uint8_t *bytes = raw;
+	int world = seg->opts.world_size;
+	int rc;
+
+	for (int i = 0; i < world; i++) {
+		rc = sseg_blob_decode(bytes + (size_t)i * SSEG_BLOB_SIZE, i, &blobs[i]);
+		if (rc)
+			return rc;
+	}
+	rc = check_identity(blobs, world);
+	if (rc)
+		return rc;
+	for (int r = 0; r < world; r++) {
+		rc = check_declaration(&blobs[r], &blobs[0], r);
+		if (rc)
+			return rc;
+	}
+	return check_owners(blobs, world);
+}
