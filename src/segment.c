@@ -244,6 +244,10 @@ int sseg_info(const sseg_t *seg, struct sseg_info *info)
 	out.page_size = seg->page_size;
 	out.pages_verified = seg->pages_verified;
 	out.huge_bytes = seg->huge_bytes;
+	/* Huge pages show in smaps as they are faulted: measure now. */
+	if (seg->completed)
+		os_huge_bytes(seg->window, seg->mapped_size, &out.huge_bytes);
+	out.pages_verified = seg->pages_verified || out.huge_bytes > 0;
 	out.base = sseg_base(seg);
 	out.size = seg->size;
 	out.mapped_size = seg->mapped_size;

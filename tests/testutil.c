@@ -181,3 +181,109 @@ int tu_hugetlb_reserve(unsigned n)
 	fclose(f);
 	return 0;
 }
+
+#include <dirent.h>
+#include <pthread.h>
+
+#include "segment.h"
+
+struct inproc {
+	struct tu_rank *rank;
+	unsigned char *blobs;
+	int phase; /* 0 create, 1 complete */
+};
+
+static void *inproc_main(void *arg)
+{
+	struct inproc *job = arg;
+	struct tu_rank *r = job->rank;
+
+	sseg_test_host(r->host);
+	if (job->phase == 0) {
+		r->create_rc = sseg_create(&r->opts, &r->seg,
+					   job->blobs + (size_t)r->opts.rank * SSEG_BLOB_SIZE);
+		if (r->create_rc)
+			snprintf(r->error, sizeof(r->error), "%s", sseg_last_error());
+	} else if (r->seg) {
+		r->complete_rc = sseg_complete(r->seg, job->blobs);
+		if (r->complete_rc)
+			snprintf(r->error, sizeof(r->error), "%s", sseg_last_error());
+	}
+	sseg_test_host(NULL);
+	return NULL;
+}
+
+static void inproc_phase(struct tu_rank *ranks, int n, unsigned char *blobs, int phase)
+{
+	pthread_t tid[64];
+	struct inproc jobs[64];
+
+	if (n > 64)
+		abort();
+	for (int i = 0; i < n; i++) {
+		jobs[i] = (struct inproc){ &ranks[i], blobs, phase };
+		if (pthread_create(&tid[i], NULL, inproc_main, &jobs[i]))
+			abort();
+	}
+	for (int i = 0; i < n; i++)
+		pthread_join(tid[i], NULL);
+}
+
+unsigned char *tu_create_inproc(struct tu_rank *ranks, int n)
+{
+	unsigned char *blobs = calloc((size_t)n, SSEG_BLOB_SIZE);
+
+	if (!blobs)
+		abort();
+	inproc_phase(ranks, n, blobs, 0);
+	return blobs;
+}
+
+int tu_run_inproc(struct tu_rank *ranks, int n)
+{
+	unsigned char *blobs = tu_create_inproc(ranks, n);
+	int failed = 0;
+
+	inproc_phase(ranks, n, blobs, 1);
+	free(blobs);
+	for (int i = 0; i < n; i++)
+		failed += ranks[i].create_rc || ranks[i].complete_rc;
+	return failed;
+}
+
+void tu_destroy_all(struct tu_rank *ranks, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (ranks[i].seg && sseg_destroy(ranks[i].seg)) {
+			fprintf(stderr, "destroy of rank %d failed: %s\n", i, sseg_last_error());
+			exit(1);
+		}
+		ranks[i].seg = NULL;
+	}
+}
+
+int tu_count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+int tu_count_maps(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	int n = 0, c;
+
+	if (!f)
+		return -1;
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}

@@ -62,3 +62,27 @@ static inline unsigned char tu_pattern(int rank, unsigned long long off)
 }
 
 #endif
+
+/* ---- several ranks as threads of this process ---- */
+
+struct tu_rank {
+	struct sseg_opts opts; /* sz, name, rank, world_size, ... set by the test */
+	const char *host;      /* simulated host (boot id override), or NULL */
+	sseg_t *seg;           /* result */
+	int create_rc;
+	int complete_rc;
+	char error[512];       /* the rank's sseg_last_error() after its failure */
+};
+
+/* Every rank creates in its own thread, the blobs are gathered, then every
+ * rank completes in its own thread. Ranks whose create failed contribute
+ * their failure blob. Returns the number of ranks that failed. */
+int tu_run_inproc(struct tu_rank *ranks, int n);
+/* Creates every rank (in threads) and returns the gathered blobs
+ * (malloc'ed, n * SSEG_BLOB_SIZE) without completing. */
+unsigned char *tu_create_inproc(struct tu_rank *ranks, int n);
+void tu_destroy_all(struct tu_rank *ranks, int n);
+
+/* Counts of this process's open fds and mappings, to prove nothing leaked. */
+int tu_count_fds(void);
+int tu_count_maps(void);

@@ -2,6 +2,7 @@
  * the fd channel hands to the peers on its host. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "backend/backend.h"
@@ -17,6 +18,18 @@ static int memfd_probe(char *why, size_t len)
 	}
 	close(fd);
 	snprintf(why, len, "available");
+	return 0;
+}
+
+/* Peers advise too: a page faulted through a peer's mapping (populate
+ * spread or lazy) is allocated by the rules of that mapping. */
+static int advise_pages(struct sseg *seg)
+{
+	if (seg->pages == SSEG_PAGES_THP)
+		return os_madvise_hugepage(seg->window, seg->mapped_size);
+	/* Keep shmem_enabled=always from turning a base request into THP. */
+	if (seg->pages == SSEG_PAGES_BASE)
+		madvise(seg->window, seg->mapped_size, MADV_NOHUGEPAGE);
 	return 0;
 }
 
@@ -53,12 +66,9 @@ static int memfd_create_owner(struct sseg *seg)
 	rc = os_window_map(seg->window, seg->mapped_size, seg->memfd, false);
 	if (rc)
 		return rc;
-	if (seg->pages == SSEG_PAGES_THP) {
-		rc = os_madvise_hugepage(seg->window, seg->mapped_size);
-		if (rc)
-			return rc;
-	}
-	rc = sseg_place(seg);
+	rc = advise_pages(seg);
+	if (!rc)
+		rc = sseg_place(seg);
 	if (rc)
 		return rc;
 	if (seg->opts.populate == SSEG_POPULATE_OWNER) {
@@ -138,7 +148,7 @@ static int map_received(struct sseg *seg, const struct sseg_blob_handle *h, int 
 	seg->mapped_size = h->mapped_size;
 	seg->page_size = h->page_size;
 	seg->pages = (enum sseg_pages)h->pages;
-	return 0;
+	return advise_pages(seg);
 }
 
 static int memfd_import(struct sseg *seg, const struct sseg_blob *blobs)

@@ -1,0 +1,42 @@
+/* HugeTLB fails closed: a pool one page too small is refused before
+ * anything is allocated, the message gives free and needed counts, and no
+ * fd, mapping or huge page is left behind. */
+#include <string.h>
+
+#include "os/os.h"
+#include "testutil.h"
+
+int main(void)
+{
+	struct sseg_hugetlb_pool before, after;
+	unsigned char blob[SSEG_BLOB_SIZE];
+	char needle[96];
+	sseg_t *seg = NULL;
+	uint64_t avail, size;
+	int fds, maps, rc = tu_hugetlb_reserve(2);
+
+	if (rc)
+		return rc;
+	CHECK_RC(os_hugetlb_pool(2u << 20, &before), 0);
+	avail = before.free - before.reserved;
+	size = (avail + 1) * (2u << 20);
+	fds = tu_count_fds();
+	maps = tu_count_maps();
+	{
+		SSEG_OPTS(o, .name = "closed", .size = size, .world_size = 1,
+			  .pages = SSEG_PAGES_HUGETLB_2M);
+
+		CHECK_RC(sseg_create(&o, &seg, blob), -ENOMEM);
+	}
+	snprintf(needle, sizeof(needle), "has %llu free pages, %llu needed",
+		 (unsigned long long)avail, (unsigned long long)avail + 1);
+	CHECK_ERR_HAS(needle);
+	CHECK_ERR_HAS("nr_hugepages");
+	CHECK(seg == NULL);
+	CHECK(tu_count_fds() == fds);
+	CHECK(tu_count_maps() == maps);
+	CHECK_RC(os_hugetlb_pool(2u << 20, &after), 0);
+	CHECK(after.free == before.free && after.reserved == before.reserved);
+	printf("hugetlb_closed: ok\n");
+	return 0;
+}

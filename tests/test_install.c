@@ -1,0 +1,75 @@
+/* Installs the build into a temporary prefix and builds a program against
+ * it through pkg-config, as a user would; checks the exported symbols and
+ * the SONAME. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static const char *program =
+	"#include <sharedseg.h>\n"
+	"#include <stdio.h>\n"
+	"#include <string.h>\n"
+	"int main(void) {\n"
+	"  SSEG_OPTS(o, .name = \"installed\", .size = 1 << 20, .world_size = 1);\n"
+	"  unsigned char blob[SSEG_BLOB_SIZE]; sseg_t *s;\n"
+	"  if (sseg_create(&o, &s, blob) || sseg_complete(s, blob)) {\n"
+	"    fprintf(stderr, \"%s\\n\", sseg_last_error()); return 1; }\n"
+	"  memset(sseg_base(s), 1, 1 << 20);\n"
+	"  if (sseg_destroy(s)) return 1;\n"
+	"  puts(\"installed-ok\"); return 0; }\n";
+
+static int run(const char *cmd)
+{
+	int rc;
+
+	fprintf(stderr, "+ %s\n", cmd);
+	rc = system(cmd);
+	return rc == -1 ? -1 : WEXITSTATUS(rc);
+}
+
+int main(void)
+{
+	const char *build = getenv("SSEG_BUILD_DIR");
+	char dir[] = "/tmp/sseg-install-XXXXXX", cmd[2048], path[512];
+	FILE *f;
+
+	if (!build) {
+		fprintf(stderr, "SSEG_BUILD_DIR is not set (run through ctest)\n");
+		return 1;
+	}
+	if (run("command -v pkg-config >/dev/null")) {
+		fprintf(stderr, "pkg-config is missing: make deps installs it\n");
+		return 1;
+	}
+	CHECK(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd), "cmake --install %s --prefix %s/prefix >/dev/null", build, dir);
+	CHECK(run(cmd) == 0);
+	snprintf(path, sizeof(path), "%s/prog.c", dir);
+	f = fopen(path, "w");
+	CHECK(f && fputs(program, f) >= 0 && fclose(f) == 0);
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && PKG_CONFIG_PATH=$(ls -d %s/prefix/lib*/pkgconfig | head -1) && "
+		 "export PKG_CONFIG_PATH && "
+		 "cc -Wall -Werror prog.c -o prog $(pkg-config --cflags --libs sharedseg) && "
+		 "LD_LIBRARY_PATH=$(pkg-config --variable=libdir sharedseg) ./prog | grep -q installed-ok",
+		 dir, dir);
+	CHECK(run(cmd) == 0);
+	/* Only the API leaves the library, under a fixed SONAME. */
+	snprintf(cmd, sizeof(cmd),
+		 "lib=$(ls %s/prefix/lib*/libsharedseg.so.0 | head -1) && "
+		 "objdump -p $lib | grep -q 'SONAME *libsharedseg.so.0' && "
+		 "! nm -D --defined-only $lib | awk '{print $3}' | grep -v '^sseg_' | "
+		 "grep -v '^SHAREDSEG_0$' | grep . && "
+		 "! nm -D --defined-only $lib | grep -q -e sseg_err -e sseg_test_ -e os_",
+		 dir);
+	CHECK(run(cmd) == 0);
+	/* The installed CLI runs. */
+	snprintf(cmd, sizeof(cmd), "%s/prefix/bin/sharedseg --help >/dev/null", dir);
+	CHECK(run(cmd) == 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	run(cmd);
+	printf("install: ok\n");
+	return 0;
+}

@@ -1,0 +1,86 @@
+/* The fd channel admits only members: a connection with a wrong token (or
+ * claiming a rank that is not a local peer) gets no fd, and the real group
+ * completes regardless. */
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "blob.h"
+#include "os/os.h"
+#include "testutil.h"
+
+#define HELLO_MAGIC 0x4f4c4548u /* the channel's hello, as a peer sends it */
+
+struct owner_job {
+	sseg_t *seg;
+	unsigned char *blobs;
+	int rc;
+};
+
+static void *owner_complete(void *arg)
+{
+	struct owner_job *j = arg;
+
+	j->rc = sseg_complete(j->seg, j->blobs);
+	return NULL;
+}
+
+/* Connects like a peer; returns the result of waiting for an fd. */
+static int intrude(const char *sock, uint32_t rank, const uint8_t *token)
+{
+	uint8_t hello[8 + SSEG_TOKEN_LEN], reply[16];
+	uint32_t magic = HELLO_MAGIC;
+	int s, fd = -1, rc;
+
+	CHECK_RC(os_connect_abstract(sock, &s), 0);
+	memcpy(hello, &magic, 4);
+	memcpy(hello + 4, &rank, 4);
+	memcpy(hello + 8, token, SSEG_TOKEN_LEN);
+	CHECK_RC(os_write_full(s, hello, sizeof(hello), 1000), 0);
+	rc = os_recv_fd(s, &fd, reply, sizeof(reply), 3000);
+	if (fd >= 0)
+		close(fd);
+	close(s);
+	return rc;
+}
+
+int main(void)
+{
+	struct tu_rank r[3];
+	struct owner_job job;
+	struct sseg_blob owner;
+	uint8_t wrong[SSEG_TOKEN_LEN];
+	unsigned char *blobs;
+	pthread_t tid;
+	int rc;
+
+	memset(r, 0, sizeof(r));
+	for (int i = 0; i < 3; i++)
+		r[i].opts = (struct sseg_opts){ .sz = sizeof(struct sseg_opts), .name = "token",
+						.size = 1 << 20, .world_size = 3, .rank = i,
+						.pages = SSEG_PAGES_BASE, .timeout_ms = 10000 };
+	blobs = tu_create_inproc(r, 3);
+	CHECK_RC(sseg_blob_decode(blobs, 0, &owner), 0);
+	job = (struct owner_job){ r[0].seg, blobs, 1 };
+	CHECK(pthread_create(&tid, NULL, owner_complete, &job) == 0);
+
+	memcpy(wrong, owner.handle.token, sizeof(wrong));
+	wrong[7] ^= 1;
+	rc = intrude(owner.handle.sock, 1, wrong);
+	CHECK(rc == -ECONNRESET);
+	/* The right token but claiming the owner's own rank. */
+	rc = intrude(owner.handle.sock, 0, owner.handle.token);
+	CHECK(rc == -ECONNRESET);
+	/* The real peers are still served. */
+	CHECK_RC(sseg_complete(r[1].seg, blobs), 0);
+	CHECK_RC(sseg_complete(r[2].seg, blobs), 0);
+	pthread_join(tid, NULL);
+	CHECK(job.rc == 0);
+	/* Both peers and the owner map one copy. */
+	((unsigned char *)sseg_base(r[2].seg))[0] = 9;
+	CHECK(((unsigned char *)sseg_base(r[0].seg))[0] == 9);
+	free(blobs);
+	tu_destroy_all(r, 3);
+	printf("token: ok\n");
+	return 0;
+}
