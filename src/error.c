@@ -22,6 +22,26 @@ int sseg_err(int err, const char *fmt, ...)
 	return err;
 }
 
+/* Appends text at *used, cutting it at the buffer's end: a truncated
+ * sentence keeps its start, which carries the context. */
+static void append(size_t *used, const char *text)
+{
+	size_t n = strnlen(text, sizeof(last_error) - 1 - *used);
+
+	memcpy(last_error + *used, text, n);
+	*used += n;
+	last_error[*used] = '\0';
+}
+
+static void join(const char *outer, const char *inner)
+{
+	size_t used = 0;
+
+	append(&used, outer);
+	append(&used, ": ");
+	append(&used, inner);
+}
+
 int sseg_err_wrap(int err, const char *fmt, ...)
 {
 	char inner[SSEG_ERR_MAX];
@@ -32,10 +52,7 @@ int sseg_err_wrap(int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(outer, sizeof(outer), fmt, ap);
 	va_end(ap);
-	if (inner[0])
-		snprintf(last_error, sizeof(last_error), "%s: %s", outer, inner);
-	else
-		snprintf(last_error, sizeof(last_error), "%s: %s", outer, strerror(-err));
+	join(outer, inner[0] ? inner : strerror(-err));
 	return err;
 }
 
