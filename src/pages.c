@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "segment.h"
 
 static int hugetlb_fits(uint64_t page_size, uint64_t size, uint64_t *avail, uint64_t *needed)

@@ -3,6 +3,7 @@
 #ifndef SSEG_TESTUTIL_H
 #define SSEG_TESTUTIL_H
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/types.h>
