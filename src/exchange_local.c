@@ -1,0 +1,526 @@
+/* The built-in single-host all-gather: ranks meet on an abstract unix
+ * socket named after the group; rank 0 (the hub) collects every rank's
+ * bytes and sends the whole array back. Every wait is bounded, and a
+ * failure the hub sees is sent to every rank, so all of them fail with the
+ * same sentence instead of some of them waiting. */
+#define _GNU_SOURCE /* accept4 */
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "exchange_wire.h"
+#include "internal.h"
+
+#define CONNECT_RETRY_MS 10
+/* Non-hub ranks wait this much longer than the hub, so that they hear the
+ * hub's verdict (which rank is missing) instead of timing out first. */
+#define PEER_GRACE_S 1.0
+
+/* The hub's side of one rank's connection. */
+struct peer {
+	int fd;
+	size_t got; /* bytes of the current message received */
+	uint8_t hdr[SSEG_WIRE_FRAME_SIZE];
+};
+
+struct sseg_local_group {
+	char name[SSEG_NAME_MAX + 1];
+	int rank;
+	int world_size;
+	int timeout_ms;
+	bool broken;         /* an earlier failure closed the connections */
+	int hub_fd;          /* non-hub: the connection to the hub */
+	struct peer *peers;  /* hub: indexed by rank; [0] unused */
+	struct pollfd *pfds; /* hub: scratch for gather */
+	int *pfd_rank;
+};
+
+/* ---- messages ---- */
+
+static const char *hub_tag(int rank)
+{
+	return rank == 0 ? " (hub)" : "";
+}
+
+static int io_fail(const struct sseg_local_group *g, int rc, int rank, const char *doing)
+{
+	if (rc == -ECONNRESET || rc == -EPIPE)
+		return sseg_err(-ECONNRESET, "rank %d%s of local group '%s' closed the connection",
+				rank, hub_tag(rank), g->name);
+	if (rc == -ETIMEDOUT)
+		return sseg_err(-ETIMEDOUT, "local group '%s': rank %d%s did not %s within %d ms",
+				g->name, rank, hub_tag(rank), doing, g->timeout_ms);
+	return sseg_err(rc, "local group '%s': %s rank %d%s failed: %s", g->name, doing, rank,
+			hub_tag(rank), strerror(-rc));
+}
+
+/* "rank 3" or "ranks 2, 3": the ranks whose connection is missing or whose
+ * message has fewer than need bytes. */
+static void list_missing(const struct sseg_local_group *g, size_t need, char *buf, size_t len)
+{
+	size_t used = 0;
+	int n = 0;
+
+	for (int r = 1; r < g->world_size; r++)
+		n += g->peers[r].fd < 0 || g->peers[r].got < need;
+	used = (size_t)snprintf(buf, len, "rank%s", n > 1 ? "s" : "");
+	for (int r = 1, i = 0; r < g->world_size && used < len; r++) {
+		if (g->peers[r].fd >= 0 && g->peers[r].got >= need)
+			continue;
+		used += (size_t)snprintf(buf + used, len - used, "%s%d", i++ ? ", " : " ", r);
+	}
+}
+
+/* ---- group lifetime ---- */
+
+static void close_peers(struct sseg_local_group *g)
+{
+	for (int r = 1; g->peers && r < g->world_size; r++) {
+		if (g->peers[r].fd >= 0)
+			close(g->peers[r].fd);
+		g->peers[r].fd = -1;
+	}
+	if (g->hub_fd >= 0)
+		close(g->hub_fd);
+	g->hub_fd = -1;
+}
+
+void sseg_local_group_close(struct sseg_local_group *group)
+{
+	if (!group)
+		return;
+	close_peers(group);
+	free(group->peers);
+	free(group->pfds);
+	free(group->pfd_rank);
+	free(group);
+}
+
+/* Passes the current failure to every connected rank and closes the group. */
+static int hub_abort(struct sseg_local_group *g, int err)
+{
+	char why[SSEG_ERR_MAX];
+
+	snprintf(why, sizeof(why), "%s", sseg_last_error());
+	for (int r = 1; r < g->world_size; r++)
+		if (g->peers[r].fd >= 0)
+			sseg_wire_send_abort(g->peers[r].fd, err, why);
+	close_peers(g);
+	g->broken = true;
+	return err;
+}
+
+static int peer_fail(struct sseg_local_group *g, int err)
+{
+	close_peers(g);
+	g->broken = true;
+	return err;
+}
+
+static int group_alloc(const char *name, int rank, int world_size, int timeout_ms,
+		       struct sseg_local_group **group)
+{
+	struct sseg_local_group *g = calloc(1, sizeof(*g));
+	size_t n = (size_t)world_size;
+
+	if (!g)
+		return sseg_err(-ENOMEM, "no memory for local group '%s'", name);
+	snprintf(g->name, sizeof(g->name), "%s", name);
+	g->rank = rank;
+	g->world_size = world_size;
+	g->timeout_ms = timeout_ms ? timeout_ms : SSEG_DEFAULT_TIMEOUT_MS;
+	g->hub_fd = -1;
+	*group = g;
+	if (rank != 0 || world_size == 1)
+		return 0;
+	g->peers = calloc(n, sizeof(*g->peers));
+	g->pfds = calloc(n, sizeof(*g->pfds));
+	g->pfd_rank = calloc(n, sizeof(*g->pfd_rank));
+	if (!g->peers || !g->pfds || !g->pfd_rank)
+		return sseg_err(-ENOMEM, "no memory for local group '%s' of %d ranks", name,
+				world_size);
+	for (int r = 0; r < world_size; r++)
+		g->peers[r].fd = -1;
+	return 0;
+}
+
+static socklen_t group_address(const struct sseg_local_group *g, struct sockaddr_un *addr)
+{
+	int n;
+
+	memset(addr, 0, sizeof(*addr));
+	addr->sun_family = AF_UNIX;
+	/* sun_path[0] stays NUL: the abstract namespace, gone with the socket */
+	n = snprintf(addr->sun_path + 1, sizeof(addr->sun_path) - 1, "sharedseg-group-%u-%s",
+		     (unsigned)getuid(), g->name);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+/* ---- joining: the hub's side ---- */
+
+static int hub_listen(const struct sseg_local_group *g, int *fd)
+{
+	struct sockaddr_un addr;
+	socklen_t alen = group_address(g, &addr);
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (s < 0)
+		return sseg_err(-errno, "local group '%s': socket: %s", g->name, strerror(errno));
+	if (bind(s, (struct sockaddr *)&addr, alen) || listen(s, SOMAXCONN)) {
+		int err = errno;
+
+		close(s);
+		if (err == EADDRINUSE)
+			return sseg_err(-EADDRINUSE, "local group '%s' is already in use on this host",
+					g->name);
+		return sseg_err(-err, "local group '%s': bind: %s", g->name, strerror(err));
+	}
+	*fd = s;
+	return 0;
+}
+
+/* Checks one newcomer's hello; 0 with the connection stored under its rank. */
+static int hub_admit(struct sseg_local_group *g, int fd, const struct sseg_wire_frame *hello)
+{
+	int rc = 0;
+
+	if ((int)hello->world != g->world_size)
+		rc = sseg_err(-EINVAL, "local group '%s': rank %d declared world size %u, rank 0 (hub) %d",
+			      g->name, hello->arg, hello->world, g->world_size);
+	else if (hello->arg < 1 || hello->arg >= g->world_size)
+		rc = sseg_err(-EINVAL, "local group '%s': a process joined as rank %d, outside 1..%d",
+			      g->name, hello->arg, g->world_size - 1);
+	else if (g->peers[hello->arg].fd >= 0)
+		rc = sseg_err(-EINVAL, "local group '%s': two processes joined as rank %d", g->name,
+			      hello->arg);
+	if (rc) {
+		sseg_wire_send_abort(fd, rc, sseg_last_error());
+		close(fd);
+		return rc;
+	}
+	g->peers[hello->arg].fd = fd;
+	return 0;
+}
+
+/* Accepts one connection and reads its hello. A connection that is not
+ * speaking this protocol is dropped without failing the group. */
+static int hub_accept_one(struct sseg_local_group *g, int listen_fd, double deadline)
+{
+	uint8_t hdr[SSEG_WIRE_FRAME_SIZE];
+	struct sseg_wire_frame hello;
+	int fd, rc;
+
+	rc = sseg_wire_wait(listen_fd, POLLIN, deadline);
+	if (rc)
+		return rc;
+	fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return errno == EINTR || errno == ECONNABORTED ? 0 : -errno;
+	rc = sseg_wire_recv(fd, hdr, sizeof(hdr), deadline);
+	if (rc || !sseg_wire_decode(hdr, SSEG_WIRE_HELLO, &hello)) {
+		close(fd);
+		return rc == -ETIMEDOUT ? rc : 0;
+	}
+	return hub_admit(g, fd, &hello) ? -EINVAL : 0;
+}
+
+static int joined(const struct sseg_local_group *g)
+{
+	int n = 0;
+
+	for (int r = 1; r < g->world_size; r++)
+		n += g->peers[r].fd >= 0;
+	return n;
+}
+
+static int hub_join(struct sseg_local_group *g)
+{
+	double deadline = sseg_now() + g->timeout_ms / 1000.0;
+	char missing[256];
+	int listen_fd = -1, rc;
+
+	rc = hub_listen(g, &listen_fd);
+	if (rc)
+		return rc;
+	while (!rc && joined(g) < g->world_size - 1)
+		rc = hub_accept_one(g, listen_fd, deadline);
+	close(listen_fd);
+	if (rc == -ETIMEDOUT) {
+		list_missing(g, 0, missing, sizeof(missing));
+		sseg_err(rc, "local group '%s': %s of %d did not join within %d ms", g->name,
+			 missing, g->world_size, g->timeout_ms);
+	} else if (rc && rc != -EINVAL) {
+		sseg_err(rc, "local group '%s': accept: %s", g->name, strerror(-rc));
+	}
+	for (int r = 1; !rc && r < g->world_size; r++)
+		if (sseg_wire_send_frame(g->peers[r].fd, SSEG_WIRE_STATUS, 0, 0, deadline + PEER_GRACE_S))
+			rc = io_fail(g, -ECONNRESET, r, "join");
+	return rc ? hub_abort(g, rc) : 0;
+}
+
+/* ---- joining: every other rank ---- */
+
+static int peer_connect(struct sseg_local_group *g, double deadline)
+{
+	struct timespec nap = { 0, CONNECT_RETRY_MS * 1000000L };
+	struct sockaddr_un addr;
+	socklen_t alen = group_address(g, &addr);
+
+	for (;;) {
+		int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		if (s < 0)
+			return sseg_err(-errno, "local group '%s': socket: %s", g->name,
+					strerror(errno));
+		if (!connect(s, (struct sockaddr *)&addr, alen)) {
+			g->hub_fd = s;
+			return 0;
+		}
+		close(s);
+		if (errno != ECONNREFUSED && errno != ENOENT && errno != EINTR)
+			return sseg_err(-errno, "local group '%s': connect: %s", g->name,
+					strerror(errno));
+		if (sseg_now() >= deadline)
+			return sseg_err(-ETIMEDOUT,
+					"local group '%s': rank 0 (hub) did not open it within %d ms",
+					g->name, g->timeout_ms);
+		nanosleep(&nap, NULL);
+	}
+}
+
+/* The failure the hub reported in f; its sentence becomes this rank's. */
+static int hub_verdict(struct sseg_local_group *g, const struct sseg_wire_frame *f)
+{
+	char why[SSEG_ERR_MAX];
+	size_t n = f->len < sizeof(why) - 1 ? (size_t)f->len : sizeof(why) - 1;
+
+	if (sseg_wire_recv(g->hub_fd, why, n, sseg_now() + SSEG_WIRE_ABORT_S))
+		n = 0;
+	why[n] = '\0';
+	if (f->arg >= 0 || f->arg < -4095)
+		return sseg_err(-EPROTO, "local group '%s': rank 0 (hub) reported status %d",
+				g->name, f->arg);
+	return sseg_err(f->arg, "%s (reported by rank 0, the hub)", n ? why : strerror(-f->arg));
+}
+
+/* Reads the hub's status frame: 0 with *len set, or the failure. */
+static int peer_status(struct sseg_local_group *g, double deadline, const char *doing,
+		       uint64_t *len)
+{
+	uint8_t hdr[SSEG_WIRE_FRAME_SIZE];
+	struct sseg_wire_frame f;
+	int rc = sseg_wire_recv(g->hub_fd, hdr, sizeof(hdr), deadline);
+
+	if (rc)
+		return io_fail(g, rc, 0, doing);
+	if (!sseg_wire_decode(hdr, SSEG_WIRE_STATUS, &f))
+		return sseg_err(-EPROTO, "local group '%s': rank 0 (hub) sent a malformed frame",
+				g->name);
+	if (f.arg)
+		return hub_verdict(g, &f);
+	*len = f.len;
+	return 0;
+}
+
+/* A send to the hub failed: the hub may already have said why it closed. */
+static int peer_send_fail(struct sseg_local_group *g, int rc, const char *doing)
+{
+	uint8_t hdr[SSEG_WIRE_FRAME_SIZE];
+	struct sseg_wire_frame f;
+
+	if ((rc == -ECONNRESET || rc == -EPIPE) &&
+	    !sseg_wire_recv(g->hub_fd, hdr, sizeof(hdr), sseg_now()) &&
+	    sseg_wire_decode(hdr, SSEG_WIRE_STATUS, &f) && f.arg)
+		return hub_verdict(g, &f);
+	return io_fail(g, rc, 0, doing);
+}
+
+static int peer_join(struct sseg_local_group *g)
+{
+	double deadline = sseg_now() + g->timeout_ms / 1000.0;
+	struct sseg_wire_frame hello = { .kind = SSEG_WIRE_HELLO, .arg = g->rank, .world = (uint32_t)g->world_size };
+	uint8_t hdr[SSEG_WIRE_FRAME_SIZE];
+	uint64_t len = 0;
+	int rc;
+
+	rc = peer_connect(g, deadline);
+	if (rc)
+		return rc;
+	sseg_wire_encode(hdr, &hello);
+	rc = sseg_wire_send(g->hub_fd, hdr, sizeof(hdr), deadline);
+	if (rc)
+		return peer_send_fail(g, rc, "answer");
+	/* counted from now: the hub's own deadline ends before this one */
+	return peer_status(g, sseg_now() + g->timeout_ms / 1000.0 + PEER_GRACE_S, "answer", &len);
+}
+
+int sseg_local_group_open(const char *name, int rank, int world_size, int timeout_ms,
+			  struct sseg_local_group **group)
+{
+	struct sseg_local_group *g = NULL;
+	size_t nlen = name ? strlen(name) : 0;
+	int rc;
+
+	if (!group)
+		return sseg_err(-EINVAL, "sseg_local_group_open: group pointer is NULL");
+	*group = NULL;
+	if (nlen < 1 || nlen > SSEG_NAME_MAX)
+		return sseg_err(-EINVAL, "local group name must be 1 to %u bytes, not %zu",
+				SSEG_NAME_MAX, nlen);
+	if (world_size < 1 || rank < 0 || rank >= world_size)
+		return sseg_err(-EINVAL, "local group '%s': rank %d is outside a world of %d ranks",
+				name, rank, world_size);
+	if (timeout_ms < 0)
+		return sseg_err(-EINVAL, "local group '%s': timeout %d ms is negative", name,
+				timeout_ms);
+	rc = group_alloc(name, rank, world_size, timeout_ms, &g);
+	if (!rc && world_size > 1)
+		rc = rank == 0 ? hub_join(g) : peer_join(g);
+	if (rc) {
+		sseg_local_group_close(g);
+		return rc;
+	}
+	*group = g;
+	return 0;
+}
+
+/* ---- one all-gather round ---- */
+
+/* Reads what is there from rank r's connection into its frame or its slot
+ * of all. 0 on progress (or nothing yet), else the failure. */
+static int gather_step(struct sseg_local_group *g, int r, uint8_t *all, size_t len)
+{
+	struct peer *p = &g->peers[r];
+	bool header = p->got < SSEG_WIRE_FRAME_SIZE;
+	struct sseg_wire_frame f;
+	ssize_t n;
+
+	if (header)
+		n = recv(p->fd, p->hdr + p->got, SSEG_WIRE_FRAME_SIZE - p->got, MSG_DONTWAIT);
+	else
+		n = recv(p->fd, all + (size_t)r * len + (p->got - SSEG_WIRE_FRAME_SIZE),
+			 SSEG_WIRE_FRAME_SIZE + len - p->got, MSG_DONTWAIT);
+	if (n == 0)
+		return io_fail(g, -ECONNRESET, r, "send");
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : io_fail(g, -errno, r, "send");
+	p->got += (size_t)n;
+	if (!header || p->got < SSEG_WIRE_FRAME_SIZE)
+		return 0;
+	if (!sseg_wire_decode(p->hdr, SSEG_WIRE_DATA, &f))
+		return sseg_err(-EPROTO, "local group '%s': rank %d sent a malformed frame",
+				g->name, r);
+	if (f.len != len)
+		return sseg_err(-EINVAL,
+				"local group '%s': rank %d all-gathers %llu bytes, rank 0 (hub) %zu",
+				g->name, r, (unsigned long long)f.len, len);
+	return 0;
+}
+
+/* Collects every rank's bytes, in whatever order they come. */
+static int hub_gather(struct sseg_local_group *g, uint8_t *all, size_t len, double deadline)
+{
+	char missing[256];
+
+	for (int r = 1; r < g->world_size; r++)
+		g->peers[r].got = 0;
+	for (;;) {
+		nfds_t n = 0;
+		int ready;
+
+		for (int r = 1; r < g->world_size; r++) {
+			if (g->peers[r].got == SSEG_WIRE_FRAME_SIZE + len)
+				continue;
+			g->pfds[n] = (struct pollfd){ .fd = g->peers[r].fd, .events = POLLIN };
+			g->pfd_rank[n++] = r;
+		}
+		if (!n)
+			return 0;
+		ready = poll(g->pfds, n, sseg_wire_remaining_ms(deadline));
+		if (ready < 0 && errno != EINTR)
+			return sseg_err(-errno, "local group '%s': poll: %s", g->name, strerror(errno));
+		if (ready == 0) {
+			list_missing(g, SSEG_WIRE_FRAME_SIZE + len, missing, sizeof(missing));
+			return sseg_err(-ETIMEDOUT, "local group '%s': %s of %d did not send within %d ms",
+					g->name, missing, g->world_size, g->timeout_ms);
+		}
+		for (nfds_t i = 0; i < n; i++) {
+			int rc = g->pfds[i].revents ? gather_step(g, g->pfd_rank[i], all, len) : 0;
+
+			if (rc)
+				return rc;
+		}
+	}
+}
+
+static int hub_round(struct sseg_local_group *g, const void *mine, uint8_t *all, size_t len)
+{
+	double deadline = sseg_now() + g->timeout_ms / 1000.0;
+	size_t total = len * (size_t)g->world_size;
+	int rc;
+
+	if (len)
+		memmove(all, mine, len);
+	rc = hub_gather(g, all, len, deadline);
+	for (int r = 1; !rc && r < g->world_size; r++) {
+		rc = sseg_wire_send_frame(g->peers[r].fd, SSEG_WIRE_STATUS, 0, total, deadline);
+		if (!rc)
+			rc = sseg_wire_send(g->peers[r].fd, all, total, deadline);
+		if (rc)
+			rc = io_fail(g, rc, r, "receive");
+	}
+	return rc ? hub_abort(g, rc) : 0;
+}
+
+static int peer_round(struct sseg_local_group *g, const void *mine, uint8_t *all, size_t len)
+{
+	double deadline = sseg_now() + g->timeout_ms / 1000.0;
+	size_t total = len * (size_t)g->world_size;
+	uint64_t got = 0;
+	int rc;
+
+	rc = sseg_wire_send_frame(g->hub_fd, SSEG_WIRE_DATA, 0, len, deadline);
+	if (!rc)
+		rc = sseg_wire_send(g->hub_fd, mine, len, deadline);
+	if (rc)
+		return peer_fail(g, peer_send_fail(g, rc, "receive"));
+	rc = peer_status(g, deadline + PEER_GRACE_S, "answer", &got);
+	if (!rc && got != total)
+		rc = sseg_err(-EPROTO, "local group '%s': rank 0 (hub) sent %llu bytes, expected %zu",
+			      g->name, (unsigned long long)got, total);
+	if (!rc) {
+		rc = sseg_wire_recv(g->hub_fd, all, total, deadline + PEER_GRACE_S);
+		if (rc)
+			rc = io_fail(g, rc, 0, "answer");
+	}
+	return rc ? peer_fail(g, rc) : 0;
+}
+
+int sseg_local_allgather(const void *mine, void *all, size_t len, void *ctx)
+{
+	struct sseg_local_group *g = ctx;
+	size_t total;
+
+	if (!g)
+		return sseg_err(-EINVAL, "sseg_local_allgather: the group (ctx) is NULL");
+	if (g->broken)
+		return sseg_err(-ENOTCONN, "local group '%s' failed earlier and cannot be used",
+				g->name);
+	if (__builtin_mul_overflow(len, (size_t)g->world_size, &total) ||
+	    total > (size_t)INT64_MAX)
+		return sseg_err(-EOVERFLOW, "local group '%s': %zu bytes from %d ranks is too much",
+				g->name, len, g->world_size);
+	if (len && (!mine || !all))
+		return sseg_err(-EINVAL, "local group '%s': all-gather buffers are NULL", g->name);
+	if (g->world_size == 1) {
+		if (len)
+			memmove(all, mine, len);
+		return 0;
+	}
+	return g->rank == 0 ? hub_round(g, mine, all, len) : peer_round(g, mine, all, len);
+}

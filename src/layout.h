@@ -1,0 +1,18 @@
+/* Internal layout helpers for the registry and the segment code. */
+#ifndef SSEG_LAYOUT_H
+#define SSEG_LAYOUT_H
+
+#include <stdint.h>
+
+#include "internal.h"
+
+/* 0 when [offset, offset+len) is exactly one entry (len equal to its block's
+ * bytes), with *block and *index set; -ENOENT otherwise. Costs O(nblocks),
+ * never a walk over the entries. */
+SSEG_HIDDEN int sseg_layout_entry_at(const struct sseg_layout *l, uint64_t offset, uint64_t len,
+				     int *block, uint64_t *index);
+
+/* A deep copy, or NULL when memory is short. */
+SSEG_HIDDEN struct sseg_layout *sseg_layout_copy(const struct sseg_layout *l);
+
+#endif
