@@ -23,36 +23,6 @@ _Static_assert(OFF_HANDLE + 8 + 16 + SSEG_SOCK_NAME_MAX + 1 + SSEG_TOKEN_LEN +
 	       "handle section overflows the blob");
 _Static_assert(OFF_ERROR + SSEG_BLOB_ERROR_MAX <= OFF_CHECKSUM, "error overflows the blob");
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v = 0;
-
-	for (int i = 0; i < 4; i++)
-		v |= (uint32_t)p[i] << (8 * i);
-	return v;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
-
 static uint32_t checksum(const uint8_t *p)
 {
 	uint64_t h = sseg_hash64(p, OFF_CHECKSUM, 0x5353);
@@ -64,24 +34,24 @@ uint64_t sseg_blob_fingerprint(const struct sseg_blob *b)
 {
 	uint8_t decl[48];
 
-	put64(decl + 0, b->size);
-	put32(decl + 8, b->world_size);
-	put32(decl + 12, b->pages);
-	put32(decl + 16, b->backend);
-	put32(decl + 20, b->flags);
-	put32(decl + 24, b->populate);
-	put32(decl + 28, SSEG_BLOB_VERSION);
-	put64(decl + 32, b->layout_hash);
-	put64(decl + 40, b->name_hash);
+	sseg_put64(decl + 0, b->size);
+	sseg_put32(decl + 8, b->world_size);
+	sseg_put32(decl + 12, b->pages);
+	sseg_put32(decl + 16, b->backend);
+	sseg_put32(decl + 20, b->flags);
+	sseg_put32(decl + 24, b->populate);
+	sseg_put32(decl + 28, SSEG_BLOB_VERSION);
+	sseg_put64(decl + 32, b->layout_hash);
+	sseg_put64(decl + 40, b->name_hash);
 	return sseg_hash64(decl, sizeof(decl), 0x46505254);
 }
 
 static void encode_handle(const struct sseg_blob_handle *h, uint8_t *p)
 {
-	put32(p + 0, h->kind);
-	put32(p + 4, h->pages);
-	put64(p + 8, h->page_size);
-	put64(p + 16, h->mapped_size);
+	sseg_put32(p + 0, h->kind);
+	sseg_put32(p + 4, h->pages);
+	sseg_put64(p + 8, h->page_size);
+	sseg_put64(p + 16, h->mapped_size);
 	memcpy(p + 24, h->sock, sizeof(h->sock));
 	memcpy(p + 24 + sizeof(h->sock), h->token, sizeof(h->token));
 	memcpy(p + 24 + sizeof(h->sock) + sizeof(h->token), h->data, sizeof(h->data));
@@ -89,10 +59,10 @@ static void encode_handle(const struct sseg_blob_handle *h, uint8_t *p)
 
 static void decode_handle(const uint8_t *p, struct sseg_blob_handle *h)
 {
-	h->kind = get32(p + 0);
-	h->pages = get32(p + 4);
-	h->page_size = get64(p + 8);
-	h->mapped_size = get64(p + 16);
+	h->kind = sseg_get32(p + 0);
+	h->pages = sseg_get32(p + 4);
+	h->page_size = sseg_get64(p + 8);
+	h->mapped_size = sseg_get64(p + 16);
 	memcpy(h->sock, p + 24, sizeof(h->sock));
 	h->sock[sizeof(h->sock) - 1] = '\0';
 	memcpy(h->token, p + 24 + sizeof(h->sock), sizeof(h->token));
@@ -104,43 +74,43 @@ void sseg_blob_encode(const struct sseg_blob *b, void *out)
 	uint8_t *p = out;
 
 	memset(p, 0, SSEG_BLOB_SIZE);
-	put32(p + 0, SSEG_BLOB_MAGIC);
+	sseg_put32(p + 0, SSEG_BLOB_MAGIC);
 	p[4] = SSEG_BLOB_VERSION & 0xff;
 	p[5] = SSEG_BLOB_VERSION >> 8;
 	p[6] = SSEG_BLOB_SIZE & 0xff;
 	p[7] = SSEG_BLOB_SIZE >> 8;
-	put32(p + 8, (uint32_t)b->status);
-	put32(p + 12, b->rank);
-	put32(p + 16, b->world_size);
-	put32(p + 20, b->owner_rank);
-	put64(p + 24, b->size);
-	put32(p + 32, b->pages);
-	put32(p + 36, b->backend);
-	put32(p + 40, b->flags);
-	put32(p + 44, b->populate);
-	put64(p + 48, b->layout_hash);
-	put64(p + 56, b->name_hash);
-	put64(p + 64, b->fingerprint);
+	sseg_put32(p + 8, (uint32_t)b->status);
+	sseg_put32(p + 12, b->rank);
+	sseg_put32(p + 16, b->world_size);
+	sseg_put32(p + 20, b->owner_rank);
+	sseg_put64(p + 24, b->size);
+	sseg_put32(p + 32, b->pages);
+	sseg_put32(p + 36, b->backend);
+	sseg_put32(p + 40, b->flags);
+	sseg_put32(p + 44, b->populate);
+	sseg_put64(p + 48, b->layout_hash);
+	sseg_put64(p + 56, b->name_hash);
+	sseg_put64(p + 64, b->fingerprint);
 	memcpy(p + 72, b->host.boot_id, 16);
-	put64(p + 88, b->host.netns);
-	put64(p + 96, b->host.pidns);
-	put32(p + 104, b->host.uid);
-	put32(p + 108, b->pid);
+	sseg_put64(p + 88, b->host.netns);
+	sseg_put64(p + 96, b->host.pidns);
+	sseg_put32(p + 104, b->host.uid);
+	sseg_put32(p + 108, b->pid);
 	memcpy(p + 112, b->name, sizeof(b->name));
 	if (b->status)
 		memcpy(p + OFF_ERROR, b->error, sizeof(b->error));
 	else
 		encode_handle(&b->handle, p + OFF_HANDLE);
-	put32(p + OFF_CHECKSUM, checksum(p));
+	sseg_put32(p + OFF_CHECKSUM, checksum(p));
 }
 
 int sseg_blob_decode(const void *in, int index, struct sseg_blob *b)
 {
 	const uint8_t *p = in;
-	uint32_t magic = get32(p);
+	uint32_t magic = sseg_get32(p);
 	unsigned version = p[4] | (unsigned)p[5] << 8;
 	unsigned size = p[6] | (unsigned)p[7] << 8;
-	uint32_t sum = get32(p + OFF_CHECKSUM);
+	uint32_t sum = sseg_get32(p + OFF_CHECKSUM);
 
 	memset(b, 0, sizeof(*b));
 	if (magic != SSEG_BLOB_MAGIC)
@@ -161,23 +131,23 @@ int sseg_blob_decode(const void *in, int index, struct sseg_blob *b)
 				"blob at index %d fails its checksum (0x%08x, computed 0x%08x): "
 				"it was corrupted or cut in the exchange",
 				index, sum, checksum(p));
-	b->status = (int32_t)get32(p + 8);
-	b->rank = get32(p + 12);
-	b->world_size = get32(p + 16);
-	b->owner_rank = get32(p + 20);
-	b->size = get64(p + 24);
-	b->pages = get32(p + 32);
-	b->backend = get32(p + 36);
-	b->flags = get32(p + 40);
-	b->populate = get32(p + 44);
-	b->layout_hash = get64(p + 48);
-	b->name_hash = get64(p + 56);
-	b->fingerprint = get64(p + 64);
+	b->status = (int32_t)sseg_get32(p + 8);
+	b->rank = sseg_get32(p + 12);
+	b->world_size = sseg_get32(p + 16);
+	b->owner_rank = sseg_get32(p + 20);
+	b->size = sseg_get64(p + 24);
+	b->pages = sseg_get32(p + 32);
+	b->backend = sseg_get32(p + 36);
+	b->flags = sseg_get32(p + 40);
+	b->populate = sseg_get32(p + 44);
+	b->layout_hash = sseg_get64(p + 48);
+	b->name_hash = sseg_get64(p + 56);
+	b->fingerprint = sseg_get64(p + 64);
 	memcpy(b->host.boot_id, p + 72, 16);
-	b->host.netns = get64(p + 88);
-	b->host.pidns = get64(p + 96);
-	b->host.uid = get32(p + 104);
-	b->pid = get32(p + 108);
+	b->host.netns = sseg_get64(p + 88);
+	b->host.pidns = sseg_get64(p + 96);
+	b->host.uid = sseg_get32(p + 104);
+	b->pid = sseg_get32(p + 108);
 	memcpy(b->name, p + 112, sizeof(b->name));
 	b->name[sizeof(b->name) - 1] = '\0';
 	if (b->status) {

@@ -9,38 +9,23 @@
 
 /* ---- frames ---- */
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v = 0;
-
-	for (int i = 0; i < 4; i++)
-		v |= (uint32_t)p[i] << (8 * i);
-	return v;
-}
-
 void sseg_wire_encode(uint8_t *p, const struct sseg_wire_frame *f)
 {
-	put32(p, WIRE_MAGIC);
-	put32(p + 4, f->kind);
-	put32(p + 8, (uint32_t)f->arg);
-	put32(p + 12, f->world);
-	put32(p + 16, (uint32_t)f->len);
-	put32(p + 20, (uint32_t)(f->len >> 32));
+	sseg_put32(p, WIRE_MAGIC);
+	sseg_put32(p + 4, f->kind);
+	sseg_put32(p + 8, (uint32_t)f->arg);
+	sseg_put32(p + 12, f->world);
+	sseg_put32(p + 16, (uint32_t)f->len);
+	sseg_put32(p + 20, (uint32_t)(f->len >> 32));
 }
 
 bool sseg_wire_decode(const uint8_t *p, uint32_t kind, struct sseg_wire_frame *f)
 {
-	f->kind = get32(p + 4);
-	f->arg = (int32_t)get32(p + 8);
-	f->world = get32(p + 12);
-	f->len = get32(p + 16) | (uint64_t)get32(p + 20) << 32;
-	return get32(p) == WIRE_MAGIC && f->kind == kind;
+	f->kind = sseg_get32(p + 4);
+	f->arg = (int32_t)sseg_get32(p + 8);
+	f->world = sseg_get32(p + 12);
+	f->len = sseg_get32(p + 16) | (uint64_t)sseg_get32(p + 20) << 32;
+	return sseg_get32(p) == WIRE_MAGIC && f->kind == kind;
 }
 
 /* ---- bounded socket I/O ---- */

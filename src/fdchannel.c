@@ -16,19 +16,6 @@
 #define ACK_MAGIC 0x4b434153u   /* "SACK" */
 #define HELLO_LEN (8 + SSEG_TOKEN_LEN)
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	memcpy(p, &v, 4); /* only ever read back on this host */
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return v;
-}
-
 static int remaining_ms(double deadline)
 {
 	double left = deadline - sseg_now();
@@ -74,8 +61,8 @@ static int read_hello(struct sseg *seg, const struct sseg_blob *blobs, int conn,
 
 	if (os_read_full(conn, hello, sizeof(hello), timeout_ms))
 		return -1;
-	rank = get32(hello + 4);
-	if (get32(hello) != HELLO_MAGIC || !token_equal(hello + 8, seg->token)) {
+	rank = sseg_get32(hello + 4);
+	if (sseg_get32(hello) != HELLO_MAGIC || !token_equal(hello + 8, seg->token)) {
 		sseg_log(SSEG_LOG_WARN, "segment '%s': refused a connection with a wrong token",
 			 seg->name);
 		return -1;
@@ -128,9 +115,9 @@ int sseg_channel_serve(struct sseg *seg, const struct sseg_blob *blobs, int fd,
 		expected += r != seg->opts.rank && blobs[r].owner_rank == (uint32_t)seg->opts.rank;
 	}
 	seg->held |= SSEG_HELD_PEERS;
-	put32(reply, REPLY_MAGIC);
-	put32(reply + 4, 0);
-	memcpy(reply + 8, &mapped_size, 8);
+	sseg_put32(reply, REPLY_MAGIC);
+	sseg_put32(reply + 4, 0);
+	sseg_put64(reply + 8, mapped_size);
 	while (served < expected) {
 		int conn, rank, rc;
 
@@ -175,12 +162,12 @@ int sseg_channel_collect_acks(struct sseg *seg, const struct sseg_blob *blobs)
 		if (seg->peer_fds[r] < 0)
 			continue;
 		rc = os_read_full(seg->peer_fds[r], ack, sizeof(ack), remaining_ms(deadline));
-		if (!rc && get32(ack) != ACK_MAGIC)
+		if (!rc && sseg_get32(ack) != ACK_MAGIC)
 			rc = -EPROTO;
-		if (!rc && (int32_t)get32(ack + 4) != 0)
-			rc = sseg_err((int32_t)get32(ack + 4),
+		if (!rc && (int32_t)sseg_get32(ack + 4) != 0)
+			rc = sseg_err((int32_t)sseg_get32(ack + 4),
 				      "rank %d could not map the segment it received: %s", r,
-				      strerror(-(int32_t)get32(ack + 4)));
+				      strerror(-(int32_t)sseg_get32(ack + 4)));
 		else if (rc)
 			rc = sseg_err(rc,
 				      "rank %d closed the fd channel before confirming its mapping "
@@ -206,8 +193,8 @@ int sseg_channel_fetch(struct sseg *seg, const struct sseg_blob *owner, int *fd,
 				owner->rank, owner->pid);
 	if (rc)
 		return sseg_err_wrap(rc, "could not reach owner rank %u", owner->rank);
-	put32(hello, HELLO_MAGIC);
-	put32(hello + 4, (uint32_t)seg->opts.rank);
+	sseg_put32(hello, HELLO_MAGIC);
+	sseg_put32(hello + 4, (uint32_t)seg->opts.rank);
 	memcpy(hello + 8, owner->handle.token, SSEG_TOKEN_LEN);
 	rc = os_write_full(sock, hello, sizeof(hello), sseg_timeout_ms(seg));
 	if (!rc)
@@ -221,7 +208,7 @@ int sseg_channel_fetch(struct sseg *seg, const struct sseg_blob *owner, int *fd,
 		rc = sseg_err(-ETIMEDOUT,
 			      "owner rank %u (pid %u) did not hand the segment over within %d ms",
 			      owner->rank, owner->pid, sseg_timeout_ms(seg));
-	else if (!rc && get32(reply) != REPLY_MAGIC) {
+	else if (!rc && sseg_get32(reply) != REPLY_MAGIC) {
 		close(*fd);
 		rc = sseg_err(-EPROTO, "owner rank %u answered on its fd channel with bad bytes",
 			      owner->rank);
@@ -239,8 +226,8 @@ int sseg_channel_ack(int owner_sock, int status, int timeout_ms)
 	uint8_t ack[8];
 	int rc;
 
-	put32(ack, ACK_MAGIC);
-	put32(ack + 4, (uint32_t)status);
+	sseg_put32(ack, ACK_MAGIC);
+	sseg_put32(ack + 4, (uint32_t)status);
 	rc = os_write_full(owner_sock, ack, sizeof(ack), timeout_ms);
 	close(owner_sock);
 	return rc;

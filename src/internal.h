@@ -43,6 +43,34 @@ SSEG_HIDDEN bool sseg_is_pow2(uint64_t v);
 SSEG_HIDDEN int sseg_round_up(uint64_t v, uint64_t align, uint64_t *out);
 SSEG_HIDDEN void sseg_format_size(uint64_t bytes, char *buf, size_t len); /* "2 MiB" */
 
+/* ---- explicit little-endian encoding (blobs, wire frames) ---- */
+
+static inline void sseg_put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline void sseg_put64(uint8_t *p, uint64_t v)
+{
+	sseg_put32(p, (uint32_t)v);
+	sseg_put32(p + 4, (uint32_t)(v >> 32));
+}
+
+static inline uint32_t sseg_get32(const uint8_t *p)
+{
+	uint32_t v = 0;
+
+	for (int i = 0; i < 4; i++)
+		v |= (uint32_t)p[i] << (8 * i);
+	return v;
+}
+
+static inline uint64_t sseg_get64(const uint8_t *p)
+{
+	return sseg_get32(p) | (uint64_t)sseg_get32(p + 4) << 32;
+}
+
 /* ---- fault injection for tests (fault.c) ----
  * A site is a short name ("munmap", "send_fd", ...). Code that can fail calls
  * sseg_fault("site") before the real call and fails with its result when it
