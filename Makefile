@@ -34,9 +34,12 @@ test-asan: $(ASAN_BUILD)/CMakeCache.txt
 test-c: all
 	$(CTEST) --test-dir $(BUILD) --output-on-failure -j 2
 
-# The sanitizer build first, the release build's full run last, so the last
-# line is ctest's summary of the main build.
-test: deps test-asan test-c
+# The Python package's targets (python, test-python) live beside it.
+-include python/python.mk
+
+# The sanitizer build first, then the release build, the Python tests last,
+# so the output ends with the last runner's summary line.
+test: deps test-asan test-c $(if $(wildcard python/python.mk),test-python)
 
 install: all
 	$(CMAKE) --install $(BUILD) --prefix $(PREFIX)

@@ -160,6 +160,18 @@ SSEG_API const char *sseg_last_error(void);
  * (AUTO: any), else a negative errno with sseg_last_error() saying why. */
 SSEG_API int sseg_supported(enum sseg_backend backend, enum sseg_pages pages);
 
+/* ---- groups spanning hosts ---- */
+
+#define SSEG_HOST_ID_SIZE 32u
+
+/* Writes SSEG_HOST_ID_SIZE bytes naming this process's sharing domain: ranks
+ * with equal ids can share one segment (same boot of the same host, same
+ * network namespace, same user). All-gather them to pick owners. */
+SSEG_API int sseg_host_identity(void *id);
+/* The owner for rank: the lowest rank whose id equals rank's (ids: world_size
+ * ids of SSEG_HOST_ID_SIZE bytes, index = rank). */
+SSEG_API int sseg_host_owner(const void *ids, int world_size, int rank);
+
 /* ---- host facts (`sharedseg probe`) ---- */
 
 struct sseg_hugetlb_pool {

@@ -21,8 +21,9 @@ static __thread bool host_overridden;
 void sseg_test_host(const char *boot)
 {
 	host_overridden = boot != NULL;
+	memset(host_override, 0, sizeof(host_override));
 	if (boot)
-		strncpy(host_override, boot, sizeof(host_override));
+		memcpy(host_override, boot, strnlen(boot, sizeof(host_override)));
 }
 
 int sseg_host_id(struct os_host_id *id)

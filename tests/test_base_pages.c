@@ -30,6 +30,7 @@ static void check_base(void)
 
 int main(void)
 {
+	tu_lock_machine();
 	check_base();
 	if (access(KNOB, W_OK) == 0) {
 		CHECK_RC(tu_knob_set(KNOB, "always"), 0);

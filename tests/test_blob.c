@@ -69,7 +69,7 @@ static void corruptions(void)
 {
 	corrupt_and_check(0, 'X', -EBADMSG, "not a sharedseg blob");
 	corrupt_and_check(4, 9, -EPROTO, "format version 9");
-	corrupt_and_check(6, 0, -EBADMSG, "declares");
+	corrupt_and_check(7, 5, -EBADMSG, "declares 1280 bytes");
 	corrupt_and_check(200, 0x5a, -EBADMSG, "checksum");
 	corrupt_and_check(SSEG_BLOB_SIZE - 1, 0x00, -EBADMSG, "checksum");
 	/* A blob cut short: zeroes where its tail should be. */

@@ -2,6 +2,7 @@
  * host owner's copy; a rank naming an owner on another host is refused. */
 #include <string.h>
 
+#include "segment.h"
 #include "testutil.h"
 
 #define SZ (1u << 20)
@@ -18,8 +19,26 @@ static void ranks(struct tu_rank *r, const int *owner, const char *const *host)
 	}
 }
 
+/* The owner picked from all-gathered host ids: each host's lowest rank. */
+static void owners_from_ids(void)
+{
+	static const char *const hosts[] = { "host-b", "host-a", "host-b", "host-a", "host-c" };
+	static const int expect[] = { 0, 1, 0, 1, 4 };
+	unsigned char ids[5][SSEG_HOST_ID_SIZE];
+
+	for (int r = 0; r < 5; r++) {
+		sseg_test_host(hosts[r]);
+		CHECK_RC(sseg_host_identity(ids[r]), 0);
+	}
+	sseg_test_host(NULL);
+	for (int r = 0; r < 5; r++)
+		CHECK(sseg_host_owner(ids, 5, r) == expect[r]);
+	CHECK_RC(sseg_host_owner(ids, 5, 5), -EINVAL);
+}
+
 int main(void)
 {
+	owners_from_ids();
 	static const char *const hosts[] = { "host-a", "host-a", "host-b", "host-b" };
 	static const int owners[] = { 0, 0, 2, 2 };
 	static const int cross[] = { 0, 0, 2, 0 };

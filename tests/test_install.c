@@ -52,9 +52,10 @@ int main(void)
 	snprintf(cmd, sizeof(cmd),
 		 "cd %s && PKG_CONFIG_PATH=$(ls -d %s/prefix/lib*/pkgconfig | head -1) && "
 		 "export PKG_CONFIG_PATH && "
-		 "cc -Wall -Werror prog.c -o prog $(pkg-config --cflags --libs sharedseg) && "
+		 "%s %s -Wall -Werror prog.c -o prog $(pkg-config --cflags --libs sharedseg) && "
 		 "LD_LIBRARY_PATH=$(pkg-config --variable=libdir sharedseg) ./prog | grep -q installed-ok",
-		 dir, dir);
+		 dir, dir, getenv("SSEG_CC") ? getenv("SSEG_CC") : "cc",
+		 getenv("SSEG_CFLAGS") ? getenv("SSEG_CFLAGS") : "");
 	CHECK(run(cmd) == 0);
 	/* Only the API leaves the library, under a fixed SONAME. */
 	snprintf(cmd, sizeof(cmd),

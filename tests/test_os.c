@@ -401,6 +401,7 @@ static void test_host(void)
 
 int main(void)
 {
+	tu_lock_machine();
 	test_memfd();
 	test_window();
 	test_fd_passing();

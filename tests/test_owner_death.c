@@ -57,7 +57,8 @@ static int before_handover(struct job *j, struct sseg_local_group *g)
 	SSEG_OPTS(o, .name = j->name, .size = SZ, .world_size = RANKS, .rank = j->rank,
 		  .pages = SSEG_PAGES_BASE, .timeout_ms = 1500);
 	unsigned char blob[SSEG_BLOB_SIZE], blobs[RANKS * SSEG_BLOB_SIZE];
-	int maps = tu_count_maps(), fds = tu_count_fds();
+	struct tu_maps maps = tu_maps();
+	int fds = tu_count_fds();
 	sseg_t *seg;
 	double t0;
 	int rc;
@@ -82,7 +83,7 @@ static int before_handover(struct job *j, struct sseg_local_group *g)
 	}
 	CHECK_RC(sseg_destroy(seg), 0);
 	sseg_local_group_close(g);
-	CHECK(tu_count_maps() == maps);
+	CHECK(tu_maps_same(maps, tu_maps()));
 	CHECK(tu_count_fds() < fds); /* the group's socket is closed too */
 	return 0;
 }

@@ -103,6 +103,7 @@ static void knob_off(void)
 
 int main(void)
 {
+	tu_lock_machine();
 	if (access(KNOB, W_OK)) {
 		fprintf(stderr, "%s is not writable: THP for shmem cannot be set up\n", KNOB);
 		return TU_SKIP;

@@ -1,4 +1,6 @@
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,11 +126,25 @@ void tu_knobs_restore(void)
 	}
 }
 
+void tu_lock_machine(void)
+{
+	static int fd = -1;
+
+	if (fd >= 0)
+		return;
+	fd = open("/tmp/sharedseg-test-machine.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0666);
+	if (fd < 0 || flock(fd, LOCK_EX)) {
+		perror("locking /tmp/sharedseg-test-machine.lock");
+		exit(1);
+	}
+}
+
 int tu_knob_set(const char *path, const char *value)
 {
 	struct knob *k;
 	int rc;
 
+	tu_lock_machine();
 	if (nknobs == (int)(sizeof(knobs) / sizeof(knobs[0])))
 		return -ENOSPC;
 	k = &knobs[nknobs];
@@ -151,6 +167,7 @@ int tu_hugetlb_reserve(unsigned n)
 	unsigned long long total = 0, free_pages = 0;
 	FILE *f;
 
+	tu_lock_machine();
 	snprintf(path, sizeof(path), "%s/free_hugepages", dir);
 	f = fopen(path, "r");
 	if (!f || fscanf(f, "%llu", &free_pages) != 1) {
@@ -189,6 +206,7 @@ int tu_hugetlb_reserve(unsigned n)
 }
 
 #include <dirent.h>
+#include <stdint.h>
 #include <pthread.h>
 
 #include "segment.h"
@@ -252,8 +270,12 @@ int tu_run_inproc(struct tu_rank *ranks, int n)
 
 	inproc_phase(ranks, n, blobs, 1);
 	free(blobs);
-	for (int i = 0; i < n; i++)
-		failed += ranks[i].create_rc || ranks[i].complete_rc;
+	for (int i = 0; i < n; i++) {
+		if (!ranks[i].create_rc && !ranks[i].complete_rc)
+			continue;
+		failed++;
+		fprintf(stderr, "(rank %d failed: %s)\n", i, ranks[i].error);
+	}
 	return failed;
 }
 
@@ -281,15 +303,49 @@ int tu_count_fds(void)
 	return n;
 }
 
-int tu_count_maps(void)
+/* What a segment can leave behind: a memfd mapping, or an address window
+ * (anonymous PROT_NONE). Other mappings come and go with the allocator
+ * (a sanitizer's in particular) and are not counted. */
+static int scan_maps(uint64_t *window_bytes)
 {
 	FILE *f = fopen("/proc/self/maps", "r");
-	int n = 0, c;
+	char line[512];
+	int n = 0;
 
+	*window_bytes = 0;
 	if (!f)
 		return -1;
-	while ((c = fgetc(f)) != EOF)
-		n += c == '\n';
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi, ino;
+		char perms[8];
+		int path_at = 0;
+
+		if (sscanf(line, "%llx-%llx %7s %*s %*s %llu %n", &lo, &hi, perms, &ino, &path_at) < 4)
+			continue;
+		if (strstr(line, "memfd:"))
+			n++;
+		else if (!strcmp(perms, "---p") && ino == 0 && line[path_at] == '\0')
+			*window_bytes += hi - lo;
+	}
 	fclose(f);
 	return n;
+}
+
+struct tu_maps tu_maps(void)
+{
+	struct tu_maps m;
+
+	m.memfd = scan_maps(&m.window_bytes);
+	return m;
+}
+
+int tu_maps_same(struct tu_maps before, struct tu_maps after)
+{
+	int64_t grown = (int64_t)(after.window_bytes - before.window_bytes);
+
+	if (after.memfd == before.memfd && grown < (256 << 10))
+		return 1;
+	fprintf(stderr, "mappings left behind: memfd %d -> %d, PROT_NONE windows %+lld bytes\n",
+		before.memfd, after.memfd, (long long)grown);
+	return 0;
 }

@@ -4,6 +4,7 @@
 #define SSEG_TESTUTIL_H
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/types.h>
@@ -50,6 +51,10 @@ int tu_wait(pid_t pid, int timeout_ms);
  * value (the bracketed one for choice files) and writes value; the first
  * call registers an atexit handler that restores everything changed. */
 int tu_knob_set(const char *path, const char *value);
+/* Tests that change or depend on machine-wide knobs hold this lock (taken
+ * by tu_knob_set and tu_hugetlb_reserve) until they exit, so test runs in
+ * two build trees never see each other's settings. */
+void tu_lock_machine(void);
 void tu_knobs_restore(void);
 
 /* HugeTLB 2 MiB pool: make at least n pages free (restored at exit).
@@ -86,4 +91,11 @@ void tu_destroy_all(struct tu_rank *ranks, int n);
 
 /* Counts of this process's open fds and mappings, to prove nothing leaked. */
 int tu_count_fds(void);
-int tu_count_maps(void);
+struct tu_maps {
+	int memfd;             /* memfd mappings */
+	uint64_t window_bytes; /* anonymous PROT_NONE bytes (address windows) */
+};
+struct tu_maps tu_maps(void);
+/* True when no memfd mapping and no window (beyond allocator noise) was
+ * added between the two snapshots; says what was left otherwise. */
+int tu_maps_same(struct tu_maps before, struct tu_maps after);

@@ -21,6 +21,11 @@ static int memfd_probe(char *why, size_t len)
 	return 0;
 }
 
+static bool is_hugetlb(uint32_t pages)
+{
+	return pages == SSEG_PAGES_HUGETLB_2M || pages == SSEG_PAGES_HUGETLB_1G;
+}
+
 /* Peers advise too: a page faulted through a peer's mapping (populate
  * spread or lazy) is allocated by the rules of that mapping. */
 static int advise_pages(struct sseg *seg)
@@ -49,8 +54,7 @@ static int memfd_create_owner(struct sseg *seg)
 	if (sseg_round_up(seg->size, seg->page_size, &seg->mapped_size))
 		return sseg_err(-EOVERFLOW, "size %llu cannot be rounded up to the page size",
 				(unsigned long long)seg->size);
-	hugetlb_size = seg->pages == SSEG_PAGES_HUGETLB_2M || seg->pages == SSEG_PAGES_HUGETLB_1G
-			       ? seg->page_size : 0;
+	hugetlb_size = is_hugetlb(seg->pages) ? seg->page_size : 0;
 	snprintf(label, sizeof(label), "sharedseg:%s", seg->name);
 	rc = os_memfd_create(label, seg->mapped_size, hugetlb_size, &seg->memfd);
 	if (rc)
@@ -133,10 +137,13 @@ static int map_received(struct sseg *seg, const struct sseg_blob_handle *h, int 
 	rc = os_memfd_check(fd, h->mapped_size, &page_size);
 	if (rc)
 		return sseg_err_wrap(rc, "the fd received from the owner was refused");
-	if (page_size != h->page_size)
+	/* THP lives on tmpfs, whose block size stays the base page. */
+	if (is_hugetlb(h->pages) ? page_size != h->page_size : page_size != os_base_page_size())
 		return sseg_err(-EPROTO,
-				"the owner's blob says %llu-byte pages but its fd has %llu-byte pages",
-				(unsigned long long)h->page_size, (unsigned long long)page_size);
+				"the owner's blob says %s pages of %llu bytes but its fd has %llu-byte "
+				"pages",
+				sseg_pages_name(h->pages), (unsigned long long)h->page_size,
+				(unsigned long long)page_size);
 	if (h->mapped_size > seg->window_size)
 		return sseg_err(-EPROTO,
 				"the owner mapped %llu bytes, more than this rank's window of %llu",
