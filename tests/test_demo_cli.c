@@ -1,0 +1,249 @@
+/* The `sharedseg` command line, run as a user would: help, argument errors
+ * (exit 2, one line), probe --json, a 4-rank demo that must hold one copy
+ * of the segment host-wide, and a HugeTLB request the machine cannot meet. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#define OUT_MAX (256 * 1024)
+
+struct result {
+	int status;          /* exit status, 128+signal, or -1 */
+	char out[OUT_MAX];   /* stdout */
+	char err[OUT_MAX];   /* stderr */
+};
+
+static void slurp(const char *path, char *buf)
+{
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, OUT_MAX - 1, f) : 0;
+
+	buf[n] = '\0';
+	if (f)
+		fclose(f);
+}
+
+/* Runs the built tool with args; stdout and stderr are kept apart. */
+static void run(const char *args, struct result *r)
+{
+	const char *build = getenv("SSEG_BUILD_DIR");
+	char errpath[] = "/tmp/sseg-cli-err-XXXXXX", outpath[] = "/tmp/sseg-cli-out-XXXXXX";
+	char cmd[1024];
+	int fd_err = mkstemp(errpath), fd_out = mkstemp(outpath), st;
+
+	CHECK(fd_err >= 0 && fd_out >= 0);
+	close(fd_err);
+	close(fd_out);
+	snprintf(cmd, sizeof(cmd), "%s/sharedseg %s >%s 2>%s", build, args, outpath, errpath);
+	fprintf(stderr, "+ sharedseg %s\n", args);
+	st = system(cmd);
+	r->status = st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	slurp(outpath, r->out);
+	slurp(errpath, r->err);
+	unlink(outpath);
+	unlink(errpath);
+}
+
+static int expect(const struct result *r, int status, const char *what)
+{
+	if (r->status == status)
+		return 1;
+	fprintf(stderr, "%s: exit status %d, expected %d\nstdout:\n%s\nstderr:\n%s\n", what,
+		r->status, status, r->out, r->err);
+	return 0;
+}
+
+static int count_lines(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/* ---- a strict JSON reader, enough to say "this is one valid value" ---- */
+
+static const char *json_value(const char *p);
+
+static const char *ws(const char *p)
+{
+	while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
+		p++;
+	return p;
+}
+
+static const char *json_string_end(const char *p)
+{
+	if (*p++ != '"')
+		return NULL;
+	for (; *p && *p != '"'; p++) {
+		if ((unsigned char)*p < 0x20)
+			return NULL;
+		if (*p == '\\' && !*++p)
+			return NULL;
+	}
+	return *p == '"' ? p + 1 : NULL;
+}
+
+static const char *json_container(const char *p, char close, int keyed)
+{
+	p = ws(p + 1);
+	if (*p == close)
+		return p + 1;
+	for (;;) {
+		if (keyed) {
+			p = json_string_end(ws(p));
+			if (!p || *(p = ws(p)) != ':')
+				return NULL;
+			p++;
+		}
+		p = json_value(p);
+		if (!p)
+			return NULL;
+		p = ws(p);
+		if (*p == close)
+			return p + 1;
+		if (*p++ != ',')
+			return NULL;
+	}
+}
+
+static const char *json_value(const char *p)
+{
+	char *end;
+
+	p = ws(p);
+	if (*p == '{')
+		return json_container(p, '}', 1);
+	if (*p == '[')
+		return json_container(p, ']', 0);
+	if (*p == '"')
+		return json_string_end(p);
+	if (!strncmp(p, "true", 4) || !strncmp(p, "null", 4))
+		return p + 4;
+	if (!strncmp(p, "false", 5))
+		return p + 5;
+	if (*p != '-' && !isdigit((unsigned char)*p))
+		return NULL;
+	strtod(p, &end);
+	return end > p ? end : NULL;
+}
+
+static int is_json_object(const char *text)
+{
+	const char *end;
+
+	if (*ws(text) != '{')
+		return 0;
+	end = json_value(text);
+	return end && !*ws(end);
+}
+
+/* The number after "key": in a JSON text. */
+static int json_number(const char *text, const char *key, long long *v)
+{
+	char pattern[128];
+	const char *at;
+
+	snprintf(pattern, sizeof(pattern), "\"%s\": ", key);
+	at = strstr(text, pattern);
+	if (!at)
+		return 0;
+	*v = strtoll(at + strlen(pattern), NULL, 10);
+	return 1;
+}
+
+/* ---- the checks ---- */
+
+static void check_help(struct result *r)
+{
+	run("--help", r);
+	CHECK(expect(r, 0, "--help"));
+	CHECK(strstr(r->out, "probe") && strstr(r->out, "demo") && strstr(r->out, "bench"));
+	run("help demo", r);
+	CHECK(expect(r, 0, "help demo") && strstr(r->out, "--ranks"));
+	run("demo --help", r);
+	CHECK(expect(r, 0, "demo --help") && strstr(r->out, "--readonly-peers"));
+	run("--version", r);
+	CHECK(expect(r, 0, "--version") && strstr(r->out, "sharedseg "));
+}
+
+static void check_bad_arguments(struct result *r)
+{
+	run("demo --ranks 2 --size 12XB", r);
+	CHECK(expect(r, 2, "bad size"));
+	CHECK(count_lines(r->err) == 1 && strstr(r->err, "'12XB'") && strstr(r->err, "--size"));
+	CHECK(!r->out[0]);
+	run("frobnicate", r);
+	CHECK(expect(r, 2, "unknown command"));
+	CHECK(count_lines(r->err) == 1 && strstr(r->err, "frobnicate"));
+	run("demo --ranks 0", r);
+	CHECK(expect(r, 2, "zero ranks") && count_lines(r->err) == 1);
+	run("demo --pages huge", r);
+	CHECK(expect(r, 2, "bad pages") && strstr(r->err, "'huge'"));
+	run("probe --frob", r);
+	CHECK(expect(r, 2, "unknown option") && strstr(r->err, "--frob"));
+}
+
+static void check_probe(struct result *r)
+{
+	run("probe --json", r);
+	CHECK(expect(r, 0, "probe --json"));
+	CHECK(is_json_object(r->out));
+	CHECK(strstr(r->out, "\"memfd\"") && strstr(r->out, "\"hugetlb_pools\""));
+	run("probe", r);
+	CHECK(expect(r, 0, "probe") && strstr(r->out, "kernel"));
+}
+
+static void check_demo(struct result *r)
+{
+	const long long size = 64ll << 20;
+	long long used = -1, private_bytes = -1, ranks = -1;
+
+	run("demo --ranks 4 --size 64MiB --pages base --json", r);
+	CHECK(expect(r, 0, "demo --json"));
+	CHECK(is_json_object(r->out));
+	CHECK(strstr(r->out, "\"verified\": true"));
+	CHECK(json_number(r->out, "ranks", &ranks) && ranks == 4);
+	CHECK(json_number(r->out, "host_bytes_used", &used));
+	CHECK(json_number(r->out, "host_bytes_private_equivalent", &private_bytes));
+	fprintf(stderr, "host_bytes_used %lld for a %lld-byte segment\n", used, size);
+	/* One copy host-wide, not four. */
+	CHECK(used >= size * 9 / 10 && used <= size * 11 / 10);
+	CHECK(private_bytes == 4 * size);
+	run("demo --ranks 3 --size 8MiB --readonly-peers --populate lazy", r);
+	CHECK(expect(r, 0, "demo --readonly-peers"));
+	CHECK(strstr(r->out, "host memory used:") && strstr(r->out, "ratio:"));
+}
+
+static void check_hugetlb_refused(struct result *r)
+{
+	run("demo --ranks 2 --size 8MiB --pages hugetlb-1G", r);
+	if (r->status == 0) {
+		fprintf(stderr, "this machine has a 1 GiB HugeTLB pool; nothing to refuse\n");
+		return;
+	}
+	CHECK(expect(r, 1, "hugetlb-1G"));
+	CHECK(strstr(r->err, "HugeTLB"));
+}
+
+int main(void)
+{
+	static struct result r;
+
+	if (!getenv("SSEG_BUILD_DIR")) {
+		fprintf(stderr, "SSEG_BUILD_DIR is not set (run through ctest)\n");
+		return 1;
+	}
+	check_help(&r);
+	check_bad_arguments(&r);
+	check_probe(&r);
+	check_demo(&r);
+	check_hugetlb_refused(&r);
+	return 0;
+}

@@ -1,0 +1,154 @@
+/* Option scanning and value parsing for the subcommands. Values are parsed
+ * by the library (sseg_parse_*), so the CLI, the Python package and the C
+ * API accept the same spellings; this file only words the errors. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "sharedseg%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return CLI_USAGE;
+}
+
+static const struct cli_opt *find_opt(const struct cli_opt *opts, const char *name, size_t len)
+{
+	for (; opts->name; opts++)
+		if (strlen(opts->name) == len && !strncmp(opts->name, name, len))
+			return opts;
+	return NULL;
+}
+
+int cli_next(struct cli_args *a, const struct cli_opt *opts, const char **value)
+{
+	const struct cli_opt *o;
+	const char *arg, *eq;
+	size_t len;
+
+	*value = NULL;
+	if (a->next >= a->argc)
+		return CLI_OPT_END;
+	arg = a->argv[a->next++];
+	if (!strcmp(arg, "-h") || !strcmp(arg, "--help"))
+		return CLI_OPT_HELP;
+	if (strncmp(arg, "--", 2) || !arg[2]) {
+		cli_usage_error(a->cmd, "unexpected argument '%s' (see sharedseg %s --help)", arg,
+				a->cmd);
+		return CLI_OPT_BAD;
+	}
+	eq = strchr(arg + 2, '=');
+	len = eq ? (size_t)(eq - (arg + 2)) : strlen(arg + 2);
+	o = find_opt(opts, arg + 2, len);
+	if (!o) {
+		cli_usage_error(a->cmd, "unknown option '%.*s' (see sharedseg %s --help)",
+				(int)len + 2, arg, a->cmd);
+		return CLI_OPT_BAD;
+	}
+	if (!o->has_value) {
+		if (eq) {
+			cli_usage_error(a->cmd, "--%s takes no value", o->name);
+			return CLI_OPT_BAD;
+		}
+		return o->id;
+	}
+	if (eq) {
+		*value = eq + 1;
+	} else if (a->next < a->argc) {
+		*value = a->argv[a->next++];
+	} else {
+		cli_usage_error(a->cmd, "--%s needs a value", o->name);
+		return CLI_OPT_BAD;
+	}
+	return o->id;
+}
+
+int cli_parse_size(const char *cmd, const char *opt, const char *text, uint64_t *bytes)
+{
+	if (sseg_parse_size(text, bytes) || *bytes == 0)
+		return cli_usage_error(cmd, "%s: '%s' is not a size (use 4096, 256MiB, 4G)", opt,
+				       text);
+	return 0;
+}
+
+int cli_parse_int(const char *cmd, const char *opt, const char *text, int min, int max,
+		  int *value)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(text, &end, 10);
+	if (errno || end == text || *end || v < min || v > max)
+		return cli_usage_error(cmd, "%s: '%s' is not a whole number from %d to %d", opt,
+				       text, min, max);
+	*value = (int)v;
+	return 0;
+}
+
+/* rc of a library parser; on failure one line saying what would do. */
+static int choice(int rc, const char *cmd, const char *opt, const char *text, const char *what,
+		  const char *choices)
+{
+	if (rc)
+		return cli_usage_error(cmd, "%s: '%s' is not %s (use %s)", opt, text, what, choices);
+	return 0;
+}
+
+int cli_parse_pages(const char *cmd, const char *text, enum sseg_pages *pages)
+{
+	return choice(sseg_parse_pages(text, pages), cmd, "--pages", text, "a page kind",
+		      "auto, base, thp, hugetlb, hugetlb-2M, hugetlb-1G");
+}
+
+int cli_parse_backend(const char *cmd, const char *text, enum sseg_backend *backend)
+{
+	return choice(sseg_parse_backend(text, backend), cmd, "--backend", text, "a backend",
+		      "auto, memfd, cuda, ascend");
+}
+
+int cli_parse_populate(const char *cmd, const char *text, enum sseg_populate *populate)
+{
+	return choice(sseg_parse_populate(text, populate), cmd, "--populate", text,
+		      "a population mode", "owner, spread, lazy");
+}
+
+int cli_parse_numa(const char *cmd, const char *text, enum sseg_numa *numa, int *node)
+{
+	return choice(sseg_parse_numa(text, numa, node), cmd, "--numa", text, "a placement",
+		      "none, interleave, device-local or a node number");
+}
+
+void cli_format_size(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double v = (double)bytes;
+	int u = -1;
+
+	if (bytes < 1024) {
+		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+		return;
+	}
+	while (v >= 1024.0 && u < 4) {
+		v /= 1024.0;
+		u++;
+	}
+	snprintf(buf, len, "%.1f %s", v, units[u]);
+}
+
+double cli_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

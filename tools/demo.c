@@ -1,0 +1,356 @@
+/* sharedseg demo: N processes of this host map one segment. The parent
+ * forks the ranks, gathers one report from each and prints what every rank
+ * obtained and how much host memory the group used. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pipe2 */
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "demo.h"
+
+#define DEFAULT_TIMEOUT_MS 30000
+#define PROGRESS_MIN_SIZE (1ull << 30)
+#define POLL_MS 200
+
+enum {
+	OPT_RANKS = 1, OPT_SIZE, OPT_BACKEND, OPT_PAGES, OPT_POPULATE, OPT_NUMA, OPT_THREADS,
+	OPT_TIMEOUT, OPT_NAME, OPT_READONLY, OPT_JSON,
+};
+
+static const struct cli_opt demo_opts[] = {
+	{ "ranks", true, OPT_RANKS },     { "size", true, OPT_SIZE },
+	{ "backend", true, OPT_BACKEND }, { "pages", true, OPT_PAGES },
+	{ "populate", true, OPT_POPULATE }, { "numa", true, OPT_NUMA },
+	{ "threads", true, OPT_THREADS }, { "timeout", true, OPT_TIMEOUT },
+	{ "name", true, OPT_NAME },       { "readonly-peers", false, OPT_READONLY },
+	{ "json", false, OPT_JSON },      { NULL, false, 0 },
+};
+
+void demo_help(FILE *out)
+{
+	fprintf(out,
+		"usage: sharedseg demo --ranks N --size SIZE [--backend B] [--pages P]\n"
+		"                      [--populate P] [--numa X] [--threads T] [--timeout MS]\n"
+		"                      [--name NAME] [--readonly-peers] [--json]\n"
+		"\n"
+		"Forks N processes (ranks 0..N-1; rank 0 owns the segment) that map ONE\n"
+		"segment of SIZE bytes through the library's local exchange. The owner fills\n"
+		"it with a pattern, every peer checks every byte, every peer writes a mark\n"
+		"at the start of its slice (size/N) and the owner checks every mark. While\n"
+		"all ranks still map it, rank 0 measures how much host memory the group\n"
+		"uses (the Shmem + HugeTLB-in-use delta of /proc/meminfo and the HugeTLB\n"
+		"pools) and every rank its own mapping's Rss/Pss (/proc/self/smaps).\n"
+		"Prints one row per rank and the totals against N private copies.\n"
+		"\n"
+		"options:\n"
+		"  --ranks N         processes in the group, 1..1024 (default 4)\n"
+		"  --size SIZE       segment bytes: 4096, 256MiB, 256M, 4G, 1.5GiB (default 256MiB)\n"
+		"  --backend B       auto, memfd, cuda, ascend (default auto: memfd)\n"
+		"  --pages P         auto, base, thp, hugetlb (2 MiB), hugetlb-2M, hugetlb-1G\n"
+		"                    (default auto: HugeTLB if the pool can back SIZE, else THP\n"
+		"                    if shmem_enabled allows it, else base pages)\n"
+		"  --populate P      owner (the owner faults every page in, with threads),\n"
+		"                    spread (each rank faults its slice), lazy (first touch)\n"
+		"                    (default owner)\n"
+		"  --numa X          none, interleave, device-local, or a node number (default none)\n"
+		"  --threads T       owner population threads, 0..256; 0: up to 4 (default 0)\n"
+		"  --timeout MS      bound on every wait for another rank (default 30000)\n"
+		"  --name NAME       group name, 1..%u bytes (default sseg-demo-PID)\n"
+		"  --readonly-peers  peers map read-only; the owner writes the marks itself\n"
+		"  --json            one JSON object instead of the table: ranks, size, backend,\n"
+		"                    pages, page_size, populate, host_bytes_used,\n"
+		"                    host_bytes_private_equivalent, verified, create_s,\n"
+		"                    complete_s, pages_verified, huge_bytes, per_rank [...]\n"
+		"  -h, --help        this text\n"
+		"\n"
+		"A failing rank's error is printed on stderr and the exit status is 1.\n"
+		"On a terminal, a segment of 1 GiB or more shows population progress.\n"
+		"\n"
+		"examples:\n"
+		"  sharedseg demo --ranks 4 --size 256MiB\n"
+		"  sharedseg demo --ranks 8 --size 4GiB --pages hugetlb --populate spread\n"
+		"  sharedseg demo --ranks 2 --size 64MiB --pages base --readonly-peers --json\n",
+		SSEG_NAME_MAX);
+}
+
+static int parse_value(struct demo_config *c, int id, const char *v)
+{
+	switch (id) {
+	case OPT_RANKS:
+		return cli_parse_int("demo", "--ranks", v, 1, 1024, &c->ranks);
+	case OPT_SIZE:
+		return cli_parse_size("demo", "--size", v, &c->size);
+	case OPT_BACKEND:
+		return cli_parse_backend("demo", v, &c->backend);
+	case OPT_PAGES:
+		return cli_parse_pages("demo", v, &c->pages);
+	case OPT_POPULATE:
+		return cli_parse_populate("demo", v, &c->populate);
+	case OPT_NUMA:
+		return cli_parse_numa("demo", v, &c->numa, &c->numa_node);
+	case OPT_THREADS:
+		return cli_parse_int("demo", "--threads", v, 0, 256, &c->threads);
+	case OPT_TIMEOUT:
+		return cli_parse_int("demo", "--timeout", v, 1, 3600 * 1000, &c->timeout_ms);
+	case OPT_NAME:
+		if (!*v || strlen(v) > SSEG_NAME_MAX)
+			return cli_usage_error("demo", "--name: '%s' must be 1 to %u bytes", v,
+					       SSEG_NAME_MAX);
+		snprintf(c->name, sizeof(c->name), "%s", v);
+		return 0;
+	case OPT_READONLY:
+		c->readonly_peers = true;
+		return 0;
+	case OPT_JSON:
+		c->json = true;
+		return 0;
+	}
+	return CLI_USAGE;
+}
+
+/* 0 and a filled config, CLI_USAGE, or -1 when --help was printed. */
+static int parse_args(int argc, char **argv, struct demo_config *c)
+{
+	struct cli_args a = { "demo", argc, argv, 1 };
+	const char *v;
+	int id;
+
+	memset(c, 0, sizeof(*c));
+	c->ranks = 4;
+	c->size = 256ull << 20;
+	c->timeout_ms = DEFAULT_TIMEOUT_MS;
+	snprintf(c->name, sizeof(c->name), "sseg-demo-%d", (int)getpid());
+	while ((id = cli_next(&a, demo_opts, &v)) != CLI_OPT_END) {
+		if (id == CLI_OPT_HELP) {
+			demo_help(stdout);
+			return -1;
+		}
+		if (id == CLI_OPT_BAD || parse_value(c, id, v))
+			return CLI_USAGE;
+	}
+	if (c->size / (uint64_t)c->ranks < 8)
+		return cli_usage_error("demo", "--size: %llu bytes leave no 8-byte slice per rank "
+				       "for %d ranks", (unsigned long long)c->size, c->ranks);
+	return 0;
+}
+
+/* The state of the parent while the ranks run. */
+struct parent {
+	const struct demo_config *c;
+	pid_t *pids;
+	int *status;          /* wait status of each rank that ended */
+	int nalive;
+	int report_fd;
+	unsigned char buf[sizeof(struct rank_report)];
+	size_t buffered;
+	int nreports;
+	bool progress_shown;
+	bool populated;       /* the progress line has seen all of it */
+	struct demo_result res;
+};
+
+static int spawn_ranks(struct parent *p)
+{
+	int fds[2];
+
+	if (pipe2(fds, O_CLOEXEC))
+		return -errno;
+	p->report_fd = fds[0];
+	for (int r = 0; r < p->c->ranks; r++) {
+		pid_t pid = fork();
+
+		if (pid < 0) {
+			fprintf(stderr, "sharedseg demo: fork of rank %d: %s\n", r, strerror(errno));
+			break;
+		}
+		if (pid == 0) {
+			close(fds[0]);
+			_exit(demo_rank_main(p->c, r, fds[1]));
+		}
+		p->pids[r] = pid;
+		p->nalive++;
+	}
+	close(fds[1]);
+	return p->nalive == p->c->ranks ? 0 : -EAGAIN;
+}
+
+static void take_report(struct parent *p, const struct rank_report *r)
+{
+	if (r->rank < 0 || r->rank >= p->c->ranks)
+		return;
+	p->res.reports[r->rank] = *r;
+	p->res.reported[r->rank] = true;
+	p->nreports++;
+}
+
+/* Reads what the pipe holds; false at end of file (every rank is gone). */
+static bool read_reports(struct parent *p)
+{
+	ssize_t n = read(p->report_fd, p->buf + p->buffered, sizeof(p->buf) - p->buffered);
+
+	if (n < 0)
+		return errno == EINTR || errno == EAGAIN;
+	if (n == 0)
+		return false;
+	p->buffered += (size_t)n;
+	if (p->buffered == sizeof(p->buf)) {
+		struct rank_report r;
+
+		memcpy(&r, p->buf, sizeof(r));
+		take_report(p, &r);
+		p->buffered = 0;
+	}
+	return true;
+}
+
+/* Run after the pipe is drained: a rank that exited before the parent read
+ * its report did report. */
+static void note_exits(struct parent *p)
+{
+	for (int r = 0; r < p->c->ranks; r++) {
+		int status = p->status[r];
+		char note[160];
+
+		if (WIFSIGNALED(status))
+			snprintf(note, sizeof(note), "rank %d was killed by signal %d (%s)", r,
+				 WTERMSIG(status), strsignal(WTERMSIG(status)));
+		else if (WIFEXITED(status) && WEXITSTATUS(status) && !p->res.reported[r])
+			snprintf(note, sizeof(note), "rank %d exited with status %d without a report",
+				 r, WEXITSTATUS(status));
+		else
+			continue;
+		p->res.exit_note[r] = strdup(note);
+	}
+}
+
+static void reap(struct parent *p, int flags)
+{
+	for (int r = 0; r < p->c->ranks; r++) {
+		int status;
+
+		if (p->pids[r] <= 0 || waitpid(p->pids[r], &status, flags) != p->pids[r])
+			continue;
+		p->pids[r] = 0;
+		p->nalive--;
+		p->status[r] = status;
+	}
+}
+
+static void kill_stragglers(struct parent *p)
+{
+	for (int r = 0; r < p->c->ranks; r++)
+		if (p->pids[r] > 0)
+			kill(p->pids[r], SIGKILL);
+	reap(p, 0);
+}
+
+/* Population shows in /proc/meminfo; once it is complete the ranks are
+ * checking the bytes, which meminfo cannot show. */
+static void show_progress(struct parent *p)
+{
+	char used[32], total[32];
+	struct host_mem now;
+	int64_t delta;
+
+	if (p->populated || host_mem_read(&now))
+		return;
+	delta = (int64_t)host_mem_total(&now) - (int64_t)host_mem_total(&p->c->baseline);
+	cli_format_size(delta > 0 ? (uint64_t)delta : 0, used, sizeof(used));
+	cli_format_size(p->c->size, total, sizeof(total));
+	p->populated = delta >= (int64_t)p->c->size;
+	if (p->populated)
+		fprintf(stderr, "\rpopulated %s; the ranks are checking the bytes\033[K", total);
+	else
+		fprintf(stderr, "\rpopulating: %s / %s\033[K", used, total);
+	p->progress_shown = true;
+}
+
+/* The bound on the whole run: every wait the ranks make is bounded by the
+ * timeout; writing and checking the bytes takes a few seconds per GiB. */
+double demo_run_bound_s(const struct demo_config *c)
+{
+	return c->timeout_ms / 1000.0 + 10.0 + 5.0 * (double)(c->size >> 30);
+}
+
+static void collect(struct parent *p)
+{
+	bool progress = isatty(STDERR_FILENO) && p->c->size >= PROGRESS_MIN_SIZE;
+	double deadline = cli_now() + demo_run_bound_s(p->c);
+	struct pollfd pfd = { .fd = p->report_fd, .events = POLLIN };
+	bool open = true;
+
+	while (open || p->nalive > 0) {
+		if (cli_now() > deadline) {
+			p->res.timed_out = true;
+			kill_stragglers(p);
+			break;
+		}
+		if (open && poll(&pfd, 1, POLL_MS) > 0)
+			open = read_reports(p);
+		else if (!open)
+			usleep(POLL_MS * 1000);
+		reap(p, WNOHANG);
+		if (progress && p->nreports == 0)
+			show_progress(p);
+	}
+	if (p->progress_shown)
+		fprintf(stderr, "\r\033[K");
+}
+
+static int run_parent(const struct demo_config *c)
+{
+	struct parent p = { .c = c };
+	int ok = 0;
+
+	p.pids = calloc((size_t)c->ranks, sizeof(*p.pids));
+	p.status = calloc((size_t)c->ranks, sizeof(*p.status));
+	p.res.reports = calloc((size_t)c->ranks, sizeof(*p.res.reports));
+	p.res.reported = calloc((size_t)c->ranks, sizeof(*p.res.reported));
+	p.res.exit_note = calloc((size_t)c->ranks, sizeof(*p.res.exit_note));
+	if (!p.pids || !p.status || !p.res.reports || !p.res.reported || !p.res.exit_note) {
+		fprintf(stderr, "sharedseg demo: out of memory\n");
+		return CLI_FAIL;
+	}
+	fflush(NULL); /* the ranks must not repeat buffered output */
+	if (spawn_ranks(&p) == 0 || p.nalive > 0)
+		collect(&p);
+	if (p.nalive > 0)
+		kill_stragglers(&p);
+	note_exits(&p);
+	ok = demo_all_verified(c, &p.res);
+	if (c->json)
+		demo_print_json(c, &p.res);
+	else if (ok)
+		demo_print_table(c, &p.res);
+	if (!ok)
+		demo_print_errors(c, &p.res);
+	for (int r = 0; r < c->ranks; r++)
+		free(p.res.exit_note[r]);
+	free(p.res.exit_note);
+	free(p.res.reported);
+	free(p.res.reports);
+	free(p.status);
+	free(p.pids);
+	return ok ? CLI_OK : CLI_FAIL;
+}
+
+int demo_main(int argc, char **argv)
+{
+	struct demo_config c;
+	int rc = parse_args(argc, argv, &c);
+
+	if (rc)
+		return rc < 0 ? CLI_OK : rc;
+	if (host_mem_read(&c.baseline)) {
+		fprintf(stderr, "sharedseg demo: cannot read /proc/meminfo: %s\n", strerror(errno));
+		return CLI_FAIL;
+	}
+	return run_parent(&c);
+}

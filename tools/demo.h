@@ -1,0 +1,67 @@
+/* sharedseg demo: what the parent, the ranks and the report share. */
+#ifndef SSEG_CLI_DEMO_H
+#define SSEG_CLI_DEMO_H
+
+#include "cli.h"
+
+struct demo_config {
+	char name[SSEG_NAME_MAX + 1];
+	int ranks;
+	uint64_t size;
+	enum sseg_backend backend;
+	enum sseg_pages pages;
+	enum sseg_populate populate;
+	enum sseg_numa numa;
+	int numa_node;
+	int threads;
+	int timeout_ms;
+	bool readonly_peers;
+	bool json;
+	struct host_mem baseline; /* read by the parent before the ranks start */
+};
+
+/* What a rank tells the parent: one fixed-size record, written with one
+ * write() to a pipe all ranks share (smaller than PIPE_BUF, so atomic). */
+struct rank_report {
+	int rank;
+	bool opened;          /* sseg_open succeeded, info below is valid */
+	bool verified;        /* this rank's check of the bytes passed */
+	bool failed;          /* error holds why */
+	enum sseg_backend backend;
+	enum sseg_pages pages;
+	uint64_t page_size;
+	int pages_verified;
+	uint64_t huge_bytes;
+	uint64_t numa_nodes;
+	double create_s;
+	double complete_s;
+	double populate_s;
+	uint64_t rss;         /* this rank's mapping, from smaps */
+	uint64_t pss;         /* HugeTLB: rss / ranks */
+	bool has_host_use;    /* rank 0 measured the host-wide delta */
+	int64_t host_bytes_used;
+	char pages_reason[160];
+	char error[512];
+};
+
+/* How long the parent waits for the ranks before killing them. */
+double demo_run_bound_s(const struct demo_config *c);
+
+/* A rank's whole life; returns its exit status. */
+int demo_rank_main(const struct demo_config *c, int rank, int report_fd);
+
+/* The results of every rank, gathered by the parent. */
+struct demo_result {
+	struct rank_report *reports; /* index = rank */
+	bool *reported;
+	char **exit_note;            /* why a rank ended without a report, or NULL */
+	bool timed_out;
+};
+
+bool demo_all_verified(const struct demo_config *c, const struct demo_result *r);
+void demo_print_table(const struct demo_config *c, const struct demo_result *r);
+void demo_print_json(const struct demo_config *c, const struct demo_result *r);
+/* The errors on stderr, one line each, each distinct message once. */
+void demo_print_errors(const struct demo_config *c, const struct demo_result *r);
+
+#endif

@@ -1,0 +1,194 @@
+/* What `sharedseg demo` prints: a row per rank and the host-wide totals,
+ * or the same as one JSON object, and the ranks' errors. */
+#include <string.h>
+
+#include "demo.h"
+
+static const struct rank_report *owner_report(const struct demo_result *r)
+{
+	return r->reported[0] && r->reports[0].opened ? &r->reports[0] : NULL;
+}
+
+bool demo_all_verified(const struct demo_config *c, const struct demo_result *r)
+{
+	if (r->timed_out)
+		return false;
+	for (int i = 0; i < c->ranks; i++)
+		if (!r->reported[i] || r->exit_note[i] || r->reports[i].failed ||
+		    !r->reports[i].verified)
+			return false;
+	return true;
+}
+
+static double max_complete_s(const struct demo_config *c, const struct demo_result *r)
+{
+	double m = 0;
+
+	for (int i = 0; i < c->ranks; i++)
+		if (r->reported[i] && r->reports[i].complete_s > m)
+			m = r->reports[i].complete_s;
+	return m;
+}
+
+static void format_signed_size(int64_t bytes, char *buf, size_t len)
+{
+	if (bytes >= 0) {
+		cli_format_size((uint64_t)bytes, buf, len);
+		return;
+	}
+	buf[0] = '-';
+	cli_format_size((uint64_t)-bytes, buf + 1, len - 1);
+}
+
+static void print_row(const struct rank_report *rr)
+{
+	char ps[32], pss[32];
+
+	cli_format_size(rr->page_size, ps, sizeof(ps));
+	cli_format_size(rr->pss, pss, sizeof(pss));
+	printf("%4d  %-5s  %-10s  %9s  %10s  %9.1f  %11.1f  %11.1f  %s\n", rr->rank,
+	       rr->rank == 0 ? "owner" : "peer", sseg_pages_name(rr->pages), ps, pss,
+	       rr->create_s * 1e3, rr->complete_s * 1e3, rr->populate_s * 1e3,
+	       rr->verified ? "yes" : "no");
+}
+
+static void print_totals(const struct demo_config *c, const struct rank_report *owner)
+{
+	uint64_t private_bytes = c->size * (uint64_t)c->ranks;
+	double used = (double)owner->host_bytes_used;
+	char u[32], p[32];
+
+	format_signed_size(owner->host_bytes_used, u, sizeof(u));
+	cli_format_size(private_bytes, p, sizeof(p));
+	printf("\nhost memory used: %s (Shmem+HugeTLB delta)\n", u);
+	printf("%d private copies would use: %s\n", c->ranks, p);
+	printf("ratio: %.2f of private copies (%.2f x one copy)\n", used / (double)private_bytes,
+	       used / (double)c->size);
+}
+
+void demo_print_table(const struct demo_config *c, const struct demo_result *r)
+{
+	const struct rank_report *owner = owner_report(r);
+	char sz[32];
+
+	if (!owner)
+		return;
+	cli_format_size(c->size, sz, sizeof(sz));
+	printf("%d ranks mapped one %s segment: backend %s, pages %s (asked %s), populate %s%s\n",
+	       c->ranks, sz, sseg_backend_name(owner->backend), sseg_pages_name(owner->pages),
+	       sseg_pages_name(c->pages), sseg_populate_name(c->populate),
+	       c->readonly_peers ? ", read-only peers" : "");
+	if (owner->pages_reason[0])
+		printf("why these pages: %s\n", owner->pages_reason);
+	printf("\nrank  role   pages       page size  mapped Pss  create ms  complete ms"
+	       "  populate ms  verified\n");
+	for (int i = 0; i < c->ranks; i++)
+		print_row(&r->reports[i]);
+	if (owner->has_host_use)
+		print_totals(c, owner);
+}
+
+static void json_nodes(struct json *j, uint64_t mask)
+{
+	json_array_begin(j, "numa_nodes");
+	for (int n = 0; n < 64; n++)
+		if (mask & (1ull << n))
+			json_i64(j, NULL, n);
+	json_array_end(j);
+}
+
+static void json_rank(struct json *j, const struct demo_result *r, int i)
+{
+	const struct rank_report *rr = &r->reports[i];
+
+	json_object_begin(j, NULL);
+	json_i64(j, "rank", i);
+	json_string(j, "role", i == 0 ? "owner" : "peer");
+	json_bool(j, "reported", r->reported[i]);
+	json_bool(j, "opened", rr->opened);
+	json_string(j, "pages", rr->opened ? sseg_pages_name(rr->pages) : NULL);
+	json_u64(j, "page_size", rr->page_size);
+	json_i64(j, "pages_verified", rr->pages_verified);
+	json_u64(j, "huge_bytes", rr->huge_bytes);
+	json_nodes(j, rr->numa_nodes);
+	json_u64(j, "rss", rr->rss);
+	json_u64(j, "pss", rr->pss);
+	json_double(j, "create_s", rr->create_s);
+	json_double(j, "complete_s", rr->complete_s);
+	json_double(j, "populate_s", rr->populate_s);
+	json_bool(j, "verified", r->reported[i] && rr->verified && !rr->failed);
+	json_string(j, "error", rr->failed ? rr->error : r->exit_note[i]);
+	json_object_end(j);
+}
+
+static void json_owner(struct json *j, const struct demo_config *c,
+		       const struct rank_report *owner)
+{
+	uint64_t private_bytes = c->size * (uint64_t)c->ranks;
+
+	json_string(j, "backend", owner ? sseg_backend_name(owner->backend) : NULL);
+	json_string(j, "pages", owner ? sseg_pages_name(owner->pages) : NULL);
+	json_u64(j, "page_size", owner ? owner->page_size : 0);
+	json_i64(j, "pages_verified", owner ? owner->pages_verified : 0);
+	json_u64(j, "huge_bytes", owner ? owner->huge_bytes : 0);
+	json_string(j, "pages_reason", owner ? owner->pages_reason : NULL);
+	json_i64(j, "host_bytes_used", owner && owner->has_host_use ? owner->host_bytes_used : 0);
+	json_u64(j, "host_bytes_private_equivalent", private_bytes);
+	json_double(j, "ratio", owner && owner->has_host_use ?
+			(double)owner->host_bytes_used / (double)private_bytes : 0.0);
+	json_double(j, "create_s", owner ? owner->create_s : 0.0);
+}
+
+void demo_print_json(const struct demo_config *c, const struct demo_result *r)
+{
+	const struct rank_report *owner = owner_report(r);
+	struct json j;
+
+	json_init(&j, stdout);
+	json_object_begin(&j, NULL);
+	json_i64(&j, "ranks", c->ranks);
+	json_u64(&j, "size", c->size);
+	json_string(&j, "name", c->name);
+	json_string(&j, "pages_requested", sseg_pages_name(c->pages));
+	json_string(&j, "populate", sseg_populate_name(c->populate));
+	json_string(&j, "numa", sseg_numa_name(c->numa));
+	json_bool(&j, "readonly_peers", c->readonly_peers);
+	json_owner(&j, c, owner);
+	json_double(&j, "complete_s", max_complete_s(c, r));
+	json_bool(&j, "verified", demo_all_verified(c, r));
+	json_bool(&j, "timed_out", r->timed_out);
+	json_array_begin(&j, "per_rank");
+	for (int i = 0; i < c->ranks; i++)
+		json_rank(&j, r, i);
+	json_array_end(&j);
+	json_object_end(&j);
+	json_finish(&j);
+}
+
+/* Ranks that fail together usually say the same sentence: print it once. */
+static bool said_before(const struct demo_result *r, int upto, const char *msg)
+{
+	for (int i = 0; i < upto; i++)
+		if (r->reported[i] && r->reports[i].failed && !strcmp(r->reports[i].error, msg))
+			return true;
+	return false;
+}
+
+void demo_print_errors(const struct demo_config *c, const struct demo_result *r)
+{
+	if (r->timed_out)
+		fprintf(stderr, "sharedseg demo: the ranks did not finish within %.0f s; the rest "
+			"were killed\n", demo_run_bound_s(c));
+	for (int i = 0; i < c->ranks; i++) {
+		const struct rank_report *rr = &r->reports[i];
+
+		if (r->exit_note[i])
+			fprintf(stderr, "sharedseg demo: %s\n", r->exit_note[i]);
+		else if (!r->reported[i])
+			fprintf(stderr, "sharedseg demo: rank %d sent no report\n", i);
+		else if (rr->failed && !said_before(r, i, rr->error))
+			fprintf(stderr, "sharedseg demo: rank %d: %s\n", i, rr->error);
+		else if (!rr->failed && !rr->verified)
+			fprintf(stderr, "sharedseg demo: rank %d: not verified\n", i);
+	}
+}

@@ -1,0 +1,95 @@
+/* sharedseg: look at what this host can do (probe), show N ranks sharing
+ * one segment (demo), and measure it (bench). */
+#include <string.h>
+
+#include "cli.h"
+
+static const struct cli_command commands[] = {
+	{ "probe", "what this host can do: memfd, THP, HugeTLB pools, NUMA, backends",
+	  probe_main, probe_help },
+	{ "demo", "N processes map one segment; verify the bytes and show host memory use",
+	  demo_main, demo_help },
+	{ "bench", "population rate, peer attach time and read bandwidth against baselines",
+	  bench_main, bench_help },
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const struct cli_command *find_command(const char *name)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
+static void main_help(FILE *out)
+{
+	fprintf(out,
+		"usage: sharedseg COMMAND [OPTIONS]\n"
+		"       sharedseg help COMMAND | sharedseg COMMAND --help\n"
+		"       sharedseg --version\n"
+		"\n"
+		"One host-memory segment, allocated once by an owner rank and mapped by\n"
+		"every rank of a group (a sealed memfd handed over by SCM_RIGHTS), instead\n"
+		"of one private copy per rank.\n"
+		"\n"
+		"commands:\n");
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		fprintf(out, "  %-7s %s\n", commands[i].name, commands[i].summary);
+	fprintf(out,
+		"  help    help on one command\n"
+		"\n"
+		"examples:\n"
+		"  sharedseg probe --size 16GiB\n"
+		"  sharedseg demo --ranks 8 --size 4GiB --pages thp\n"
+		"  sharedseg bench --size 1GiB --pages base --reps 5\n"
+		"\n"
+		"Exit status: 0 success, 1 a failure (the library's error is printed),\n"
+		"2 a bad argument or a page kind/backend this machine does not offer.\n"
+		"SSEG_LOG=error|warn|info|debug sets the library's log level (default warn).\n");
+}
+
+static int help_command(int argc, char **argv)
+{
+	const struct cli_command *c;
+
+	if (argc < 2) {
+		main_help(stdout);
+		return CLI_OK;
+	}
+	c = find_command(argv[1]);
+	if (!c)
+		return cli_usage_error("help", "unknown command '%s' (commands: probe, demo, bench)",
+				       argv[1]);
+	c->help(stdout);
+	return CLI_OK;
+}
+
+int main(int argc, char **argv)
+{
+	const struct cli_command *c;
+
+	if (argc < 2) {
+		main_help(stderr);
+		return CLI_USAGE;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		main_help(stdout);
+		return CLI_OK;
+	}
+	if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
+		printf("sharedseg %d.%d.%d\n", SSEG_VERSION_MAJOR, SSEG_VERSION_MINOR,
+		       SSEG_VERSION_PATCH);
+		return CLI_OK;
+	}
+	if (!strcmp(argv[1], "help"))
+		return help_command(argc - 1, argv + 1);
+	c = find_command(argv[1]);
+	if (!c)
+		return cli_usage_error(NULL,
+				       "unknown command '%s' (commands: probe, demo, bench; see "
+				       "sharedseg --help)",
+				       argv[1]);
+	return c->run(argc - 1, argv + 1);
+}
