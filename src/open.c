@@ -64,7 +64,7 @@ static int agree(const struct sseg_opts *opts, sseg_allgather_fn allgather, void
 	grc = allgather(mine, all, STATUS_LEN, ctx);
 	if (grc) {
 		free(all);
-		return rc ? rc : sseg_err(grc, "the all-gather after %s failed (%d)", phase, grc);
+		return rc ? rc : sseg_err_wrap(grc, "the all-gather after %s failed", phase);
 	}
 	decode_statuses(all, opts->world_size, &st);
 	free(all);
@@ -96,7 +96,7 @@ int sseg_open(const struct sseg_opts *opts, sseg_allgather_fn allgather, void *c
 	rc = sseg_create(opts, &seg, blob);
 	grc = allgather(blob, blobs, SSEG_BLOB_SIZE, ctx);
 	if (!rc && grc)
-		rc = sseg_err(grc, "the all-gather of blobs failed (%d)", grc);
+		rc = sseg_err_wrap(grc, "the all-gather of blobs failed");
 	if (!rc)
 		rc = sseg_complete(seg, blobs);
 	free(blobs);

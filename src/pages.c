@@ -69,7 +69,6 @@ static void choose_auto(uint64_t size, struct sseg_page_choice *c)
 	c->page_size = os_base_page_size();
 	snprintf(c->reason, sizeof(c->reason), "base pages: %s; HugeTLB 2 MiB pool %llu free",
 		 thp_reason, (unsigned long long)avail2);
-	sseg_log(SSEG_LOG_WARN, "pages=auto fell back to 4 KiB pages: %s", thp_reason);
 }
 
 int sseg_pages_choose(enum sseg_pages req, uint64_t size, struct sseg_page_choice *c)

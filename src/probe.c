@@ -36,6 +36,29 @@ static void probe_memfd(struct sseg_probe *p)
 	sseg_err_clear();
 }
 
+/* How to make the 2 MiB pool back a segment of size bytes. */
+static void advise_hugetlb(struct sseg_probe *p, uint64_t size)
+{
+	uint64_t needed = (size + SSEG_2M - 1) / SSEG_2M, total = 0, avail = 0;
+	char line[192], sz[32];
+
+	for (int i = 0; i < p->npools; i++)
+		if (p->pools[i].page_size == SSEG_2M) {
+			total = p->pools[i].total;
+			avail = p->pools[i].free > p->pools[i].reserved
+					? p->pools[i].free - p->pools[i].reserved : 0;
+		}
+	if (avail >= needed)
+		return;
+	sseg_format_size(size, sz, sizeof(sz));
+	snprintf(line, sizeof(line),
+		 "for HugeTLB pages on a %s segment, %llu more 2 MiB pages are needed: "
+		 "echo %llu > /proc/sys/vm/nr_hugepages",
+		 sz, (unsigned long long)(needed - avail),
+		 (unsigned long long)(total + needed - avail));
+	append(p->advice, sizeof(p->advice), line);
+}
+
 static void probe_pages(struct sseg_probe *p, uint64_t size)
 {
 	struct sseg_page_choice choice;
@@ -52,16 +75,8 @@ static void probe_pages(struct sseg_probe *p, uint64_t size)
 	sseg_pages_choose(SSEG_PAGES_AUTO, size, &choice);
 	p->auto_pages = choice.pages;
 	snprintf(p->auto_reason, sizeof(p->auto_reason), "%s", choice.reason);
-	if (choice.pages != SSEG_PAGES_HUGETLB_2M && choice.pages != SSEG_PAGES_HUGETLB_1G) {
-		char line[160], sz[32];
-
-		sseg_format_size(size, sz, sizeof(sz));
-		snprintf(line, sizeof(line),
-			 "for HugeTLB, reserve %llu 2 MiB pages for a %s segment: echo N > "
-			 "/proc/sys/vm/nr_hugepages",
-			 (unsigned long long)((size + SSEG_2M - 1) / SSEG_2M), sz);
-		append(p->advice, sizeof(p->advice), line);
-	}
+	if (choice.pages != SSEG_PAGES_HUGETLB_2M && choice.pages != SSEG_PAGES_HUGETLB_1G)
+		advise_hugetlb(p, size);
 }
 
 int sseg_probe(uint64_t size, struct sseg_probe *probe)
