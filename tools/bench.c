@@ -154,6 +154,13 @@ static int time_bare(const struct bench_config *b, double *s, char *kind, size_t
 /* (a): the three contenders alternate so drift hits them alike. */
 static int measure_population(const struct bench_config *b, struct bench_results *r)
 {
+	double warm;
+
+	/* One untimed round first: the first touch of memory the machine has
+	 * not handed out yet is slower (a VM's host faults it in), and
+	 * would land on whichever contender runs first. */
+	if (time_bare(b, &warm, r->bare_kind, sizeof(r->bare_kind)))
+		return -1;
 	for (int i = 0; i < b->reps; i++)
 		if (time_sseg(b, 1, &r->pop1[i], r->pop1_kind, sizeof(r->pop1_kind)) ||
 		    time_sseg(b, 2, &r->pop2[i], r->pop2_kind, sizeof(r->pop2_kind)) ||
