@@ -69,7 +69,9 @@ enum sseg_populate {
 
 /* Peers map the segment read-only; only the owner writes. */
 #define SSEG_F_READONLY_PEERS (1u << 0)
-/* Pin the mapping for GPU DMA (CUDA backend issue; refused until then). */
+/* Pin each rank's mapping for GPU DMA: cuMemHostRegister (portable,
+ * device-mapped) in chunks of at most register_chunk bytes, cut between
+ * layout entries, on opts.device's primary context. Needs the CUDA driver. */
 #define SSEG_F_HOST_REGISTER (1u << 1)
 
 struct sseg_opts {
@@ -88,6 +90,8 @@ struct sseg_opts {
 	uint32_t flags;               /* SSEG_F_* */
 	int timeout_ms;               /* complete's bound on waiting; 0: 30000 */
 	const struct sseg_layout *layout; /* optional; hashed into the fingerprint */
+	int device;                   /* this rank's GPU ordinal (GPU backends, host registration) */
+	uint64_t register_chunk;      /* SSEG_F_HOST_REGISTER chunk bound; 0: 64 GiB */
 };
 
 /* Declares and zero-fills options: SSEG_OPTS(o, .name = "kv", .size = n); */
@@ -149,6 +153,8 @@ struct sseg_info {
 	double complete_s;
 	double populate_s;         /* this rank's share of population */
 	char pages_reason[160];    /* why these pages (auto's choice, a knob in the way) */
+	uint64_t device_addr;      /* the device address of base (host registration); 0: none */
+	int registered_chunks;     /* host registration chunks held */
 };
 
 SSEG_API int sseg_info(const sseg_t *seg, struct sseg_info *info);

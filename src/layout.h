@@ -12,6 +12,11 @@
 SSEG_HIDDEN int sseg_layout_entry_at(const struct sseg_layout *l, uint64_t offset, uint64_t len,
 				     int *block, uint64_t *index);
 
+/* The largest offset <= offset that no entry straddles: offset itself when
+ * it falls between entries, else the start of the entry it falls in. A cut
+ * there keeps every entry whole (host registration chunks). */
+SSEG_HIDDEN uint64_t sseg_layout_cut_before(const struct sseg_layout *l, uint64_t offset);
+
 /* A deep copy, or NULL when memory is short. */
 SSEG_HIDDEN struct sseg_layout *sseg_layout_copy(const struct sseg_layout *l);
 

@@ -204,3 +204,54 @@ int sseg_layout_entry_at(const struct sseg_layout *l, uint64_t offset, uint64_t 
 	*index = i;
 	return 0;
 }
+
+/* ---- cuts that keep entries whole ---- */
+
+static uint64_t grouped_cut(const struct sseg_layout *l, uint64_t offset)
+{
+	for (int b = l->nblocks - 1; b >= 0; b--) {
+		const struct layout_block *blk = &l->blocks[b];
+		uint64_t i, start;
+
+		if (blk->first > offset)
+			continue;
+		i = (offset - blk->first) / blk->stride;
+		if (i >= blk->count)
+			return offset;
+		start = blk->first + i * blk->stride;
+		return offset < start + blk->bytes ? start : offset;
+	}
+	return offset;
+}
+
+static uint64_t interleaved_cut(const struct sseg_layout *l, uint64_t offset)
+{
+	const struct layout_run *run = NULL;
+	uint64_t rel, row_start, pos = 0;
+
+	for (int r = l->nruns - 1; r >= 0 && !run; r--)
+		if (l->runs[r].start <= offset)
+			run = &l->runs[r];
+	if (!run || offset >= l->size)
+		return offset;
+	rel = (offset - run->start) % run->row_size;
+	row_start = offset - rel;
+	for (int b = 0; b < l->nblocks; b++) {
+		const struct layout_block *blk = &l->blocks[b];
+
+		if (blk->count <= run->row_begin)
+			continue;
+		pos = align_to(pos, blk->entry_align);
+		if (rel >= pos && rel < pos + blk->bytes)
+			return row_start + pos;
+		pos += blk->stride;
+	}
+	return offset;
+}
+
+uint64_t sseg_layout_cut_before(const struct sseg_layout *l, uint64_t offset)
+{
+	if (l->order == SSEG_LAYOUT_GROUPED)
+		return grouped_cut(l, offset);
+	return interleaved_cut(l, offset);
+}

@@ -61,10 +61,11 @@ static int check_policy(const struct sseg_opts *o)
 				o->populate_threads);
 	if (o->flags & ~(SSEG_F_READONLY_PEERS | SSEG_F_HOST_REGISTER))
 		return sseg_err(-EINVAL, "flags=0x%x has unknown bits", o->flags);
-	if (o->flags & SSEG_F_HOST_REGISTER)
-		return sseg_err(-EOPNOTSUPP,
-				"SSEG_F_HOST_REGISTER needs the CUDA driver support, which this build "
-				"does not have yet");
+	if (o->device < 0)
+		return sseg_err(-EINVAL, "device=%d is negative", o->device);
+	if (o->register_chunk && o->register_chunk < (2u << 20))
+		return sseg_err(-EINVAL, "register_chunk=%llu is below 2 MiB",
+				(unsigned long long)o->register_chunk);
 	return 0;
 }
 

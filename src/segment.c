@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "driver/cuda.h"
+#include "hostreg.h"
 #include "layout.h"
 #include "segment.h"
 
@@ -66,6 +68,13 @@ static int prepare(struct sseg *seg, const struct sseg_opts *opts)
 	rc = sseg_backend_probe(seg->ops, why, sizeof(why));
 	if (rc)
 		return sseg_err(rc, "backend %s: %s", seg->ops->name, why);
+	if (seg->opts.flags & SSEG_F_HOST_REGISTER) {
+		const struct sseg_cuda *cuda;
+
+		rc = sseg_cuda_get(&cuda);
+		if (rc)
+			return sseg_err_wrap(rc, "SSEG_F_HOST_REGISTER needs the CUDA driver");
+	}
 	return sseg_host_id(&seg->host);
 }
 
@@ -161,6 +170,8 @@ int sseg_complete(sseg_t *seg, const void *raw)
 	if (!rc)
 		rc = seg->is_owner ? complete_owner(seg, blobs) : complete_peer(seg, blobs);
 	free(blobs);
+	if (!rc && (seg->opts.flags & SSEG_F_HOST_REGISTER))
+		rc = sseg_hostreg_register(seg);
 	if (rc)
 		return rc;
 	sseg_pages_verify(seg);
@@ -175,7 +186,9 @@ int sseg_release(struct sseg *seg)
 {
 	int rc;
 
-	rc = sseg_channel_release(seg);
+	rc = sseg_hostreg_release(seg);
+	if (!rc)
+		rc = sseg_channel_release(seg);
 	if (!rc && (seg->held & SSEG_HELD_MEMFD)) {
 		close(seg->memfd);
 		seg->memfd = -1;
@@ -264,6 +277,8 @@ int sseg_info(const sseg_t *seg, struct sseg_info *info)
 	out.complete_s = seg->complete_s;
 	out.populate_s = seg->populate_s;
 	snprintf(out.pages_reason, sizeof(out.pages_reason), "%s", seg->pages_reason);
+	out.device_addr = sseg_hostreg_device_addr(seg);
+	out.registered_chunks = sseg_hostreg_chunks(seg);
 	n = info->sz < sizeof(out) ? info->sz : sizeof(out);
 	memcpy(info, &out, n);
 	info->sz = n;

@@ -14,9 +14,11 @@ enum sseg_stage {
 	SSEG_HELD_CHANNEL = 1u << 2,  /* the owner's listening fd channel */
 	SSEG_HELD_PEERS = 1u << 3,    /* connections to local peers awaiting their ack */
 	SSEG_HELD_BACKEND = 1u << 4,  /* backend-private resources (driver handles) */
+	SSEG_HELD_HOSTREG = 1u << 5,  /* host registration chunks and their context */
 };
 
 struct sseg_backend_ops;
+struct sseg_hostreg;
 
 struct sseg {
 	char name[SSEG_NAME_MAX + 1];
@@ -45,6 +47,7 @@ struct sseg {
 	char sock_name[SSEG_SOCK_NAME_MAX + 1];
 	uint8_t token[SSEG_TOKEN_LEN];
 	void *backend_state;
+	struct sseg_hostreg *hostreg;
 
 	uint32_t held;                /* enum sseg_stage bits */
 	int pins;

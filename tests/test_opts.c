@@ -42,8 +42,10 @@ static void bad_options(void)
 	rejects(o, -EINVAL, "populate=5");
 	o = ok, o.flags = 1u << 20;
 	rejects(o, -EINVAL, "unknown bits");
-	o = ok, o.flags = SSEG_F_HOST_REGISTER;
-	rejects(o, -EOPNOTSUPP, "SSEG_F_HOST_REGISTER");
+	o = ok, o.device = -1;
+	rejects(o, -EINVAL, "device=-1");
+	o = ok, o.register_chunk = 4096;
+	rejects(o, -EINVAL, "register_chunk=4096");
 	o = ok, o.numa = SSEG_NUMA_NODE, o.numa_node = 64;
 	rejects(o, -EINVAL, "numa_node=64");
 	o = ok, o.backend = SSEG_BACKEND_CUDA;
@@ -93,8 +95,20 @@ static void supported_and_probe(void)
 	CHECK(p.auto_size == 1ull << 30 && p.auto_reason[0]);
 }
 
+/* Host registration without a driver fails in create, saying why. */
+static void register_without_driver(void)
+{
+	SSEG_OPTS(o, .name = "opts-reg", .size = 4096, .world_size = 1,
+		  .flags = SSEG_F_HOST_REGISTER);
+
+	rejects(o, -ENOENT, "SSEG_F_HOST_REGISTER needs the CUDA driver: no CUDA driver");
+}
+
 int main(void)
 {
+	/* No driver, whatever this machine has: the answer is fixed at first use. */
+	setenv("SSEG_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
+	register_without_driver();
 	bad_options();
 	bigger_struct();
 	supported_and_probe();

@@ -1,0 +1,46 @@
+/* The CUDA driver, loaded once with dlopen and resolved into one table. */
+#ifndef SSEG_DRIVER_CUDA_H
+#define SSEG_DRIVER_CUDA_H
+
+#include "driver/cuda_abi.h"
+#include "internal.h"
+
+struct sseg_cuda {
+	int version; /* cuDriverGetVersion */
+	int vmm;     /* every VMM entry point resolved */
+	PFN_cuGetErrorName cuGetErrorName;
+	PFN_cuInit cuInit;
+	PFN_cuDriverGetVersion cuDriverGetVersion;
+	PFN_cuDeviceGetCount cuDeviceGetCount;
+	PFN_cuDeviceGet cuDeviceGet;
+	PFN_cuDeviceGetAttribute cuDeviceGetAttribute;
+	PFN_cuDevicePrimaryCtxRetain cuDevicePrimaryCtxRetain;
+	PFN_cuDevicePrimaryCtxRelease cuDevicePrimaryCtxRelease;
+	PFN_cuCtxSetCurrent cuCtxSetCurrent;
+	PFN_cuMemHostRegister cuMemHostRegister;
+	PFN_cuMemHostUnregister cuMemHostUnregister;
+	PFN_cuMemHostGetDevicePointer cuMemHostGetDevicePointer;
+	/* VMM: optional (drivers before 10.2 lack them) */
+	PFN_cuMemGetAllocationGranularity cuMemGetAllocationGranularity;
+	PFN_cuMemCreate cuMemCreate;
+	PFN_cuMemRelease cuMemRelease;
+	PFN_cuMemAddressReserve cuMemAddressReserve;
+	PFN_cuMemAddressFree cuMemAddressFree;
+	PFN_cuMemMap cuMemMap;
+	PFN_cuMemUnmap cuMemUnmap;
+	PFN_cuMemSetAccess cuMemSetAccess;
+	PFN_cuMemExportToShareableHandle cuMemExportToShareableHandle;
+	PFN_cuMemImportFromShareableHandle cuMemImportFromShareableHandle;
+};
+
+/* Loads and initializes the driver once per process. On failure returns a
+ * negative errno and the sentence says why CUDA is unavailable (no driver,
+ * old driver, no device); the same answer is given on every call. */
+SSEG_HIDDEN int sseg_cuda_get(const struct sseg_cuda **cuda);
+/* The driver's name for a result ("CUDA_ERROR_OUT_OF_MEMORY"). */
+SSEG_HIDDEN const char *sseg_cuda_error_name(CUresult r);
+/* 0 for CUDA_SUCCESS; else -EIO (-ENOMEM for out of memory) with a sentence
+ * naming the call and the driver's error. */
+SSEG_HIDDEN int sseg_cuda_result(CUresult r, const char *call);
+
+#endif
