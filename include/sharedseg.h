@@ -153,8 +153,10 @@ struct sseg_info {
 	double complete_s;
 	double populate_s;         /* this rank's share of population */
 	char pages_reason[160];    /* why these pages (auto's choice, a knob in the way) */
-	uint64_t device_addr;      /* the device address of base (host registration); 0: none */
+	uint64_t device_addr;      /* base's device address (registration, CUDA VMM); 0: none */
 	int registered_chunks;     /* host registration chunks held */
+	char handle_type[16];      /* how peers got the pages: "fd", "cuda-fabric", "cuda-fd", "" */
+	int device;                /* GPU ordinal used (GPU backends, registration); -1: none */
 };
 
 SSEG_API int sseg_info(const sseg_t *seg, struct sseg_info *info);
@@ -209,7 +211,18 @@ struct sseg_probe {
 	int backend_ok[SSEG_PROBE_BACKENDS];
 	char backend_reason[SSEG_PROBE_BACKENDS][160];
 	char advice[512];              /* knobs to change, one per line; "" when none */
+	int cuda_driver_version;       /* 0: no driver */
+	int cuda_ndevices;             /* devices described below (at most SSEG_PROBE_MAX_GPUS) */
+	struct sseg_probe_gpu {
+		int vmm;               /* CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED */
+		int host_numa_vmm;     /* ..._HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED */
+		int fabric_attr;       /* what the fabric attribute claims */
+		int fabric_works;      /* a real create-and-export of a fabric handle passed */
+		int posix_fd;          /* POSIX fd handles supported */
+		int host_numa_id;      /* the nearest host node; -1 without NUMA */
+	} cuda[8];
 };
+#define SSEG_PROBE_MAX_GPUS 8
 
 /* size: the segment size pages=auto should be decided for (0: 1 GiB). */
 SSEG_API int sseg_probe(uint64_t size, struct sseg_probe *probe);

@@ -138,7 +138,9 @@ int sseg_channel_serve(struct sseg *seg, const struct sseg_blob *blobs, int fd,
 			close(conn);
 			continue;
 		}
-		rc = os_send_fd(conn, fd, reply, sizeof(reply));
+		/* fd < 0: the peers import by handle and only need the barrier. */
+		rc = fd >= 0 ? os_send_fd(conn, fd, reply, sizeof(reply))
+			     : os_write_full(conn, reply, sizeof(reply), remaining_ms(deadline));
 		if (rc) {
 			close(conn);
 			return sseg_err_wrap(rc, "owner rank %d could not hand the segment to rank %d",
@@ -198,7 +200,8 @@ int sseg_channel_fetch(struct sseg *seg, const struct sseg_blob *owner, int *fd,
 	memcpy(hello + 8, owner->handle.token, SSEG_TOKEN_LEN);
 	rc = os_write_full(sock, hello, sizeof(hello), sseg_timeout_ms(seg));
 	if (!rc)
-		rc = os_recv_fd(sock, fd, reply, sizeof(reply), sseg_timeout_ms(seg));
+		rc = fd ? os_recv_fd(sock, fd, reply, sizeof(reply), sseg_timeout_ms(seg))
+			: os_read_full(sock, reply, sizeof(reply), sseg_timeout_ms(seg));
 	if (rc == -ECONNRESET || rc == -EPIPE)
 		rc = sseg_err(-ECONNRESET,
 			      "owner rank %u (pid %u) closed the fd channel before handing the "
@@ -209,7 +212,8 @@ int sseg_channel_fetch(struct sseg *seg, const struct sseg_blob *owner, int *fd,
 			      "owner rank %u (pid %u) did not hand the segment over within %d ms",
 			      owner->rank, owner->pid, sseg_timeout_ms(seg));
 	else if (!rc && sseg_get32(reply) != REPLY_MAGIC) {
-		close(*fd);
+		if (fd)
+			close(*fd);
 		rc = sseg_err(-EPROTO, "owner rank %u answered on its fd channel with bad bytes",
 			      owner->rank);
 	}

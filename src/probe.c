@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/cuda_device.h"
 #include "segment.h"
 
 static void append(char *buf, size_t len, const char *line)
@@ -102,6 +103,7 @@ int sseg_probe(uint64_t size, struct sseg_probe *probe)
 						       sizeof(p.backend_reason[b]));
 	}
 	p.backend_ok[SSEG_BACKEND_AUTO] = p.backend_ok[SSEG_BACKEND_MEMFD];
+	sseg_cuda_probe_devices(&p);
 	snprintf(p.backend_reason[SSEG_BACKEND_AUTO], sizeof(p.backend_reason[0]),
 		 "picks memfd");
 	sseg_err_clear();

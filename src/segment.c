@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/cuda_device.h"
 #include "driver/cuda.h"
 #include "hostreg.h"
 #include "layout.h"
@@ -174,8 +175,10 @@ int sseg_complete(sseg_t *seg, const void *raw)
 		rc = sseg_hostreg_register(seg);
 	if (rc)
 		return rc;
-	sseg_pages_verify(seg);
-	os_numa_where(seg->window, seg->mapped_size, seg->page_size, &seg->numa_nodes);
+	if (seg->backend == SSEG_BACKEND_MEMFD) {
+		sseg_pages_verify(seg);
+		os_numa_where(seg->window, seg->mapped_size, seg->page_size, &seg->numa_nodes);
+	}
 	seg->completed = 1;
 	seg->complete_s = sseg_now() - t0;
 	sseg_registry_add(seg);
@@ -259,7 +262,7 @@ int sseg_info(const sseg_t *seg, struct sseg_info *info)
 	out.pages_verified = seg->pages_verified;
 	out.huge_bytes = seg->huge_bytes;
 	/* Huge pages show in smaps as they are faulted: measure now. */
-	if (seg->completed)
+	if (seg->completed && seg->backend == SSEG_BACKEND_MEMFD)
 		os_huge_bytes(seg->window, seg->mapped_size, &out.huge_bytes);
 	out.pages_verified = seg->pages_verified || out.huge_bytes > 0;
 	out.base = sseg_base(seg);
@@ -277,7 +280,14 @@ int sseg_info(const sseg_t *seg, struct sseg_info *info)
 	out.complete_s = seg->complete_s;
 	out.populate_s = seg->populate_s;
 	snprintf(out.pages_reason, sizeof(out.pages_reason), "%s", seg->pages_reason);
-	out.device_addr = sseg_hostreg_device_addr(seg);
+	out.device_addr = seg->backend == SSEG_BACKEND_CUDA ? sseg_cuda_segment_device_addr(seg)
+							      : sseg_hostreg_device_addr(seg);
+	out.device = seg->backend == SSEG_BACKEND_CUDA || (seg->opts.flags & SSEG_F_HOST_REGISTER)
+			     ? seg->opts.device : -1;
+	snprintf(out.handle_type, sizeof(out.handle_type), "%s",
+		 seg->backend == SSEG_BACKEND_CUDA ? sseg_cuda_segment_handle_type(seg)
+		 : seg->opts.world_size > 1	   ? "fd"
+						   : "");
 	out.registered_chunks = sseg_hostreg_chunks(seg);
 	n = info->sz < sizeof(out) ? info->sz : sizeof(out);
 	memcpy(info, &out, n);

@@ -75,7 +75,8 @@ SSEG_HIDDEN int sseg_place(struct sseg *seg);
 SSEG_HIDDEN int sseg_populate_range(struct sseg *seg, uint64_t offset, uint64_t len, int threads);
 SSEG_HIDDEN int sseg_populate_slice(struct sseg *seg, int slice, int nslices);
 
-/* The fd channel (fdchannel.c): the owner hands an fd to its local peers. */
+/* The fd channel (fdchannel.c): the owner hands an fd to its local peers
+ * (fd < 0 / NULL: no fd, the channel is only the barrier). */
 SSEG_HIDDEN int sseg_channel_listen(struct sseg *seg);
 SSEG_HIDDEN int sseg_channel_serve(struct sseg *seg, const struct sseg_blob *blobs, int fd,
 				   uint64_t mapped_size);

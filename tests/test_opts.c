@@ -49,7 +49,7 @@ static void bad_options(void)
 	o = ok, o.numa = SSEG_NUMA_NODE, o.numa_node = 64;
 	rejects(o, -EINVAL, "numa_node=64");
 	o = ok, o.backend = SSEG_BACKEND_CUDA;
-	rejects(o, -EOPNOTSUPP, "backend cuda: not available");
+	rejects(o, -ENOENT, "backend cuda: not available: no CUDA driver");
 	o = ok, o.timeout_ms = -5;
 	rejects(o, -EINVAL, "timeout_ms=-5");
 	o = ok, o.sz = 8;

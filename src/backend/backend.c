@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "backend/backend.h"
+#include "backend/cuda_device.h"
 
 static int unsupported(const struct sseg *seg, const char *op)
 {
@@ -16,7 +17,6 @@ static int probe_unbuilt(char *why, size_t len)
 	return -EOPNOTSUPP;
 }
 
-static const struct sseg_backend_ops cuda_ops = { .name = "cuda", .probe = probe_unbuilt };
 static const struct sseg_backend_ops ascend_ops = { .name = "ascend", .probe = probe_unbuilt };
 
 const struct sseg_backend_ops *sseg_backend_get(enum sseg_backend backend)
@@ -26,7 +26,7 @@ const struct sseg_backend_ops *sseg_backend_get(enum sseg_backend backend)
 	case SSEG_BACKEND_MEMFD:
 		return &sseg_memfd_ops;
 	case SSEG_BACKEND_CUDA:
-		return &cuda_ops;
+		return &sseg_cuda_ops;
 	case SSEG_BACKEND_ASCEND:
 		return &ascend_ops;
 	}

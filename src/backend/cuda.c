@@ -1,0 +1,342 @@
+/* The cuda backend: the segment is CUDA VMM host memory (cuMemCreate on a
+ * HOST_NUMA location), pinned for DMA by construction. Peers get it as a
+ * fabric handle in the owner's blob when a real create-and-export probe
+ * passed, else as a POSIX fd over the core's fd channel. Every driver
+ * resource is a stage released in reverse order; a handle is released at
+ * most once. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend/backend.h"
+#include "backend/cuda_device.h"
+
+enum cuda_stage {
+	CU_HELD_CTX = 1u << 0,
+	CU_HELD_HANDLE = 1u << 1,
+	CU_HELD_RESERVED = 1u << 2,
+	CU_HELD_MAPPED = 1u << 3,
+	CU_HELD_FD = 1u << 4,
+};
+
+struct cuda_state {
+	const struct sseg_cuda *cu;
+	CUdevice device;
+	uint32_t held;
+	CUmemGenericAllocationHandle handle;
+	CUdeviceptr ptr;
+	uint64_t reserved;
+	int export_fd;
+	int fabric;
+	int node;
+};
+
+static struct cuda_state *state(struct sseg *seg)
+{
+	return seg->backend_state;
+}
+
+static int cuda_probe(char *why, size_t len)
+{
+	return sseg_cuda_usable(why, len);
+}
+
+/* Takes the backend state and this rank's device context. */
+static int enter(struct sseg *seg)
+{
+	struct cuda_state *st = calloc(1, sizeof(*st));
+	CUcontext ctx;
+	int rc;
+
+	if (!st)
+		return sseg_err(-ENOMEM, "out of memory");
+	st->export_fd = -1;
+	seg->backend_state = st;
+	seg->held |= SSEG_HELD_BACKEND;
+	rc = sseg_cuda_get(&st->cu);
+	if (!rc)
+		rc = sseg_cuda_device(st->cu, seg->opts.device, &st->device);
+	if (!rc)
+		rc = sseg_cuda_result(st->cu->cuDevicePrimaryCtxRetain(&ctx, st->device),
+				      "cuDevicePrimaryCtxRetain");
+	if (rc)
+		return rc;
+	st->held |= CU_HELD_CTX;
+	return sseg_cuda_result(st->cu->cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+}
+
+static void allocation_prop(const struct cuda_state *st, CUmemAllocationProp *prop)
+{
+	memset(prop, 0, sizeof(*prop));
+	prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop->requestedHandleTypes = st->fabric ? CU_MEM_HANDLE_TYPE_FABRIC
+						: CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+	prop->location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+	prop->location.id = st->node;
+}
+
+static int size_segment(struct sseg *seg, const CUmemAllocationProp *prop)
+{
+	struct cuda_state *st = state(seg);
+	size_t gran = 0;
+	int rc;
+
+	rc = sseg_cuda_result(st->cu->cuMemGetAllocationGranularity(
+				      &gran, prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+			      "cuMemGetAllocationGranularity");
+	if (rc)
+		return rc;
+	if (!sseg_is_pow2(gran))
+		return sseg_err(-EINVAL, "the driver's allocation granularity %zu is not a power of two",
+				gran);
+	if (sseg_round_up(seg->size, gran, &seg->mapped_size))
+		return sseg_err(-EOVERFLOW, "size %llu overflows when padded to the granularity %zu",
+				(unsigned long long)seg->size, gran);
+	seg->page_size = gran;
+	seg->pages = SSEG_PAGES_AUTO;
+	snprintf(seg->pages_reason, sizeof(seg->pages_reason),
+		 "CUDA VMM pinned host memory on node %d, granularity %zu", st->node, gran);
+	return 0;
+}
+
+/* Reserve, map and grant access: the steps owner and peers share. */
+static int map_handle(struct sseg *seg)
+{
+	struct cuda_state *st = state(seg);
+	CUmemAccessDesc desc[1 + SSEG_PROBE_MAX_GPUS];
+	size_t n;
+	int rc;
+
+	rc = sseg_cuda_result(st->cu->cuMemAddressReserve(&st->ptr, seg->mapped_size,
+							  seg->page_size, 0, 0),
+			      "cuMemAddressReserve");
+	if (rc)
+		return rc;
+	st->reserved = seg->mapped_size;
+	st->held |= CU_HELD_RESERVED;
+	rc = sseg_cuda_result(st->cu->cuMemMap(st->ptr, seg->mapped_size, 0, st->handle, 0),
+			      "cuMemMap");
+	if (rc)
+		return rc;
+	st->held |= CU_HELD_MAPPED;
+	n = sseg_cuda_access_list(st->cu, st->node, seg->readonly, desc, ARRAY_SIZE(desc));
+	rc = sseg_cuda_result(st->cu->cuMemSetAccess(st->ptr, seg->mapped_size, desc, n),
+			      "cuMemSetAccess");
+	if (rc)
+		return rc;
+	seg->window = (void *)(uintptr_t)st->ptr;
+	seg->window_size = seg->mapped_size;
+	return 0;
+}
+
+static int cuda_create_owner(struct sseg *seg)
+{
+	CUmemAllocationProp prop;
+	struct cuda_state *st;
+	int rc = enter(seg);
+
+	if (rc)
+		return rc;
+	st = state(seg);
+	rc = sseg_cuda_placement(st->cu, seg, st->device, &st->node);
+	if (rc)
+		return rc;
+	st->fabric = sseg_cuda_fabric_works(st->cu, st->device, st->node);
+	allocation_prop(st, &prop);
+	rc = size_segment(seg, &prop);
+	if (!rc)
+		rc = sseg_cuda_result(st->cu->cuMemCreate(&st->handle, seg->mapped_size, &prop, 0),
+				      "cuMemCreate");
+	if (rc)
+		return rc;
+	st->held |= CU_HELD_HANDLE;
+	rc = map_handle(seg);
+	if (rc)
+		return rc;
+	if (!st->fabric) {
+		rc = sseg_cuda_result(st->cu->cuMemExportToShareableHandle(
+					      &st->export_fd, st->handle,
+					      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+				      "cuMemExportToShareableHandle(POSIX fd)");
+		if (rc)
+			return rc;
+		st->held |= CU_HELD_FD;
+	}
+	/* The channel is the barrier for fabric peers too: the owner must not
+	 * release its handle before every local peer imported it. */
+	return sseg_channel_listen(seg);
+}
+
+static int cuda_reserve(struct sseg *seg)
+{
+	return enter(seg);
+}
+
+static int cuda_export(struct sseg *seg, struct sseg_blob_handle *h)
+{
+	struct cuda_state *st = state(seg);
+	CUmemFabricHandle fabric;
+	int rc;
+
+	h->kind = st->fabric ? SSEG_HANDLE_CUDA_FABRIC : SSEG_HANDLE_FD_CHANNEL;
+	h->pages = seg->pages;
+	h->page_size = seg->page_size;
+	h->mapped_size = seg->mapped_size;
+	snprintf(h->sock, sizeof(h->sock), "%s", seg->sock_name);
+	memcpy(h->token, seg->token, sizeof(h->token));
+	if (!st->fabric)
+		return 0;
+	_Static_assert(sizeof(fabric) <= SSEG_HANDLE_DATA_LEN, "fabric handle fits the blob");
+	rc = sseg_cuda_result(st->cu->cuMemExportToShareableHandle(&fabric, st->handle,
+								   CU_MEM_HANDLE_TYPE_FABRIC, 0),
+			      "cuMemExportToShareableHandle(fabric)");
+	if (!rc)
+		memcpy(h->data, &fabric, sizeof(fabric));
+	return rc;
+}
+
+static int cuda_serve(struct sseg *seg, const struct sseg_blob *blobs)
+{
+	struct cuda_state *st = state(seg);
+	int rc;
+
+	rc = sseg_channel_serve(seg, blobs, st->fabric ? -1 : st->export_fd, seg->mapped_size);
+	if (!rc)
+		rc = sseg_channel_collect_acks(seg, blobs);
+	if (rc)
+		return rc;
+	if (st->held & CU_HELD_FD) {
+		close(st->export_fd);
+		st->export_fd = -1;
+		st->held &= ~CU_HELD_FD;
+	}
+	return 0;
+}
+
+static int import_handle(struct sseg *seg, const struct sseg_blob *owner, int fd)
+{
+	struct cuda_state *st = state(seg);
+	CUmemFabricHandle fabric;
+	int rc;
+
+	if (owner->handle.kind == SSEG_HANDLE_CUDA_FABRIC) {
+		memcpy(&fabric, owner->handle.data, sizeof(fabric));
+		rc = sseg_cuda_result(st->cu->cuMemImportFromShareableHandle(
+					      &st->handle, &fabric, CU_MEM_HANDLE_TYPE_FABRIC),
+				      "cuMemImportFromShareableHandle(fabric)");
+	} else {
+		rc = sseg_cuda_result(st->cu->cuMemImportFromShareableHandle(
+					      &st->handle, (void *)(uintptr_t)fd,
+					      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+				      "cuMemImportFromShareableHandle(POSIX fd)");
+	}
+	if (rc)
+		return rc;
+	st->held |= CU_HELD_HANDLE;
+	st->fabric = owner->handle.kind == SSEG_HANDLE_CUDA_FABRIC;
+	seg->mapped_size = owner->handle.mapped_size;
+	seg->page_size = owner->handle.page_size;
+	seg->pages = (enum sseg_pages)owner->handle.pages;
+	return map_handle(seg);
+}
+
+static int cuda_import(struct sseg *seg, const struct sseg_blob *blobs)
+{
+	const struct sseg_blob *owner = &blobs[seg->opts.owner_rank];
+	bool fabric = owner->handle.kind == SSEG_HANDLE_CUDA_FABRIC;
+	int fd = -1, sock, rc;
+
+	rc = sseg_channel_fetch(seg, owner, fabric ? NULL : &fd, &sock);
+	if (rc)
+		return rc;
+	rc = import_handle(seg, owner, fd);
+	if (fd >= 0)
+		close(fd);
+	if (sseg_channel_ack(sock, rc, sseg_timeout_ms(seg)) && !rc)
+		sseg_log(SSEG_LOG_WARN, "segment '%s': could not confirm the import to owner rank %u",
+			 seg->name, owner->rank);
+	return rc;
+}
+
+/* One stage: marked released only after the call succeeded. */
+static int release_stage(struct cuda_state *st, uint32_t stage, CUresult r, const char *call)
+{
+	int rc = sseg_cuda_result(r, call);
+
+	if (!rc)
+		st->held &= ~stage;
+	return rc;
+}
+
+/* cuMemRelease at most once per handle: marked consumed before the call,
+ * so a failure is reported as ambiguous and never retried. */
+static int release_handle(struct sseg *seg, struct cuda_state *st)
+{
+	int rc;
+
+	st->held &= ~CU_HELD_HANDLE;
+	rc = sseg_cuda_result(st->cu->cuMemRelease(st->handle), "cuMemRelease");
+	if (rc)
+		sseg_log(SSEG_LOG_ERROR,
+			 "segment '%s': %s; the handle is not released again (its state is unknown)",
+			 seg->name, sseg_last_error());
+	return 0;
+}
+
+static int cuda_release(struct sseg *seg)
+{
+	struct cuda_state *st = state(seg);
+	int rc = 0;
+
+	if (st->held & CU_HELD_MAPPED)
+		rc = release_stage(st, CU_HELD_MAPPED, st->cu->cuMemUnmap(st->ptr, st->reserved),
+				   "cuMemUnmap");
+	if (!rc && (st->held & CU_HELD_RESERVED))
+		rc = release_stage(st, CU_HELD_RESERVED,
+				   st->cu->cuMemAddressFree(st->ptr, st->reserved),
+				   "cuMemAddressFree");
+	if (!rc && (st->held & CU_HELD_HANDLE))
+		rc = release_handle(seg, st);
+	if (!rc && (st->held & CU_HELD_FD)) {
+		close(st->export_fd);
+		st->held &= ~CU_HELD_FD;
+	}
+	if (!rc && (st->held & CU_HELD_CTX))
+		rc = release_stage(st, CU_HELD_CTX, st->cu->cuDevicePrimaryCtxRelease(st->device),
+				   "cuDevicePrimaryCtxRelease");
+	if (rc)
+		return rc;
+	free(st);
+	seg->backend_state = NULL;
+	seg->window = NULL;
+	seg->held &= ~SSEG_HELD_BACKEND;
+	return 0;
+}
+
+uint64_t sseg_cuda_segment_device_addr(const struct sseg *seg)
+{
+	const struct cuda_state *st = seg->backend_state;
+
+	return st && (st->held & CU_HELD_MAPPED) ? st->ptr : 0;
+}
+
+const char *sseg_cuda_segment_handle_type(const struct sseg *seg)
+{
+	const struct cuda_state *st = seg->backend_state;
+
+	if (!st)
+		return "";
+	return st->fabric ? "cuda-fabric" : "cuda-fd";
+}
+
+const struct sseg_backend_ops sseg_cuda_ops = {
+	.name = "cuda",
+	.probe = cuda_probe,
+	.create_owner = cuda_create_owner,
+	.reserve = cuda_reserve,
+	.export_handle = cuda_export,
+	.serve = cuda_serve,
+	.import_and_map = cuda_import,
+	.release = cuda_release,
+};
