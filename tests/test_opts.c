@@ -84,8 +84,8 @@ static void supported_and_probe(void)
 
 	CHECK_RC(sseg_supported(SSEG_BACKEND_MEMFD, SSEG_PAGES_BASE), 0);
 	CHECK_RC(sseg_supported(SSEG_BACKEND_AUTO, SSEG_PAGES_AUTO), 0);
-	CHECK_RC(sseg_supported(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO), -EOPNOTSUPP);
-	CHECK_ERR_HAS("cuda");
+	CHECK_RC(sseg_supported(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO), -ENOENT);
+	CHECK_ERR_HAS("backend cuda: not available: no CUDA driver");
 	CHECK_RC(sseg_probe(0, &p), 0);
 	CHECK(p.sz == sizeof(p));
 	CHECK(p.memfd_ok && p.sealing_ok && p.kernel[0]);
