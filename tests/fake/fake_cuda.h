@@ -1,0 +1,157 @@
+/* Internals of the fake CUDA driver used by the tests: one process-wide
+ * state behind one mutex, the entry points it resolves, and the tables of
+ * what the driver holds (handles, reservations, mappings, registrations). */
+#ifndef SSEG_FAKE_CUDA_INTERNAL_H
+#define SSEG_FAKE_CUDA_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "driver/cuda_abi.h"
+
+#define FAKE_API __attribute__((visibility("default")))
+
+/* A code the fake returns that sharedseg's ABI header does not declare. */
+enum { FAKE_ERROR_INVALID_CONTEXT = 201 };
+
+/* Every entry point: its base name, the first driver version that has it,
+ * and whether it answers CUDA_ERROR_NOT_INITIALIZED before cuInit. */
+#define FAKE_ENTRIES(X)                             \
+	X(cuGetProcAddress, 11030, 0)               \
+	X(cuGetErrorName, 6000, 0)                  \
+	X(cuInit, 2000, 0)                          \
+	X(cuDriverGetVersion, 2020, 0)              \
+	X(cuDeviceGetCount, 2000, 1)                \
+	X(cuDeviceGet, 2000, 1)                     \
+	X(cuDeviceGetAttribute, 2000, 1)            \
+	X(cuDevicePrimaryCtxRetain, 7000, 1)        \
+	X(cuDevicePrimaryCtxRelease, 7000, 1)       \
+	X(cuCtxSetCurrent, 4000, 1)                 \
+	X(cuMemGetAllocationGranularity, 10020, 1)  \
+	X(cuMemCreate, 10020, 1)                    \
+	X(cuMemRelease, 10020, 1)                   \
+	X(cuMemAddressReserve, 10020, 1)            \
+	X(cuMemAddressFree, 10020, 1)               \
+	X(cuMemMap, 10020, 1)                       \
+	X(cuMemUnmap, 10020, 1)                     \
+	X(cuMemSetAccess, 10020, 1)                 \
+	X(cuMemExportToShareableHandle, 10020, 1)   \
+	X(cuMemImportFromShareableHandle, 10020, 1) \
+	X(cuMemHostRegister, 6050, 1)               \
+	X(cuMemHostUnregister, 4000, 1)             \
+	X(cuMemHostGetDevicePointer, 3020, 1)
+
+enum fake_entry {
+#define FAKE_ENUM(name, version, init) FE_##name,
+	FAKE_ENTRIES(FAKE_ENUM)
+#undef FAKE_ENUM
+	FE_COUNT
+};
+
+#define FAKE_MAX_DEVICES 16
+#define FAKE_MAX_NUMA 16
+#define FAKE_MAX_RULES 64
+#define FAKE_MAX_HANDLES 1024
+#define FAKE_MAX_RESERVATIONS 1024
+#define FAKE_MAX_MAPPINGS 4096
+#define FAKE_MAX_REGISTRATIONS 4096
+
+struct fake_config {
+	int devices;
+	int numa[FAKE_MAX_NUMA]; /* host NUMA node of device i % numa_count */
+	int numa_count;
+	int vmm;
+	int fabric;       /* what the attribute claims */
+	int fabric_works; /* whether create/export/import with FABRIC succeed */
+	int host_numa_vmm;
+	int posix_fd;
+	int need_ctx; /* host registration needs a current context */
+	size_t granularity;
+	int driver;
+	size_t max_register;
+};
+
+/* Calls numbered from..until (until -1: forever) of entry fail with err. */
+struct fake_rule {
+	enum fake_entry entry;
+	long from;
+	long until;
+	CUresult err;
+};
+
+struct fake_handle {
+	CUmemGenericAllocationHandle id; /* 0: free slot */
+	int fd;
+	size_t size;
+	unsigned types; /* handle types it may be exported as */
+	uint64_t nonce; /* also in the memfd's name, so a stale fd is caught */
+};
+
+struct fake_range {
+	uintptr_t start; /* 0: free slot */
+	size_t size;
+	int prot;        /* mappings: what the CPU may do */
+	unsigned flags;  /* registrations: CU_MEMHOSTREGISTER_* */
+};
+
+struct fake_state {
+	struct fake_config cfg;
+	long calls[FE_COUNT];
+	struct fake_rule rules[FAKE_MAX_RULES];
+	int nrules;
+	int bugs;
+	int initialized;
+	int ctx_refs[FAKE_MAX_DEVICES];
+	int access[FAKE_MAX_DEVICES];
+	uint64_t handle_seq;
+	struct fake_handle handles[FAKE_MAX_HANDLES];
+	struct fake_range reservations[FAKE_MAX_RESERVATIONS];
+	struct fake_range mappings[FAKE_MAX_MAPPINGS];
+	struct fake_range registrations[FAKE_MAX_REGISTRATIONS];
+};
+
+extern struct fake_state fake;
+
+/* Loads the configuration once, takes the lock, counts the call and answers
+ * a scripted failure or NOT_INITIALIZED. fake_leave drops the lock whatever
+ * fake_enter answered and passes rc through. */
+CUresult fake_enter(enum fake_entry entry);
+CUresult fake_leave(CUresult rc);
+
+/* A rule violation a correct caller never commits: counted and told. */
+void fake_bug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+int fake_parse_config(struct fake_config *cfg, const char *spec);
+int fake_parse_failures(const char *spec);
+int fake_entry_by_name(const char *name);
+const char *fake_entry_name(enum fake_entry entry);
+const char *fake_error_name(CUresult err);
+int fake_error_by_name(const char *text, CUresult *err);
+
+int fake_device_valid(int dev);
+int fake_numa_valid(int node);
+int fake_context_current(void);
+int fake_aligned(uintptr_t value, size_t align);
+
+/* Range tables: a free slot, the slot starting exactly at start, the
+ * number of used slots, and the bytes of [start, start+size) they cover. */
+struct fake_range *fake_range_slot(struct fake_range *table, int n);
+struct fake_range *fake_range_at(struct fake_range *table, int n, uintptr_t start);
+int fake_range_live(const struct fake_range *table, int n);
+size_t fake_range_overlap(const struct fake_range *table, int n, uintptr_t start, size_t size);
+
+struct fake_handle *fake_handle_find(CUmemGenericAllocationHandle id);
+
+/* The entry points, as cuGetProcAddress hands them out; fake_cuGetProcAddress
+ * is the _v2 one (CUDA 12.0 on), fake_cuGetProcAddress_v1 the older one. */
+#define FAKE_FN(pfn, name) __typeof__(*(pfn)0) name
+FAKE_FN(PFN_cuGetProcAddress_v1, fake_cuGetProcAddress_v1);
+#define FAKE_DECLARE(name, version, init) FAKE_FN(PFN_##name, fake_##name);
+#define PFN_cuGetProcAddress PFN_cuGetProcAddress_v2
+FAKE_ENTRIES(FAKE_DECLARE)
+#undef PFN_cuGetProcAddress
+#undef FAKE_DECLARE
+
+void *fake_proc_lookup(const char *symbol, int version, int *status);
+
+#endif

@@ -1,0 +1,50 @@
+/* The control API of the fake CUDA driver (libsseg_fake_cuda.so). A test
+ * reaches the instance the library under test loaded with
+ * dlopen(path, RTLD_NOW | RTLD_NOLOAD) and dlsym; these prototypes give the
+ * types (__typeof__(sseg_fake_cuda_fail) *).
+ *
+ * Configuration, read at the first call into the fake:
+ *   SSEG_FAKE_CUDA="devices=2;numa=0,1;vmm=1;fabric=1;fabric_works=0;
+ *                   host_numa_vmm=1;posix_fd=1;need_ctx=1;granularity=2097152;
+ *                   driver=13000;max_register=549755813887"
+ *   SSEG_FAKE_CUDA_FAIL="cuMemMap:2:CUDA_ERROR_OUT_OF_MEMORY,cuMemUnmap:1-:999"
+ *     (entry:call numbers N, N- or N-M:error name or number; calls counted
+ *     from the first call of the process)
+ * A malformed value aborts the process. */
+#ifndef SSEG_FAKE_CUDA_H
+#define SSEG_FAKE_CUDA_H
+
+#include <stddef.h>
+
+/* Fails calls nth .. nth+count-1 of entry (base name, "cuMemMap"), counted
+ * from now: nth 1 is the next call; count -1 fails every call from there.
+ * entry NULL clears every scripted failure. */
+void sseg_fake_cuda_fail(const char *entry, int nth, int count, int err);
+/* Applies a configuration string (the SSEG_FAKE_CUDA syntax) over the
+ * current one; 0, or -EINVAL with nothing changed. */
+int sseg_fake_cuda_configure(const char *spec);
+/* Calls of entry since the start or the last reset (NULL: of all entries;
+ * -1 for an unknown name). */
+long sseg_fake_cuda_calls(const char *entry);
+int sseg_fake_cuda_live_handles(void);
+int sseg_fake_cuda_live_reservations(void);
+int sseg_fake_cuda_live_mappings(void);
+int sseg_fake_cuda_live_registrations(void);
+/* Primary context retains not yet released, over all devices. */
+int sseg_fake_cuda_live_contexts(void);
+/* Rule violations so far: double or unknown releases, frees of unknown
+ * reservations or of reservations with mappings, unmaps of ranges that are
+ * not whole mappings, maps over mappings, access on unmapped ranges,
+ * unregisters of unregistered memory, context releases without a retain.
+ * Each is also told on stderr. */
+int sseg_fake_cuda_bugs(void);
+/* The i-th live registration in address order; 0, or -ENOENT. */
+int sseg_fake_cuda_registration(int i, void **p, size_t *bytes, unsigned *flags);
+/* 1 when the last cuMemSetAccess granted device access (READ or READWRITE). */
+int sseg_fake_cuda_access(int device);
+/* Zeroes the call counters, the bug counter and the access record and
+ * clears scripted failures; live handles, reservations, mappings,
+ * registrations and contexts stay. */
+void sseg_fake_cuda_reset(void);
+
+#endif

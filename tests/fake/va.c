@@ -1,0 +1,254 @@
+/* Virtual address ranges: reservations are PROT_NONE anonymous mappings,
+ * cuMemMap puts the handle's memfd over part of one, still PROT_NONE (the
+ * CPU faults until cuMemSetAccess grants it, as with the real driver), and
+ * cuMemUnmap puts the PROT_NONE reservation back. */
+#include <sys/mman.h>
+
+#include "fake_cuda.h"
+
+#define RESERVE_FLAGS (MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE)
+
+/* size bytes at an address aligned to align, or NULL. */
+static void *reserve_aligned(size_t size, size_t align)
+{
+	char *span = mmap(NULL, size + align, PROT_NONE, RESERVE_FLAGS, -1, 0);
+	uintptr_t start;
+
+	if (span == MAP_FAILED)
+		return NULL;
+	start = ((uintptr_t)span + align - 1) & ~(uintptr_t)(align - 1);
+	if (start > (uintptr_t)span)
+		munmap(span, start - (uintptr_t)span);
+	munmap((char *)start + size, (uintptr_t)span + align - start);
+	return (void *)start;
+}
+
+static CUresult address_reserve(CUdeviceptr *ptr, size_t size, size_t align,
+				unsigned long long flags)
+{
+	struct fake_range *r = fake_range_slot(fake.reservations, FAKE_MAX_RESERVATIONS);
+	void *start;
+
+	if (!align)
+		align = fake.cfg.granularity;
+	if (!ptr || flags || !size || !fake_aligned(size, fake.cfg.granularity) ||
+	    (align & (align - 1)) || align < 4096)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!r)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	start = reserve_aligned(size, align);
+	if (!start)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*r = (struct fake_range){ .start = (uintptr_t)start, .size = size };
+	*ptr = (CUdeviceptr)(uintptr_t)start;
+	return CUDA_SUCCESS;
+}
+
+/* The address hint is ignored, as the driver may. */
+CUresult fake_cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
+				  CUdeviceptr addr, unsigned long long flags)
+{
+	CUresult rc = fake_enter(FE_cuMemAddressReserve);
+
+	if (rc == CUDA_SUCCESS)
+		rc = address_reserve(ptr, size, alignment, flags);
+	return fake_leave(rc);
+}
+
+static CUresult address_free(uintptr_t start, size_t size)
+{
+	struct fake_range *r = fake_range_at(fake.reservations, FAKE_MAX_RESERVATIONS, start);
+
+	if (!r || r->size != size) {
+		fake_bug("cuMemAddressFree(%#lx, %zu) matches no reservation", (unsigned long)start,
+			 size);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (fake_range_overlap(fake.mappings, FAKE_MAX_MAPPINGS, start, size)) {
+		fake_bug("cuMemAddressFree(%#lx, %zu) with mappings still in it",
+			 (unsigned long)start, size);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	munmap((void *)start, size);
+	*r = (struct fake_range){ 0 };
+	return CUDA_SUCCESS;
+}
+
+CUresult fake_cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+	CUresult rc = fake_enter(FE_cuMemAddressFree);
+
+	if (rc == CUDA_SUCCESS)
+		rc = address_free((uintptr_t)ptr, size);
+	return fake_leave(rc);
+}
+
+static int inside_reservation(uintptr_t start, size_t size)
+{
+	return fake_range_overlap(fake.reservations, FAKE_MAX_RESERVATIONS, start, size) == size;
+}
+
+static CUresult check_map(uintptr_t start, size_t size, size_t offset, const struct fake_handle *h)
+{
+	size_t gran = fake.cfg.granularity;
+
+	if (!size || !fake_aligned(start, gran) || !fake_aligned(size, gran) ||
+	    !fake_aligned(offset, gran))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!h)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (offset > h->size || size > h->size - offset || !inside_reservation(start, size))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (fake_range_overlap(fake.mappings, FAKE_MAX_MAPPINGS, start, size)) {
+		fake_bug("cuMemMap(%#lx, %zu) over a mapped range", (unsigned long)start, size);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	return CUDA_SUCCESS;
+}
+
+static CUresult mem_map(uintptr_t start, size_t size, size_t offset,
+			CUmemGenericAllocationHandle handle)
+{
+	const struct fake_handle *h = fake_handle_find(handle);
+	struct fake_range *m;
+	CUresult rc = check_map(start, size, offset, h);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	m = fake_range_slot(fake.mappings, FAKE_MAX_MAPPINGS);
+	if (!m || mmap((void *)start, size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->fd,
+		       (off_t)offset) == MAP_FAILED)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*m = (struct fake_range){ .start = start, .size = size, .prot = PROT_NONE };
+	return CUDA_SUCCESS;
+}
+
+CUresult fake_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+		       CUmemGenericAllocationHandle handle, unsigned long long flags)
+{
+	CUresult rc = fake_enter(FE_cuMemMap);
+
+	if (rc == CUDA_SUCCESS && flags)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (rc == CUDA_SUCCESS)
+		rc = mem_map((uintptr_t)ptr, size, offset, handle);
+	return fake_leave(rc);
+}
+
+/* Unmapping takes whole mappings that cover the range without a gap. */
+static int whole_mappings(uintptr_t start, size_t size)
+{
+	uintptr_t end = start + size;
+
+	for (int i = 0; i < FAKE_MAX_MAPPINGS; i++) {
+		const struct fake_range *m = &fake.mappings[i];
+
+		if (m->start && m->start < end && m->start + m->size > start &&
+		    (m->start < start || m->start + m->size > end))
+			return 0;
+	}
+	return fake_range_overlap(fake.mappings, FAKE_MAX_MAPPINGS, start, size) == size;
+}
+
+static CUresult mem_unmap(uintptr_t start, size_t size)
+{
+	if (!size || !whole_mappings(start, size)) {
+		fake_bug("cuMemUnmap(%#lx, %zu) is not whole mappings", (unsigned long)start, size);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (mmap((void *)start, size, PROT_NONE, RESERVE_FLAGS | MAP_FIXED, -1, 0) == MAP_FAILED)
+		return CUDA_ERROR_UNKNOWN;
+	for (int i = 0; i < FAKE_MAX_MAPPINGS; i++) {
+		struct fake_range *m = &fake.mappings[i];
+
+		if (m->start >= start && m->start < start + size)
+			*m = (struct fake_range){ 0 };
+	}
+	return CUDA_SUCCESS;
+}
+
+CUresult fake_cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+	CUresult rc = fake_enter(FE_cuMemUnmap);
+
+	if (rc == CUDA_SUCCESS)
+		rc = mem_unmap((uintptr_t)ptr, size);
+	return fake_leave(rc);
+}
+
+static int host_prot(CUmemAccess_flags flags)
+{
+	if (flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+		return PROT_READ | PROT_WRITE;
+	return flags == CU_MEM_ACCESS_FLAGS_PROT_READ ? PROT_READ : PROT_NONE;
+}
+
+static CUresult check_access(const CUmemAccessDesc *d)
+{
+	if (d->flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && d->flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
+	    d->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+		return CUDA_ERROR_INVALID_VALUE;
+	switch (d->location.type) {
+	case CU_MEM_LOCATION_TYPE_HOST:
+		return CUDA_SUCCESS;
+	case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+		return fake_numa_valid(d->location.id) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	case CU_MEM_LOCATION_TYPE_DEVICE:
+		return fake_device_valid(d->location.id) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+}
+
+static void set_mapping_prot(uintptr_t start, size_t size, int prot)
+{
+	for (int i = 0; i < FAKE_MAX_MAPPINGS; i++) {
+		struct fake_range *m = &fake.mappings[i];
+
+		if (m->start && m->start < start + size && m->start + m->size > start)
+			m->prot = prot;
+	}
+}
+
+/* Every descriptor is checked before any is applied. */
+static CUresult set_access(uintptr_t start, size_t size, const CUmemAccessDesc *desc, size_t n)
+{
+	CUresult rc = CUDA_SUCCESS;
+	int prot = -1;
+
+	if (!desc || !n || !size || !fake_aligned(start, fake.cfg.granularity) ||
+	    !fake_aligned(size, fake.cfg.granularity))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (fake_range_overlap(fake.mappings, FAKE_MAX_MAPPINGS, start, size) != size) {
+		fake_bug("cuMemSetAccess(%#lx, %zu) on a range not fully mapped",
+			 (unsigned long)start, size);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	for (size_t i = 0; i < n && rc == CUDA_SUCCESS; i++)
+		rc = check_access(&desc[i]);
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	for (int dev = 0; dev < FAKE_MAX_DEVICES; dev++)
+		fake.access[dev] = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (desc[i].location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+			fake.access[desc[i].location.id] = desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE;
+		else
+			prot = host_prot(desc[i].flags);
+	}
+	if (prot >= 0 && mprotect((void *)start, size, prot) < 0)
+		return CUDA_ERROR_UNKNOWN;
+	if (prot >= 0)
+		set_mapping_prot(start, size, prot);
+	return CUDA_SUCCESS;
+}
+
+CUresult fake_cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
+			     size_t count)
+{
+	CUresult rc = fake_enter(FE_cuMemSetAccess);
+
+	if (rc == CUDA_SUCCESS)
+		rc = set_access((uintptr_t)ptr, size, desc, count);
+	return fake_leave(rc);
+}
