@@ -14,6 +14,7 @@
 struct sseg_hostreg {
 	const struct sseg_cuda *cuda;
 	CUdevice device;
+	CUcontext ctx;
 	int ctx_held;
 	int nchunks;
 	int registered; /* chunks [0, registered) are registered */
@@ -68,17 +69,16 @@ static int plan_chunks(struct sseg *seg, uint64_t chunk, struct sseg_hostreg *re
 static int enter_context(struct sseg_hostreg *reg, int ordinal)
 {
 	const struct sseg_cuda *cu = reg->cuda;
-	CUcontext ctx;
 	int rc;
 
 	rc = sseg_cuda_result(cu->cuDeviceGet(&reg->device, ordinal), "cuDeviceGet");
 	if (!rc)
-		rc = sseg_cuda_result(cu->cuDevicePrimaryCtxRetain(&ctx, reg->device),
+		rc = sseg_cuda_result(cu->cuDevicePrimaryCtxRetain(&reg->ctx, reg->device),
 				      "cuDevicePrimaryCtxRetain");
 	if (rc)
 		return rc;
 	reg->ctx_held = 1;
-	return sseg_cuda_result(cu->cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+	return sseg_cuda_result(cu->cuCtxSetCurrent(reg->ctx), "cuCtxSetCurrent");
 }
 
 static int register_chunks(struct sseg *seg, struct sseg_hostreg *reg)
@@ -137,6 +137,13 @@ int sseg_hostreg_release(struct sseg *seg)
 
 	if (!(seg->held & SSEG_HELD_HOSTREG))
 		return 0;
+	/* Destroy may run on another thread than register did: the context
+	 * is per thread. */
+	if (reg->registered > 0) {
+		rc = sseg_cuda_result(reg->cuda->cuCtxSetCurrent(reg->ctx), "cuCtxSetCurrent");
+		if (rc)
+			return rc;
+	}
 	while (reg->registered > 0) {
 		void *p = (char *)seg->window + reg->cuts[reg->registered - 1];
 

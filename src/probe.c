@@ -63,7 +63,7 @@ static void advise_hugetlb(struct sseg_probe *p, uint64_t size)
 static void probe_pages(struct sseg_probe *p, uint64_t size)
 {
 	struct sseg_page_choice choice;
-	char reason[160];
+	char reason[256];
 
 	os_thp_shmem_knobs(p->thp_shmem_enabled, p->thp_shmem_2m_enabled);
 	p->thp_shmem_usable = os_thp_shmem_usable(reason, sizeof(reason));

@@ -74,6 +74,23 @@ static void print_nodes(const struct sseg_probe *p)
 }
 
 /* Each advice line, indented; the library separates them with '\n'. */
+/* The fabric attribute can claim support that a real create-and-export
+ * then refuses (no IMEX channel): both are shown. */
+static void print_gpus(const struct sseg_probe *p)
+{
+	if (!p->cuda_driver_version)
+		return;
+	printf("\ncuda driver %d, %d device(s)\n", p->cuda_driver_version, p->cuda_ndevices);
+	for (int d = 0; d < p->cuda_ndevices; d++) {
+		const struct sseg_probe_gpu *g = &p->cuda[d];
+
+		printf("  gpu %d  vmm %s, host-numa vmm %s, posix fd %s, fabric attribute %s, "
+		       "fabric works %s, host node %d\n",
+		       d, yes_no(g->vmm), yes_no(g->host_numa_vmm), yes_no(g->posix_fd),
+		       yes_no(g->fabric_attr), yes_no(g->fabric_works), g->host_numa_id);
+	}
+}
+
 static void print_advice(const char *advice)
 {
 	const char *line = advice;
@@ -109,8 +126,31 @@ static void print_table(const struct sseg_probe *p)
 	for (int b = SSEG_BACKEND_MEMFD; b < SSEG_PROBE_BACKENDS; b++)
 		printf("  %-7s %-3s  %s\n", sseg_backend_name((enum sseg_backend)b),
 		       yes_no(p->backend_ok[b]), p->backend_reason[b]);
+	print_gpus(p);
 	if (p->advice[0])
 		print_advice(p->advice);
+}
+
+static void json_gpus(struct json *j, const struct sseg_probe *p)
+{
+	json_object_begin(j, "cuda");
+	json_i64(j, "driver_version", p->cuda_driver_version);
+	json_array_begin(j, "devices");
+	for (int d = 0; d < p->cuda_ndevices; d++) {
+		const struct sseg_probe_gpu *g = &p->cuda[d];
+
+		json_object_begin(j, NULL);
+		json_i64(j, "ordinal", d);
+		json_bool(j, "vmm", g->vmm);
+		json_bool(j, "host_numa_vmm", g->host_numa_vmm);
+		json_bool(j, "posix_fd", g->posix_fd);
+		json_bool(j, "fabric_attribute", g->fabric_attr);
+		json_bool(j, "fabric_works", g->fabric_works);
+		json_i64(j, "host_numa_id", g->host_numa_id);
+		json_object_end(j);
+	}
+	json_array_end(j);
+	json_object_end(j);
 }
 
 static void json_advice(struct json *j, const char *advice)
@@ -180,6 +220,7 @@ static void print_json(const struct sseg_probe *p)
 		json_object_end(&j);
 	}
 	json_object_end(&j);
+	json_gpus(&j, p);
 	json_advice(&j, p->advice);
 	json_object_end(&j);
 	json_finish(&j);

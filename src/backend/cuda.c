@@ -23,6 +23,7 @@ enum cuda_stage {
 struct cuda_state {
 	const struct sseg_cuda *cu;
 	CUdevice device;
+	CUcontext ctx;
 	uint32_t held;
 	CUmemGenericAllocationHandle handle;
 	CUdeviceptr ptr;
@@ -46,7 +47,6 @@ static int cuda_probe(char *why, size_t len)
 static int enter(struct sseg *seg)
 {
 	struct cuda_state *st = calloc(1, sizeof(*st));
-	CUcontext ctx;
 	int rc;
 
 	if (!st)
@@ -58,12 +58,12 @@ static int enter(struct sseg *seg)
 	if (!rc)
 		rc = sseg_cuda_device(st->cu, seg->opts.device, &st->device);
 	if (!rc)
-		rc = sseg_cuda_result(st->cu->cuDevicePrimaryCtxRetain(&ctx, st->device),
+		rc = sseg_cuda_result(st->cu->cuDevicePrimaryCtxRetain(&st->ctx, st->device),
 				      "cuDevicePrimaryCtxRetain");
 	if (rc)
 		return rc;
 	st->held |= CU_HELD_CTX;
-	return sseg_cuda_result(st->cu->cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+	return sseg_cuda_result(st->cu->cuCtxSetCurrent(st->ctx), "cuCtxSetCurrent");
 }
 
 static void allocation_prop(const struct cuda_state *st, CUmemAllocationProp *prop)
@@ -247,7 +247,9 @@ static int cuda_import(struct sseg *seg, const struct sseg_blob *blobs)
 	bool fabric = owner->handle.kind == SSEG_HANDLE_CUDA_FABRIC;
 	int fd = -1, sock, rc;
 
-	rc = sseg_channel_fetch(seg, owner, fabric ? NULL : &fd, &sock);
+	rc = sseg_cuda_result(state(seg)->cu->cuCtxSetCurrent(state(seg)->ctx), "cuCtxSetCurrent");
+	if (!rc)
+		rc = sseg_channel_fetch(seg, owner, fabric ? NULL : &fd, &sock);
 	if (rc)
 		return rc;
 	rc = import_handle(seg, owner, fd);
@@ -289,7 +291,12 @@ static int cuda_release(struct sseg *seg)
 	struct cuda_state *st = state(seg);
 	int rc = 0;
 
-	if (st->held & CU_HELD_MAPPED)
+	if (!st)
+		return 0; /* enter() failed before taking anything */
+	/* complete and destroy may run on other threads than create. */
+	if ((st->held & CU_HELD_CTX) && (st->held & ~CU_HELD_CTX))
+		rc = sseg_cuda_result(st->cu->cuCtxSetCurrent(st->ctx), "cuCtxSetCurrent");
+	if (!rc && (st->held & CU_HELD_MAPPED))
 		rc = release_stage(st, CU_HELD_MAPPED, st->cu->cuMemUnmap(st->ptr, st->reserved),
 				   "cuMemUnmap");
 	if (!rc && (st->held & CU_HELD_RESERVED))
