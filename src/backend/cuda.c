@@ -247,12 +247,14 @@ static int cuda_import(struct sseg *seg, const struct sseg_blob *blobs)
 	bool fabric = owner->handle.kind == SSEG_HANDLE_CUDA_FABRIC;
 	int fd = -1, sock, rc;
 
-	rc = sseg_cuda_result(state(seg)->cu->cuCtxSetCurrent(state(seg)->ctx), "cuCtxSetCurrent");
-	if (!rc)
-		rc = sseg_channel_fetch(seg, owner, fabric ? NULL : &fd, &sock);
+	/* Reach the owner first, so that any failure below reaches it as an
+	 * ack instead of a silent wait for its timeout. */
+	rc = sseg_channel_fetch(seg, owner, fabric ? NULL : &fd, &sock);
 	if (rc)
 		return rc;
-	rc = import_handle(seg, owner, fd);
+	rc = sseg_cuda_result(state(seg)->cu->cuCtxSetCurrent(state(seg)->ctx), "cuCtxSetCurrent");
+	if (!rc)
+		rc = import_handle(seg, owner, fd);
 	if (fd >= 0)
 		close(fd);
 	if (sseg_channel_ack(sock, rc, sseg_timeout_ms(seg)) && !rc)

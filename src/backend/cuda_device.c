@@ -24,30 +24,53 @@ int sseg_cuda_device(const struct sseg_cuda *cu, int ordinal, CUdevice *dev)
 	return sseg_cuda_result(cu->cuDeviceGet(dev, ordinal), "cuDeviceGet");
 }
 
+/* 0 when device 0 has the capability; else why not, naming a failed query. */
+static int require(const struct sseg_cuda *cu, CUdevice dev, int attr, const char *missing,
+		   char *why, size_t len)
+{
+	int value = 0;
+	CUresult r = cu->cuDeviceGetAttribute(&value, attr, dev);
+
+	if (r != CUDA_SUCCESS) {
+		snprintf(why, len, "not available: cuDeviceGetAttribute(%d) failed: %s (%d)", attr,
+			 sseg_cuda_error_name(r), r);
+		return -EIO;
+	}
+	if (!value) {
+		snprintf(why, len, "not available: device 0 %s", missing);
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
 static int usable_device(const struct sseg_cuda *cu, char *why, size_t len)
 {
 	CUdevice dev;
-	int count = 0, vmm = 0, host_numa = 0;
+	int count = 0, rc;
+	CUresult r;
 
-	if (cu->cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) {
+	r = cu->cuDeviceGetCount(&count);
+	if (r == CUDA_SUCCESS && count == 0) {
 		snprintf(why, len, "not available: no CUDA device");
 		return -ENODEV;
 	}
-	if (cu->cuDeviceGet(&dev, 0) != CUDA_SUCCESS || attribute(cu, dev,
-		CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, &vmm) || !vmm) {
-		snprintf(why, len, "not available: device 0 does not support VMM");
-		return -EOPNOTSUPP;
+	if (r == CUDA_SUCCESS)
+		r = cu->cuDeviceGet(&dev, 0);
+	if (r != CUDA_SUCCESS) {
+		snprintf(why, len, "not available: listing devices failed: %s (%d)",
+			 sseg_cuda_error_name(r), r);
+		return -EIO;
 	}
-	attribute(cu, dev, CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
-		  &host_numa);
-	if (!host_numa) {
-		snprintf(why, len,
-			 "not available: device 0 cannot allocate VMM host memory (HOST_NUMA "
-			 "location; driver 12.2 or newer needed)");
-		return -EOPNOTSUPP;
-	}
-	snprintf(why, len, "available: %d device(s), driver %d", count, cu->version);
-	return 0;
+	rc = require(cu, dev, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+		     "does not support VMM", why, len);
+	if (!rc)
+		rc = require(cu, dev, CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+			     "cannot allocate VMM host memory (HOST_NUMA location; driver 12.2 or "
+			     "newer needed)",
+			     why, len);
+	if (!rc)
+		snprintf(why, len, "available: %d device(s), driver %d", count, cu->version);
+	return rc;
 }
 
 int sseg_cuda_usable(char *why, size_t len)
@@ -70,7 +93,7 @@ int sseg_cuda_usable(char *why, size_t len)
 int sseg_cuda_placement(const struct sseg_cuda *cu, struct sseg *seg, CUdevice dev, int *node)
 {
 	uint64_t nodes = 0;
-	int id = -1;
+	int id = -1, rc;
 
 	switch (seg->opts.numa) {
 	case SSEG_NUMA_NODE:
@@ -84,9 +107,11 @@ int sseg_cuda_placement(const struct sseg_cuda *cu, struct sseg *seg, CUdevice d
 		return 0;
 	case SSEG_NUMA_NONE:
 	case SSEG_NUMA_DEVICE_LOCAL:
-		if (attribute(cu, dev, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, &id))
-			return sseg_err(-EIO, "could not read device %d's host NUMA node",
-					seg->opts.device);
+		rc = sseg_cuda_result(cu->cuDeviceGetAttribute(&id, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID,
+							      dev),
+				      "cuDeviceGetAttribute(HOST_NUMA_ID)");
+		if (rc)
+			return rc;
 		*node = id < 0 ? 0 : id; /* -1: no NUMA; the driver wants 0 */
 		seg->opts.numa_node = *node;
 		return 0;

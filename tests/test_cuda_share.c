@@ -1,0 +1,95 @@
+/* Four processes share a cuda-backend segment through the fake driver:
+ * with fabric handles in the blob, and with POSIX fds over the fd channel
+ * when the fabric attribute claims support that creating one then refuses. */
+#include <string.h>
+#include <unistd.h>
+
+#include "fakeutil.h"
+#include "testutil.h"
+
+#define RANKS 4
+#define SZ (8u << 20)
+
+struct job {
+	char name[64];
+	int rank;
+	const char *handle_type;
+	const char *config;
+};
+
+static int barrier(struct sseg_local_group *g)
+{
+	char mine = 1, all[RANKS];
+
+	return sseg_local_allgather(&mine, all, 1, g);
+}
+
+static int rank_main(void *arg)
+{
+	struct job *j = arg;
+	SSEG_OPTS(o, .name = j->name, .size = SZ - 12345, .world_size = RANKS, .rank = j->rank,
+		  .backend = SSEG_BACKEND_CUDA, .device = j->rank % 2, .timeout_ms = 10000);
+	struct sseg_info info = { .sz = sizeof(info) };
+	struct sseg_local_group *g;
+	struct tu_fake fake;
+	unsigned char *p;
+	sseg_t *seg;
+
+	tu_fake_load(j->config, &fake);
+	CHECK_RC(sseg_local_group_open(j->name, j->rank, RANKS, 10000, &g), 0);
+	CHECK_RC(sseg_open(&o, sseg_local_allgather, g, &seg), 0);
+	CHECK_RC(sseg_info(seg, &info), 0);
+	CHECK(info.backend == SSEG_BACKEND_CUDA);
+	CHECK(!strcmp(info.handle_type, j->handle_type));
+	CHECK(info.mapped_size == SZ && info.page_size == (2u << 20));
+	CHECK(info.device_addr == (uint64_t)(uintptr_t)info.base && info.device == j->rank % 2);
+	p = sseg_base(seg);
+	if (j->rank == 0)
+		for (unsigned i = 0; i < SZ; i += 512)
+			p[i] = tu_pattern(0, i);
+	CHECK_RC(barrier(g), 0);
+	for (unsigned i = 0; i < SZ; i += 512)
+		CHECK(p[i] == tu_pattern(0, i));
+	p[j->rank * 4096 + 1] = (unsigned char)(0x40 + j->rank);
+	CHECK_RC(barrier(g), 0);
+	for (int r = 0; r < RANKS; r++)
+		CHECK(p[r * 4096 + 1] == 0x40 + r);
+	CHECK_RC(barrier(g), 0);
+	CHECK_RC(sseg_destroy(seg), 0);
+	sseg_local_group_close(g);
+	CHECK(tu_fake_clean(&fake));
+	CHECK(fake.calls("cuMemRelease") == (j->rank == 0 && !strcmp(j->handle_type, "cuda-fabric")
+						     ? 2 /* the fabric probe's handle too */
+						     : 1));
+	return 0;
+}
+
+static void run(const char *config, const char *handle_type)
+{
+	struct job jobs[RANKS];
+	pid_t pids[RANKS];
+	char name[64];
+
+	tu_name(name, sizeof(name), "cuda");
+	for (int r = 0; r < RANKS; r++) {
+		jobs[r] = (struct job){ .rank = r, .handle_type = handle_type, .config = config };
+		snprintf(jobs[r].name, sizeof(jobs[r].name), "%s", name);
+		pids[r] = tu_fork(rank_main, &jobs[r]);
+	}
+	for (int r = 0; r < RANKS; r++) {
+		int st = tu_wait(pids[r], 30000);
+
+		if (st) {
+			fprintf(stderr, "%s: rank %d exited with %d\n", handle_type, r, st);
+			exit(1);
+		}
+	}
+}
+
+int main(void)
+{
+	run("devices=2;numa=0,0;fabric=1;fabric_works=1", "cuda-fabric");
+	run("devices=2;numa=0,0;fabric=1;fabric_works=0", "cuda-fd");
+	printf("cuda_share: ok\n");
+	return 0;
+}
