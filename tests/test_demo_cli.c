@@ -232,6 +232,34 @@ static void check_hugetlb_refused(struct result *r)
 	CHECK(strstr(r->err, "HugeTLB"));
 }
 
+/* The fake CUDA driver, as a user would point the tool at a driver. */
+static void check_cuda_fake(struct result *r)
+{
+	long long used = -1;
+	char path[512];
+	int gpus = 0;
+
+	snprintf(path, sizeof(path), "%s/libsseg_fake_cuda.so", getenv("SSEG_BUILD_DIR"));
+	CHECK(access(path, R_OK) == 0);
+	setenv("SSEG_CUDA_LIBRARY", path, 1);
+	setenv("SSEG_FAKE_CUDA", "devices=2;numa=0,0;fabric=1;fabric_works=0", 1);
+	run("probe --json", r);
+	CHECK(expect(r, 0, "probe --json with the fake driver"));
+	CHECK(strstr(r->out, "\"driver_version\": 13000"));
+	CHECK(strstr(r->out, "\"fabric_attribute\": true"));
+	CHECK(strstr(r->out, "\"fabric_works\": false"));
+	for (const char *at = r->out; (at = strstr(at, "\"ordinal\"")); at++)
+		gpus++;
+	CHECK(gpus == 2);
+	run("demo --backend cuda --ranks 4 --size 256MiB --json", r);
+	CHECK(expect(r, 0, "demo --backend cuda"));
+	CHECK(strstr(r->out, "\"backend\": \"cuda\"") && strstr(r->out, "\"verified\": true"));
+	CHECK(json_number(r->out, "host_bytes_used", &used));
+	CHECK(used >= (256ll << 20) * 9 / 10 && used <= (256ll << 20) * 11 / 10);
+	unsetenv("SSEG_CUDA_LIBRARY");
+	unsetenv("SSEG_FAKE_CUDA");
+}
+
 int main(void)
 {
 	static struct result r;
@@ -245,5 +273,6 @@ int main(void)
 	check_probe(&r);
 	check_demo(&r);
 	check_hugetlb_refused(&r);
+	check_cuda_fake(&r);
 	return 0;
 }
