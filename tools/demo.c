@@ -21,7 +21,7 @@
 
 enum {
 	OPT_RANKS = 1, OPT_SIZE, OPT_BACKEND, OPT_PAGES, OPT_POPULATE, OPT_NUMA, OPT_THREADS,
-	OPT_TIMEOUT, OPT_NAME, OPT_READONLY, OPT_JSON,
+	OPT_TIMEOUT, OPT_NAME, OPT_READONLY, OPT_JSON, OPT_REGISTER, OPT_GPUS,
 };
 
 static const struct cli_opt demo_opts[] = {
@@ -30,7 +30,8 @@ static const struct cli_opt demo_opts[] = {
 	{ "populate", true, OPT_POPULATE }, { "numa", true, OPT_NUMA },
 	{ "threads", true, OPT_THREADS }, { "timeout", true, OPT_TIMEOUT },
 	{ "name", true, OPT_NAME },       { "readonly-peers", false, OPT_READONLY },
-	{ "json", false, OPT_JSON },      { NULL, false, 0 },
+	{ "json", false, OPT_JSON },      { "host-register", false, OPT_REGISTER },
+	{ "gpus", true, OPT_GPUS },       { NULL, false, 0 },
 };
 
 void demo_help(FILE *out)
@@ -38,7 +39,8 @@ void demo_help(FILE *out)
 	fprintf(out,
 		"usage: sharedseg demo --ranks N --size SIZE [--backend B] [--pages P]\n"
 		"                      [--populate P] [--numa X] [--threads T] [--timeout MS]\n"
-		"                      [--name NAME] [--readonly-peers] [--json]\n"
+		"                      [--name NAME] [--readonly-peers] [--host-register]\n"
+		"                      [--gpus G] [--json]\n"
 		"\n"
 		"Forks N processes (ranks 0..N-1; rank 0 owns the segment) that map ONE\n"
 		"segment of SIZE bytes through the library's local exchange. The owner fills\n"
@@ -64,6 +66,10 @@ void demo_help(FILE *out)
 		"  --timeout MS      bound on every wait for another rank (default 30000)\n"
 		"  --name NAME       group name, 1..%u bytes (default sseg-demo-PID)\n"
 		"  --readonly-peers  peers map read-only; the owner writes the marks itself\n"
+		"  --host-register   pin each rank's mapping for GPU DMA (cuMemHostRegister;\n"
+		"                    needs the CUDA driver)\n"
+		"  --gpus G          rank r uses GPU r %% G (cuda backend, --host-register;\n"
+		"                    default 1: every rank on GPU 0)\n"
 		"  --json            one JSON object instead of the table: ranks, size, backend,\n"
 		"                    pages, page_size, populate, host_bytes_used,\n"
 		"                    host_bytes_private_equivalent, verified, create_s,\n"
@@ -111,6 +117,11 @@ static int parse_value(struct demo_config *c, int id, const char *v)
 	case OPT_JSON:
 		c->json = true;
 		return 0;
+	case OPT_REGISTER:
+		c->host_register = true;
+		return 0;
+	case OPT_GPUS:
+		return cli_parse_int("demo", "--gpus", v, 1, 1024, &c->gpus);
 	}
 	return CLI_USAGE;
 }
@@ -124,6 +135,7 @@ static int parse_args(int argc, char **argv, struct demo_config *c)
 
 	memset(c, 0, sizeof(*c));
 	c->ranks = 4;
+	c->gpus = 1;
 	c->size = 256ull << 20;
 	c->timeout_ms = DEFAULT_TIMEOUT_MS;
 	snprintf(c->name, sizeof(c->name), "sseg-demo-%d", (int)getpid());

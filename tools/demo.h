@@ -16,6 +16,8 @@ struct demo_config {
 	int threads;
 	int timeout_ms;
 	bool readonly_peers;
+	bool host_register;
+	int gpus;
 	bool json;
 	struct host_mem baseline; /* read by the parent before the ranks start */
 };

@@ -207,7 +207,9 @@ static void open_and_exercise(const struct demo_config *c, int rank,
 		  .owner_rank = OWNER, .backend = c->backend, .pages = c->pages, .numa = c->numa,
 		  .numa_node = c->numa_node, .populate = c->populate,
 		  .populate_threads = c->threads, .timeout_ms = c->timeout_ms,
-		  .flags = c->readonly_peers ? SSEG_F_READONLY_PEERS : 0);
+		  .flags = (c->readonly_peers ? SSEG_F_READONLY_PEERS : 0) |
+			   (c->host_register ? SSEG_F_HOST_REGISTER : 0),
+		  .device = rank % (c->gpus > 0 ? c->gpus : 1));
 	sseg_t *seg = NULL;
 	int rc;
 
