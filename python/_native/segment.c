@@ -98,17 +98,20 @@ static int parse_create(PyObject *args, PyObject *kwargs, struct create_args *a)
 		&a->host_register, &a->timeout_ms);
 }
 
-static PyObject *wrap_segment(sseg_t *seg, int readonly)
+static PyObject *wrap_segment(sseg_t *seg)
 {
+	struct sseg_info info = { .sz = sizeof(info) };
 	struct segment_object *self;
 
+	if (sseg_info(seg, &info))
+		return sseg_py_raise(sseg_py_error, -EINVAL);
 	self = PyObject_New(struct segment_object, &sseg_py_segment_type);
 	if (!self)
 		return NULL;
 	self->seg = seg;
 	self->base = NULL;
 	self->size = sseg_size(seg);
-	self->readonly = readonly;
+	self->readonly = info.readonly;
 	self->completed = 0;
 	self->closed = 0;
 	self->busy = 0;
@@ -144,7 +147,7 @@ PyObject *sseg_py_create(PyObject *module, PyObject *args, PyObject *kwargs)
 								     : strerror(-rc));
 		return Py_BuildValue("(Oy#is)", Py_None, blob, (Py_ssize_t)sizeof(blob), -rc, why);
 	}
-	wrapped = wrap_segment(seg, a.readonly_peers && a.rank != a.owner_rank);
+	wrapped = wrap_segment(seg);
 	if (!wrapped) {
 		sseg_destroy(seg);
 		return NULL;

@@ -267,3 +267,24 @@ def test_probe_and_supported():
     assert not ok and "cuda" in why
     with pytest.raises(ValueError, match="unknown backend"):
         sharedseg.supported("gpu")
+
+
+def test_owner_per_host_from_gathered_identities():
+    from sharedseg.segment import _owner
+    a, b = b"A" * sharedseg.HOST_ID_SIZE, b"B" * sharedseg.HOST_ID_SIZE
+    ids = [a, a, b, b]
+    assert [_owner(None, ids, 4, r) for r in range(4)] == [0, 0, 2, 2]
+    # owner_rank picks the owner on its own host; the other host keeps its lowest rank.
+    assert [_owner(1, ids, 4, r) for r in range(4)] == [1, 1, 2, 2]
+    assert [_owner(3, ids, 4, r) for r in range(4)] == [0, 0, 3, 3]
+
+
+def test_owner_rank_chooses_the_owner():
+    def make(r, gather):
+        return create_shared_segment("py-owner1", KV, world_size=3, rank_id=r, exchange=gather,
+                                     owner_rank=1, pages="base")
+    segs = run_ranks(3, make)
+    assert [s.owner_rank for s in segs] == [1, 1, 1] and [s.is_owner for s in segs] == [
+        False, True, False]
+    for s in segs:
+        s.close()
