@@ -41,10 +41,11 @@ class Status:
 
 
 def _describe(exc):
-    if isinstance(exc, SharedSegmentError):
-        return str(exc)
+    """The sentence alone for the errors arguments make; the type for the rest."""
     if isinstance(exc, KeyError) and exc.args:
         return str(exc.args[0])
+    if isinstance(exc, (SharedSegmentError, ValueError, TypeError)):
+        return str(exc)
     return f"{type(exc).__name__}: {exc}"
 
 
