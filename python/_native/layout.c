@@ -1,0 +1,261 @@
+/* sharedseg._native.Layout: named blocks of fixed-size entries, placed by
+ * the C library (sseg_layout_*); Python only asks it for offsets. */
+#include <errno.h>
+#include <string.h>
+
+#include "native.h"
+
+struct layout_object {
+	PyObject_HEAD
+	struct sseg_layout *layout;
+};
+
+const struct sseg_layout *sseg_py_layout_get(PyObject *obj)
+{
+	if (!PyObject_TypeCheck(obj, &sseg_py_layout_type)) {
+		PyErr_Format(PyExc_TypeError, "layout must be a sharedseg._native.Layout, not %s",
+			     Py_TYPE(obj)->tp_name);
+		return NULL;
+	}
+	return ((struct layout_object *)obj)->layout;
+}
+
+/* One (name, count, bytes, align, shape) tuple into desc; the strings stay
+ * owned by item, which the caller keeps alive. */
+static int parse_block(PyObject *item, struct sseg_block_desc *desc)
+{
+	unsigned long long count, bytes, align;
+	PyObject *shape = Py_None;
+
+	if (!PyArg_ParseTuple(item, "sKKK|O:Layout block", &desc->name, &count, &bytes, &align,
+			      &shape))
+		return -1;
+	desc->count = count;
+	desc->bytes = bytes;
+	desc->align = align;
+	desc->shape = NULL;
+	if (shape != Py_None) {
+		desc->shape = PyUnicode_AsUTF8(shape);
+		if (!desc->shape)
+			return -1;
+	}
+	return 0;
+}
+
+static struct sseg_block_desc *parse_blocks(PyObject *seq, Py_ssize_t *n)
+{
+	struct sseg_block_desc *descs;
+
+	*n = PySequence_Fast_GET_SIZE(seq);
+	if (*n < 1 || *n > 256) {
+		PyErr_Format(PyExc_ValueError, "a layout has 1 to 256 blocks, not %zd", *n);
+		return NULL;
+	}
+	descs = PyMem_Calloc((size_t)*n, sizeof(*descs));
+	if (!descs)
+		return (struct sseg_block_desc *)PyErr_NoMemory();
+	for (Py_ssize_t i = 0; i < *n; i++) {
+		if (parse_block(PySequence_Fast_GET_ITEM(seq, i), &descs[i]) < 0) {
+			PyMem_Free(descs);
+			return NULL;
+		}
+	}
+	return descs;
+}
+
+static int layout_init(PyObject *self_obj, PyObject *args, PyObject *kwargs)
+{
+	static char *keywords[] = { "blocks", "order", "align", NULL };
+	struct layout_object *self = (struct layout_object *)self_obj;
+	struct sseg_block_desc *descs;
+	unsigned long long align = 0;
+	PyObject *blocks, *seq;
+	Py_ssize_t n;
+	int order = SSEG_LAYOUT_INTERLEAVED, rc;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|iK:Layout", keywords, &blocks, &order,
+					 &align))
+		return -1;
+	if (self->layout) {
+		PyErr_SetString(PyExc_RuntimeError, "Layout is already initialised");
+		return -1;
+	}
+	seq = PySequence_Fast(blocks, "blocks must be a sequence of (name, count, bytes, align, shape)");
+	if (!seq)
+		return -1;
+	descs = parse_blocks(seq, &n);
+	rc = descs ? sseg_layout_create(descs, (int)n, (enum sseg_layout_order)order, align,
+					&self->layout)
+		   : -1;
+	PyMem_Free(descs);
+	Py_DECREF(seq);
+	if (!descs)
+		return -1;
+	if (rc) {
+		sseg_py_raise(PyExc_ValueError, rc);
+		return -1;
+	}
+	return 0;
+}
+
+static void layout_dealloc(PyObject *self_obj)
+{
+	struct layout_object *self = (struct layout_object *)self_obj;
+
+	sseg_layout_destroy(self->layout);
+	Py_TYPE(self_obj)->tp_free(self_obj);
+}
+
+static struct sseg_layout *ready(PyObject *self_obj)
+{
+	struct sseg_layout *l = ((struct layout_object *)self_obj)->layout;
+
+	if (!l)
+		PyErr_SetString(PyExc_RuntimeError, "Layout was not initialised");
+	return l;
+}
+
+/* A block given by index or by name. */
+static int block_index(struct sseg_layout *l, PyObject *block)
+{
+	int b;
+
+	if (PyUnicode_Check(block)) {
+		const char *name = PyUnicode_AsUTF8(block);
+
+		if (!name)
+			return -1;
+		b = sseg_layout_find(l, name);
+		if (b < 0) {
+			sseg_py_raise(PyExc_KeyError, b);
+			return -1;
+		}
+		return b;
+	}
+	b = (int)PyLong_AsLong(block);
+	if (b == -1 && PyErr_Occurred())
+		return -1;
+	if (b < 0 || b >= sseg_layout_nblocks(l)) {
+		PyErr_Format(PyExc_IndexError, "layout block %d does not exist (the layout has %d)",
+			     b, sseg_layout_nblocks(l));
+		return -1;
+	}
+	return b;
+}
+
+static PyObject *layout_block(PyObject *self, PyObject *block)
+{
+	struct sseg_layout *l = ready(self);
+	struct sseg_block_desc d;
+	int b = l ? block_index(l, block) : -1;
+
+	if (b < 0)
+		return NULL;
+	sseg_layout_block(l, b, &d);
+	return Py_BuildValue("(sKKKz)", d.name, (unsigned long long)d.count,
+			     (unsigned long long)d.bytes, (unsigned long long)d.align, d.shape);
+}
+
+static PyObject *layout_offset(PyObject *self, PyObject *args)
+{
+	struct sseg_layout *l = ready(self);
+	unsigned long long index;
+	uint64_t offset;
+	PyObject *block;
+	int b, rc;
+
+	if (!l || !PyArg_ParseTuple(args, "OK:offset", &block, &index))
+		return NULL;
+	b = block_index(l, block);
+	if (b < 0)
+		return NULL;
+	rc = sseg_layout_offset(l, b, index, &offset);
+	if (rc)
+		return sseg_py_raise(PyExc_IndexError, rc);
+	return PyLong_FromUnsignedLongLong(offset);
+}
+
+/* Every entry's offset of one block, in index order. */
+static PyObject *layout_offsets(PyObject *self, PyObject *block)
+{
+	struct sseg_layout *l = ready(self);
+	struct sseg_block_desc d;
+	PyObject *list;
+	int b = l ? block_index(l, block) : -1;
+
+	if (b < 0)
+		return NULL;
+	sseg_layout_block(l, b, &d);
+	list = PyList_New((Py_ssize_t)d.count);
+	for (uint64_t i = 0; list && i < d.count; i++) {
+		uint64_t offset = 0;
+		int rc = sseg_layout_offset(l, b, i, &offset);
+		PyObject *num = rc ? sseg_py_raise(PyExc_IndexError, rc)
+				   : PyLong_FromUnsignedLongLong(offset);
+
+		if (!num) {
+			Py_CLEAR(list);
+			break;
+		}
+		PyList_SET_ITEM(list, (Py_ssize_t)i, num);
+	}
+	return list;
+}
+
+static PyObject *layout_size(PyObject *self, void *closure)
+{
+	struct sseg_layout *l = ready(self);
+
+	return l ? PyLong_FromUnsignedLongLong(sseg_layout_size(l)) : NULL;
+}
+
+static PyObject *layout_nblocks(PyObject *self, void *closure)
+{
+	struct sseg_layout *l = ready(self);
+
+	return l ? PyLong_FromLong(sseg_layout_nblocks(l)) : NULL;
+}
+
+static PyObject *layout_hash(PyObject *self, void *closure)
+{
+	struct sseg_layout *l = ready(self);
+
+	return l ? PyLong_FromUnsignedLongLong(sseg_layout_hash(l)) : NULL;
+}
+
+static PyObject *layout_describe(PyObject *self, PyObject *unused)
+{
+	struct sseg_layout *l = ready(self);
+
+	return l ? PyUnicode_FromString(sseg_layout_describe(l)) : NULL;
+}
+
+static PyMethodDef layout_methods[] = {
+	{ "block", layout_block, METH_O,
+	  "block(name_or_index) -> (name, count, bytes, align, shape)" },
+	{ "offset", layout_offset, METH_VARARGS, "offset(block, index) -> byte offset" },
+	{ "offsets", layout_offsets, METH_O, "offsets(block) -> every entry's byte offset" },
+	{ "describe", layout_describe, METH_NOARGS, "the canonical description that is hashed" },
+	{ NULL, NULL, 0, NULL },
+};
+
+static PyGetSetDef layout_getset[] = {
+	{ "size", layout_size, NULL, "bytes the layout spans", NULL },
+	{ "nblocks", layout_nblocks, NULL, "number of blocks", NULL },
+	{ "hash", layout_hash, NULL, "the hash that enters the fingerprint", NULL },
+	{ NULL, NULL, NULL, NULL, NULL },
+};
+
+PyTypeObject sseg_py_layout_type = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "sharedseg._native.Layout",
+	.tp_doc = "Layout(blocks, order=LAYOUT_INTERLEAVED, align=0): blocks are\n"
+		  "(name, count, bytes, align, shape) tuples; align 0 means 4096.",
+	.tp_basicsize = sizeof(struct layout_object),
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_new = PyType_GenericNew,
+	.tp_init = layout_init,
+	.tp_dealloc = layout_dealloc,
+	.tp_methods = layout_methods,
+	.tp_getset = layout_getset,
+};

@@ -1,0 +1,383 @@
+/* sharedseg._native: module functions (names, parsing, host identity,
+ * probe, supported) and the error type. The segment and the layout types
+ * live in segment.c and layout.c. */
+#include <errno.h>
+#include <string.h>
+
+#include "native.h"
+
+PyObject *sseg_py_error;
+
+#define TEXT_(x) #x
+#define TEXT(x) TEXT_(x)
+#define VERSION_TEXT \
+	TEXT(SSEG_VERSION_MAJOR) "." TEXT(SSEG_VERSION_MINOR) "." TEXT(SSEG_VERSION_PATCH)
+
+PyObject *sseg_py_raise(PyObject *exc, int rc)
+{
+	const char *why = sseg_last_error();
+	PyObject *value, *num;
+
+	if (!why || !why[0])
+		why = strerror(rc < 0 ? -rc : rc);
+	value = PyObject_CallFunction(exc, "s", why);
+	if (!value)
+		return NULL;
+	num = PyLong_FromLong(rc < 0 ? -rc : rc);
+	if (!num || PyObject_SetAttrString(value, "errno", num) < 0) {
+		Py_XDECREF(num);
+		Py_DECREF(value);
+		return NULL;
+	}
+	Py_DECREF(num);
+	PyErr_SetObject(exc, value);
+	Py_DECREF(value);
+	return NULL;
+}
+
+/* ---- names and parsing: the C library's words, never a Python copy ---- */
+
+static int parse_backend(const char *text, int *value)
+{
+	enum sseg_backend v = SSEG_BACKEND_AUTO;
+	int rc = sseg_parse_backend(text, &v);
+
+	*value = (int)v;
+	return rc;
+}
+
+static int parse_pages(const char *text, int *value)
+{
+	enum sseg_pages v = SSEG_PAGES_AUTO;
+	int rc = sseg_parse_pages(text, &v);
+
+	*value = (int)v;
+	return rc;
+}
+
+static int parse_populate(const char *text, int *value)
+{
+	enum sseg_populate v = SSEG_POPULATE_OWNER;
+	int rc = sseg_parse_populate(text, &v);
+
+	*value = (int)v;
+	return rc;
+}
+
+static const char *name_backend(int v) { return sseg_backend_name((enum sseg_backend)v); }
+static const char *name_pages(int v) { return sseg_pages_name((enum sseg_pages)v); }
+static const char *name_numa(int v) { return sseg_numa_name((enum sseg_numa)v); }
+static const char *name_populate(int v) { return sseg_populate_name((enum sseg_populate)v); }
+
+struct word_kind {
+	const char *kind;
+	int (*parse)(const char *text, int *value);
+	const char *(*name)(int value);
+};
+
+static const struct word_kind word_kinds[] = {
+	{ "backend", parse_backend, name_backend },
+	{ "pages", parse_pages, name_pages },
+	{ "populate", parse_populate, name_populate },
+	{ "numa", NULL, name_numa },
+};
+
+static const struct word_kind *find_kind(const char *kind)
+{
+	for (size_t i = 0; i < sizeof(word_kinds) / sizeof(word_kinds[0]); i++)
+		if (!strcmp(word_kinds[i].kind, kind))
+			return &word_kinds[i];
+	PyErr_Format(PyExc_ValueError, "no option kind '%s'", kind);
+	return NULL;
+}
+
+static PyObject *parse_numa_text(const char *text)
+{
+	enum sseg_numa numa = SSEG_NUMA_NONE;
+	int node = -1, rc = sseg_parse_numa(text, &numa, &node);
+
+	if (rc)
+		return sseg_py_raise(PyExc_ValueError, rc);
+	return Py_BuildValue("(ii)", (int)numa, node);
+}
+
+static PyObject *parse_size_text(const char *text)
+{
+	uint64_t bytes = 0;
+	int rc = sseg_parse_size(text, &bytes);
+
+	if (rc)
+		return sseg_py_raise(PyExc_ValueError, rc);
+	return PyLong_FromUnsignedLongLong(bytes);
+}
+
+PyDoc_STRVAR(parse_doc, "parse(kind, text) -> int\n\n"
+			"kind: backend, pages, populate -> the enum value; numa -> (numa, node);\n"
+			"size -> bytes. Raises ValueError with the library's sentence.");
+
+static PyObject *py_parse(PyObject *self, PyObject *args)
+{
+	const struct word_kind *k;
+	const char *kind, *text;
+	int value = 0, rc;
+
+	if (!PyArg_ParseTuple(args, "ss:parse", &kind, &text))
+		return NULL;
+	if (!strcmp(kind, "numa"))
+		return parse_numa_text(text);
+	if (!strcmp(kind, "size"))
+		return parse_size_text(text);
+	k = find_kind(kind);
+	if (!k)
+		return NULL;
+	rc = k->parse(text, &value);
+	if (rc)
+		return sseg_py_raise(PyExc_ValueError, rc);
+	return PyLong_FromLong(value);
+}
+
+PyDoc_STRVAR(name_doc, "name(kind, value) -> str: the canonical word for an enum value.");
+
+static PyObject *py_name(PyObject *self, PyObject *args)
+{
+	const struct word_kind *k;
+	const char *kind;
+	int value;
+
+	if (!PyArg_ParseTuple(args, "si:name", &kind, &value))
+		return NULL;
+	k = find_kind(kind);
+	return k ? PyUnicode_FromString(k->name(value)) : NULL;
+}
+
+/* ---- groups spanning hosts ---- */
+
+PyDoc_STRVAR(host_identity_doc,
+	     "host_identity() -> bytes: HOST_ID_SIZE bytes naming this process's sharing domain.");
+
+static PyObject *py_host_identity(PyObject *self, PyObject *unused)
+{
+	char id[SSEG_HOST_ID_SIZE];
+	int rc = sseg_host_identity(id);
+
+	if (rc)
+		return sseg_py_raise(sseg_py_error, rc);
+	return PyBytes_FromStringAndSize(id, sizeof(id));
+}
+
+PyDoc_STRVAR(host_owner_doc, "host_owner(ids, world_size, rank) -> int: the lowest rank whose\n"
+			     "identity equals rank's (ids: world_size identities, joined).");
+
+static PyObject *py_host_owner(PyObject *self, PyObject *args)
+{
+	Py_buffer ids;
+	int world, rank, owner;
+
+	if (!PyArg_ParseTuple(args, "y*ii:host_owner", &ids, &world, &rank))
+		return NULL;
+	if (world < 1 || (size_t)ids.len != (size_t)world * SSEG_HOST_ID_SIZE) {
+		PyBuffer_Release(&ids);
+		return PyErr_Format(PyExc_ValueError, "host_owner needs %d x %u bytes, got %zd",
+				    world, SSEG_HOST_ID_SIZE, ids.len);
+	}
+	owner = sseg_host_owner(ids.buf, world, rank);
+	PyBuffer_Release(&ids);
+	if (owner < 0)
+		return sseg_py_raise(PyExc_ValueError, owner);
+	return PyLong_FromLong(owner);
+}
+
+/* ---- host facts ---- */
+
+static PyObject *probe_pools(const struct sseg_probe *p)
+{
+	PyObject *pools = PyList_New(0);
+
+	for (int i = 0; pools && i < p->npools && i < SSEG_PROBE_MAX_POOLS; i++) {
+		const struct sseg_hugetlb_pool *h = &p->pools[i];
+		PyObject *pool = Py_BuildValue("{s:K,s:K,s:K,s:K}", "page_size",
+					       (unsigned long long)h->page_size, "total",
+					       (unsigned long long)h->total, "free",
+					       (unsigned long long)h->free, "reserved",
+					       (unsigned long long)h->reserved);
+
+		if (!pool || PyList_Append(pools, pool) < 0) {
+			Py_XDECREF(pool);
+			Py_CLEAR(pools);
+		}
+		Py_XDECREF(pool);
+	}
+	return pools;
+}
+
+static PyObject *probe_backends(const struct sseg_probe *p)
+{
+	PyObject *backends = PyDict_New();
+
+	for (int b = 0; backends && b < SSEG_PROBE_BACKENDS; b++) {
+		PyObject *entry = Py_BuildValue("{s:O,s:s}", "ok",
+						p->backend_ok[b] ? Py_True : Py_False, "reason",
+						p->backend_reason[b]);
+
+		if (!entry ||
+		    PyDict_SetItemString(backends, sseg_backend_name((enum sseg_backend)b), entry) < 0)
+			Py_CLEAR(backends);
+		Py_XDECREF(entry);
+	}
+	return backends;
+}
+
+PyObject *sseg_py_node_list(uint64_t mask)
+{
+	PyObject *nodes = PyList_New(0);
+
+	for (int n = 0; nodes && n < 64; n++) {
+		PyObject *num;
+
+		if (!(mask & (1ull << n)))
+			continue;
+		num = PyLong_FromLong(n);
+		if (!num || PyList_Append(nodes, num) < 0)
+			Py_CLEAR(nodes);
+		Py_XDECREF(num);
+	}
+	return nodes;
+}
+
+PyDoc_STRVAR(probe_doc, "probe(size=0) -> dict: what this host can do (sseg_probe); size is the\n"
+			"segment size pages=auto is decided for (0: 1 GiB).");
+
+static PyObject *py_probe(PyObject *self, PyObject *args)
+{
+	unsigned long long size = 0;
+	struct sseg_probe p;
+	PyObject *pools, *backends, *nodes, *out = NULL;
+	int rc;
+
+	if (!PyArg_ParseTuple(args, "|K:probe", &size))
+		return NULL;
+	memset(&p, 0, sizeof(p));
+	p.sz = sizeof(p);
+	Py_BEGIN_ALLOW_THREADS
+	rc = sseg_probe(size, &p);
+	Py_END_ALLOW_THREADS
+	if (rc)
+		return sseg_py_raise(sseg_py_error, rc);
+	pools = probe_pools(&p);
+	backends = probe_backends(&p);
+	nodes = sseg_py_node_list(p.node_mask);
+	if (pools && backends && nodes)
+		out = Py_BuildValue(
+			"{s:s,s:O,s:O,s:O,s:s,s:s,s:O,s:O,s:O,s:K,s:s,s:s,s:O,s:s}", "kernel",
+			p.kernel, "memfd_ok", p.memfd_ok ? Py_True : Py_False, "sealing_ok",
+			p.sealing_ok ? Py_True : Py_False, "memfd_hugetlb_ok",
+			p.memfd_hugetlb_ok ? Py_True : Py_False, "thp_shmem_enabled",
+			p.thp_shmem_enabled, "thp_shmem_2m_enabled", p.thp_shmem_2m_enabled,
+			"thp_shmem_usable", p.thp_shmem_usable ? Py_True : Py_False, "hugetlb_pools",
+			pools, "numa_nodes", nodes, "auto_size", (unsigned long long)p.auto_size,
+			"auto_pages", sseg_pages_name(p.auto_pages), "auto_reason", p.auto_reason,
+			"backends", backends, "advice", p.advice);
+	Py_XDECREF(pools);
+	Py_XDECREF(backends);
+	Py_XDECREF(nodes);
+	return out;
+}
+
+PyDoc_STRVAR(supported_doc, "supported(backend, pages) -> (bool, reason): whether this system\n"
+			    "can create segments of that backend and page kind (enum values).");
+
+static PyObject *py_supported(PyObject *self, PyObject *args)
+{
+	int backend, pages, rc;
+
+	if (!PyArg_ParseTuple(args, "ii:supported", &backend, &pages))
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	rc = sseg_supported((enum sseg_backend)backend, (enum sseg_pages)pages);
+	Py_END_ALLOW_THREADS
+	return Py_BuildValue("(Os)", rc ? Py_False : Py_True, rc ? sseg_last_error() : "");
+}
+
+PyDoc_STRVAR(create_doc,
+	     "create(name, world_size, rank, owner_rank, *, size=0, layout=None, backend=0,\n"
+	     "       pages=0, numa=0, numa_node=-1, populate=0, populate_threads=0,\n"
+	     "       readonly_peers=False, host_register=False, timeout_ms=0)\n"
+	     "-> (Segment or None, blob, errno, message)\n\n"
+	     "Phase 1 (sseg_create), without the GIL. On failure the segment is None and\n"
+	     "blob is the failure blob carrying message: send it in the exchange anyway.");
+
+static PyMethodDef module_methods[] = {
+	{ "parse", py_parse, METH_VARARGS, parse_doc },
+	{ "name", py_name, METH_VARARGS, name_doc },
+	{ "host_identity", py_host_identity, METH_NOARGS, host_identity_doc },
+	{ "host_owner", py_host_owner, METH_VARARGS, host_owner_doc },
+	{ "probe", py_probe, METH_VARARGS, probe_doc },
+	{ "supported", py_supported, METH_VARARGS, supported_doc },
+	{ "create", (PyCFunction)(void (*)(void))sseg_py_create, METH_VARARGS | METH_KEYWORDS,
+	  create_doc },
+	{ NULL, NULL, 0, NULL },
+};
+
+static struct PyModuleDef native_module = {
+	PyModuleDef_HEAD_INIT,
+	.m_name = "sharedseg._native",
+	.m_doc = "The CPython extension over libsharedseg (compiled in).",
+	.m_size = -1,
+	.m_methods = module_methods,
+};
+
+static int add_error_type(PyObject *m)
+{
+	PyObject *attrs = Py_BuildValue("{s:i,s:O}", "errno", 0, "failures", Py_None);
+
+	if (!attrs)
+		return -1;
+	sseg_py_error = PyErr_NewExceptionWithDoc(
+		"sharedseg.SharedSegmentError",
+		"A segment could not be created, completed or used. str() is the library's\n"
+		"sentence; .errno the errno; .failures {rank: (phase, message)} when the\n"
+		"ranks agreed on a failure.",
+		PyExc_RuntimeError, attrs);
+	Py_DECREF(attrs);
+	if (!sseg_py_error)
+		return -1;
+	Py_INCREF(sseg_py_error);
+	return PyModule_AddObject(m, "SharedSegmentError", sseg_py_error);
+}
+
+static int add_type(PyObject *m, const char *name, PyTypeObject *type)
+{
+	if (PyType_Ready(type) < 0)
+		return -1;
+	Py_INCREF(type);
+	if (PyModule_AddObject(m, name, (PyObject *)type) < 0) {
+		Py_DECREF(type);
+		return -1;
+	}
+	return 0;
+}
+
+static int add_constants(PyObject *m)
+{
+	return PyModule_AddIntConstant(m, "BLOB_SIZE", SSEG_BLOB_SIZE) ||
+	       PyModule_AddIntConstant(m, "HOST_ID_SIZE", SSEG_HOST_ID_SIZE) ||
+	       PyModule_AddIntConstant(m, "NAME_MAX", SSEG_NAME_MAX) ||
+	       PyModule_AddIntConstant(m, "LAYOUT_INTERLEAVED", SSEG_LAYOUT_INTERLEAVED) ||
+	       PyModule_AddIntConstant(m, "LAYOUT_GROUPED", SSEG_LAYOUT_GROUPED) ||
+	       PyModule_AddStringConstant(m, "LIBRARY_VERSION", VERSION_TEXT);
+}
+
+PyMODINIT_FUNC PyInit__native(void)
+{
+	PyObject *m = PyModule_Create(&native_module);
+
+	if (!m)
+		return NULL;
+	if (add_error_type(m) < 0 || add_type(m, "Layout", &sseg_py_layout_type) < 0 ||
+	    add_type(m, "Segment", &sseg_py_segment_type) < 0 ||
+	    add_type(m, "Pin", &sseg_py_pin_type) < 0 || add_constants(m) < 0) {
+		Py_DECREF(m);
+		return NULL;
+	}
+	return m;
+}

@@ -1,0 +1,409 @@
+/* sharedseg._native.Segment: one sseg_t, its two phases without the GIL, and
+ * the buffer protocol over its mapping.
+ *
+ * The mapping stays while anything can still reach it: close() only marks
+ * the segment closed, and sseg_destroy runs once no buffer export and no
+ * Pin is left. A Pin is what torch.frombuffer keeps (it drops the buffer
+ * export at once and keeps a reference to the object instead), so every
+ * tensor made from a Pin keeps the pages mapped. */
+#include <errno.h>
+#include <string.h>
+
+#include "native.h"
+
+struct segment_object {
+	PyObject_HEAD
+	sseg_t *seg;
+	void *base;
+	uint64_t size;
+	int readonly;
+	int completed;
+	int closed;	      /* close() was asked for */
+	int busy;	      /* a call runs without the GIL */
+	Py_ssize_t exports;   /* live buffer exports of the Segment itself */
+	Py_ssize_t pins;      /* live Pin objects */
+};
+
+struct pin_object {
+	PyObject_HEAD
+	struct segment_object *segment;
+};
+
+/* Destroys the segment when it was closed and nothing can reach it. */
+static int release_if_unused(struct segment_object *self)
+{
+	int rc;
+
+	if (!self->seg || !self->closed || self->busy || self->exports || self->pins)
+		return 0;
+	rc = sseg_destroy(self->seg);
+	/* -EINPROGRESS: the library took the segment over and retries it. */
+	if (!rc || rc == -EINPROGRESS) {
+		self->seg = NULL;
+		self->base = NULL;
+		return 0;
+	}
+	return rc;
+}
+
+/* Where no exception can be raised (deallocation, buffer release). */
+static void release_quietly(struct segment_object *self)
+{
+	int rc = release_if_unused(self);
+
+	if (rc) {
+		sseg_py_raise(sseg_py_error, rc);
+		PyErr_WriteUnraisable((PyObject *)self);
+	}
+}
+
+static int usable(struct segment_object *self, const char *what)
+{
+	if (self->busy) {
+		PyErr_Format(sseg_py_error, "%s: another thread is in create or complete", what);
+		return 0;
+	}
+	if (self->closed || !self->seg) {
+		PyErr_Format(sseg_py_error, "%s: the segment is closed", what);
+		return 0;
+	}
+	return 1;
+}
+
+/* ---- phase 1 ---- */
+
+struct create_args {
+	const char *name;
+	int world_size, rank, owner_rank;
+	unsigned long long size;
+	PyObject *layout;
+	int backend, pages, numa, numa_node, populate, populate_threads;
+	int readonly_peers, host_register, timeout_ms;
+};
+
+static int parse_create(PyObject *args, PyObject *kwargs, struct create_args *a)
+{
+	static char *keywords[] = { "name",	"world_size",	 "rank",	     "owner_rank",
+				    "size",	"layout",	 "backend",	     "pages",
+				    "numa",	"numa_node",	 "populate",	     "populate_threads",
+				    "readonly_peers", "host_register", "timeout_ms", NULL };
+
+	memset(a, 0, sizeof(*a));
+	a->layout = Py_None;
+	a->numa_node = -1;
+	return PyArg_ParseTupleAndKeywords(
+		args, kwargs, "siii|$KOiiiiiippi:create", keywords, &a->name, &a->world_size,
+		&a->rank, &a->owner_rank, &a->size, &a->layout, &a->backend, &a->pages, &a->numa,
+		&a->numa_node, &a->populate, &a->populate_threads, &a->readonly_peers,
+		&a->host_register, &a->timeout_ms);
+}
+
+static PyObject *wrap_segment(sseg_t *seg)
+{
+	struct sseg_info info = { .sz = sizeof(info) };
+	struct segment_object *self;
+
+	if (sseg_info(seg, &info))
+		return sseg_py_raise(sseg_py_error, -EINVAL);
+	self = PyObject_New(struct segment_object, &sseg_py_segment_type);
+	if (!self)
+		return NULL;
+	self->seg = seg;
+	self->base = NULL;
+	self->size = sseg_size(seg);
+	self->readonly = info.readonly;
+	self->completed = 0;
+	self->closed = 0;
+	self->busy = 0;
+	self->exports = 0;
+	self->pins = 0;
+	return (PyObject *)self;
+}
+
+PyObject *sseg_py_create(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+	struct create_args a;
+	char blob[SSEG_BLOB_SIZE], why[512];
+	sseg_t *seg = NULL;
+	PyObject *wrapped;
+	int rc;
+
+	if (!parse_create(args, kwargs, &a))
+		return NULL;
+	SSEG_OPTS(opts, .name = a.name, .size = a.size, .world_size = a.world_size,
+		  .rank = a.rank, .owner_rank = a.owner_rank, .backend = a.backend,
+		  .pages = a.pages, .numa = a.numa, .numa_node = a.numa_node,
+		  .populate = a.populate, .populate_threads = a.populate_threads,
+		  .timeout_ms = a.timeout_ms);
+	if (a.layout != Py_None && !(opts.layout = sseg_py_layout_get(a.layout)))
+		return NULL;
+	opts.flags = (a.readonly_peers ? SSEG_F_READONLY_PEERS : 0) |
+		     (a.host_register ? SSEG_F_HOST_REGISTER : 0);
+	Py_BEGIN_ALLOW_THREADS
+	rc = sseg_create(&opts, &seg, blob);
+	Py_END_ALLOW_THREADS
+	if (rc) {
+		snprintf(why, sizeof(why), "%s", sseg_last_error()[0] ? sseg_last_error()
+								     : strerror(-rc));
+		return Py_BuildValue("(Oy#is)", Py_None, blob, (Py_ssize_t)sizeof(blob), -rc, why);
+	}
+	wrapped = wrap_segment(seg);
+	if (!wrapped) {
+		sseg_destroy(seg);
+		return NULL;
+	}
+	return Py_BuildValue("(Ny#is)", wrapped, blob, (Py_ssize_t)sizeof(blob), 0, "");
+}
+
+/* ---- phase 3 ---- */
+
+static PyObject *segment_complete(PyObject *self_obj, PyObject *arg)
+{
+	struct segment_object *self = (struct segment_object *)self_obj;
+	Py_buffer blobs;
+	int rc;
+
+	if (!usable(self, "complete"))
+		return NULL;
+	if (self->completed)
+		return PyErr_Format(sseg_py_error, "complete: the segment is already complete");
+	if (PyObject_GetBuffer(arg, &blobs, PyBUF_SIMPLE) < 0)
+		return NULL;
+	rc = 0;
+	if (blobs.len % SSEG_BLOB_SIZE || blobs.len == 0) {
+		PyBuffer_Release(&blobs);
+		return PyErr_Format(PyExc_ValueError,
+				    "complete needs world_size blobs of %u bytes, joined; got %zd bytes",
+				    SSEG_BLOB_SIZE, blobs.len);
+	}
+	self->busy = 1;
+	Py_BEGIN_ALLOW_THREADS
+	rc = sseg_complete(self->seg, blobs.buf);
+	Py_END_ALLOW_THREADS
+	self->busy = 0;
+	PyBuffer_Release(&blobs);
+	if (rc)
+		return sseg_py_raise(sseg_py_error, rc);
+	self->completed = 1;
+	self->base = sseg_base(self->seg);
+	Py_RETURN_NONE;
+}
+
+/* ---- what the library reports ---- */
+
+static PyObject *info_dict(const struct sseg_info *i)
+{
+	PyObject *nodes = sseg_py_node_list(i->numa_nodes), *out;
+
+	if (!nodes)
+		return NULL;
+	out = Py_BuildValue("{s:s,s:s,s:K,s:O,s:K,s:K,s:K,s:K,s:i,s:i,s:i,s:O,s:O,s:s,s:i,s:O,"
+			    "s:d,s:d,s:d,s:s}",
+			    "backend", sseg_backend_name(i->backend), "pages",
+			    sseg_pages_name(i->pages), "page_size", (unsigned long long)i->page_size,
+			    "pages_verified", i->pages_verified ? Py_True : Py_False, "huge_bytes",
+			    (unsigned long long)i->huge_bytes, "base",
+			    (unsigned long long)(uintptr_t)i->base, "size",
+			    (unsigned long long)i->size, "mapped_size",
+			    (unsigned long long)i->mapped_size, "rank", i->rank, "world_size",
+			    i->world_size, "owner_rank", i->owner_rank, "is_owner",
+			    i->is_owner ? Py_True : Py_False, "readonly",
+			    i->readonly ? Py_True : Py_False, "numa", sseg_numa_name(i->numa),
+			    "numa_node", i->numa_node, "numa_nodes", nodes, "create_s", i->create_s,
+			    "complete_s", i->complete_s, "populate_s", i->populate_s, "pages_reason",
+			    i->pages_reason);
+	Py_DECREF(nodes);
+	return out;
+}
+
+static PyObject *segment_info(PyObject *self_obj, PyObject *unused)
+{
+	struct segment_object *self = (struct segment_object *)self_obj;
+	struct sseg_info info;
+	int rc;
+
+	if (!usable(self, "info"))
+		return NULL;
+	memset(&info, 0, sizeof(info));
+	info.sz = sizeof(info);
+	rc = sseg_info(self->seg, &info);
+	if (rc)
+		return sseg_py_raise(sseg_py_error, rc);
+	return info_dict(&info);
+}
+
+/* ---- lifetime ---- */
+
+static PyObject *segment_close(PyObject *self_obj, PyObject *unused)
+{
+	struct segment_object *self = (struct segment_object *)self_obj;
+	int rc;
+
+	if (self->busy)
+		return PyErr_Format(sseg_py_error, "close: another thread is in create or complete");
+	self->closed = 1;
+	rc = release_if_unused(self);
+	if (rc)
+		return sseg_py_raise(sseg_py_error, rc);
+	/* True: unmapped now; False: a view still holds it, unmapped with the last. */
+	return PyBool_FromLong(self->seg == NULL);
+}
+
+static PyObject *segment_pin(PyObject *self_obj, PyObject *unused)
+{
+	struct segment_object *self = (struct segment_object *)self_obj;
+	struct pin_object *pin;
+
+	if (!usable(self, "pin"))
+		return NULL;
+	if (!self->completed)
+		return PyErr_Format(sseg_py_error, "pin: the segment is not complete yet");
+	pin = PyObject_New(struct pin_object, &sseg_py_pin_type);
+	if (!pin)
+		return NULL;
+	Py_INCREF(self_obj);
+	pin->segment = self;
+	self->pins++;
+	return (PyObject *)pin;
+}
+
+static void segment_dealloc(PyObject *self_obj)
+{
+	struct segment_object *self = (struct segment_object *)self_obj;
+
+	/* No export or Pin is left: each holds a reference to this object. */
+	self->closed = 1;
+	release_quietly(self);
+	PyObject_Free(self_obj);
+}
+
+/* ---- buffer protocol ---- */
+
+static int fill_buffer(struct segment_object *seg, PyObject *exporter, Py_buffer *view, int flags)
+{
+	if (seg->closed || !seg->seg || !seg->completed) {
+		PyErr_SetString(PyExc_BufferError, seg->completed ? "the segment is closed"
+								  : "the segment is not complete yet");
+		view->obj = NULL;
+		return -1;
+	}
+	return PyBuffer_FillInfo(view, exporter, seg->base, (Py_ssize_t)seg->size, seg->readonly,
+				 flags);
+}
+
+static int segment_getbuffer(PyObject *self_obj, Py_buffer *view, int flags)
+{
+	struct segment_object *self = (struct segment_object *)self_obj;
+	int rc = fill_buffer(self, self_obj, view, flags);
+
+	if (!rc)
+		self->exports++;
+	return rc;
+}
+
+static void segment_releasebuffer(PyObject *self_obj, Py_buffer *view)
+{
+	struct segment_object *self = (struct segment_object *)self_obj;
+
+	self->exports--;
+	release_quietly(self);
+}
+
+static PyBufferProcs segment_buffer = {
+	.bf_getbuffer = segment_getbuffer,
+	.bf_releasebuffer = segment_releasebuffer,
+};
+
+static PyObject *segment_base(PyObject *self_obj, void *closure)
+{
+	struct segment_object *self = (struct segment_object *)self_obj;
+
+	return PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)self->base);
+}
+
+static PyObject *segment_size(PyObject *self_obj, void *closure)
+{
+	return PyLong_FromUnsignedLongLong(((struct segment_object *)self_obj)->size);
+}
+
+static PyObject *segment_readonly(PyObject *self_obj, void *closure)
+{
+	return PyBool_FromLong(((struct segment_object *)self_obj)->readonly);
+}
+
+static PyObject *segment_closed(PyObject *self_obj, void *closure)
+{
+	return PyBool_FromLong(((struct segment_object *)self_obj)->closed);
+}
+
+static PyObject *segment_mapped(PyObject *self_obj, void *closure)
+{
+	struct segment_object *self = (struct segment_object *)self_obj;
+
+	return PyBool_FromLong(self->seg != NULL && self->completed);
+}
+
+static PyMethodDef segment_methods[] = {
+	{ "complete", segment_complete, METH_O,
+	  "complete(blobs): phase 3 (sseg_complete) without the GIL; blobs joined in rank order" },
+	{ "info", segment_info, METH_NOARGS, "info() -> dict: sseg_info" },
+	{ "close", segment_close, METH_NOARGS,
+	  "close() -> bool: unmaps now (True) or with the last view (False)" },
+	{ "pin", segment_pin, METH_NOARGS,
+	  "pin() -> Pin: a buffer over the segment that keeps it mapped while alive" },
+	{ NULL, NULL, 0, NULL },
+};
+
+static PyGetSetDef segment_getset[] = {
+	{ "base", segment_base, NULL, "the mapping's address (0 before complete)", NULL },
+	{ "size", segment_size, NULL, "declared bytes", NULL },
+	{ "readonly", segment_readonly, NULL, "this rank maps the segment read-only", NULL },
+	{ "closed", segment_closed, NULL, "close() was called", NULL },
+	{ "mapped", segment_mapped, NULL, "the pages are still mapped here", NULL },
+	{ NULL, NULL, NULL, NULL, NULL },
+};
+
+PyTypeObject sseg_py_segment_type = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "sharedseg._native.Segment",
+	.tp_doc = "One segment (sseg_t); made by create().",
+	.tp_basicsize = sizeof(struct segment_object),
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_dealloc = segment_dealloc,
+	.tp_methods = segment_methods,
+	.tp_getset = segment_getset,
+	.tp_as_buffer = &segment_buffer,
+};
+
+/* ---- Pin ---- */
+
+static void pin_dealloc(PyObject *self_obj)
+{
+	struct pin_object *pin = (struct pin_object *)self_obj;
+	struct segment_object *seg = pin->segment;
+
+	seg->pins--;
+	release_quietly(seg);
+	Py_DECREF(seg);
+	PyObject_Free(self_obj);
+}
+
+static int pin_getbuffer(PyObject *self_obj, Py_buffer *view, int flags)
+{
+	/* The view's object is the Pin: it stays alive, so the pages stay mapped. */
+	return fill_buffer(((struct pin_object *)self_obj)->segment, self_obj, view, flags);
+}
+
+static PyBufferProcs pin_buffer = {
+	.bf_getbuffer = pin_getbuffer,
+};
+
+PyTypeObject sseg_py_pin_type = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "sharedseg._native.Pin",
+	.tp_doc = "A buffer over a segment that keeps it mapped while it lives.",
+	.tp_basicsize = sizeof(struct pin_object),
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_dealloc = pin_dealloc,
+	.tp_as_buffer = &pin_buffer,
+};

@@ -1,0 +1,45 @@
+"""The package under test is the in-place build in python/ (make python)."""
+import fcntl
+import os
+import socket
+import sys
+
+import pytest
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+PACKAGE_ROOT = os.path.dirname(TESTS)
+ROOT = os.path.dirname(PACKAGE_ROOT)
+if PACKAGE_ROOT not in sys.path:
+    sys.path.insert(0, PACKAGE_ROOT)
+
+try:
+    import sharedseg._native  # noqa: F401
+except ImportError as e:
+    pytest.exit(f"sharedseg._native is not built ({e}): run `make python` first", returncode=2)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def env_with_package(**extra):
+    """The environment a child interpreter needs to import the in-place build."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (PACKAGE_ROOT, TESTS, env.get("PYTHONPATH")) if p)
+    env.update(extra)
+    return env
+
+
+@pytest.fixture
+def knobs_steady():
+    """Tests with pages="auto" hold the C tests' machine lock shared, so no
+    test changes the THP or HugeTLB knobs under them."""
+    with open("/tmp/sharedseg-test-machine.lock", "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
