@@ -152,7 +152,7 @@ struct sseg_info {
 	double create_s;
 	double complete_s;
 	double populate_s;         /* this rank's share of population */
-	char pages_reason[160];    /* why these pages (auto's choice, a knob in the way) */
+	char pages_reason[320];    /* why these pages (auto's choice, a knob in the way) */
 	uint64_t device_addr;      /* base's device address (registration, CUDA VMM); 0: none */
 	int registered_chunks;     /* host registration chunks held */
 	char handle_type[16];      /* how peers got the pages: "fd", "cuda-fabric", "cuda-fd", "" */
@@ -207,7 +207,7 @@ struct sseg_probe {
 	uint64_t node_mask;
 	uint64_t auto_size;            /* the size auto_pages was decided for */
 	enum sseg_pages auto_pages;
-	char auto_reason[256];
+	char auto_reason[320];
 	int backend_ok[SSEG_PROBE_BACKENDS];
 	char backend_reason[SSEG_PROBE_BACKENDS][160];
 	char advice[512];              /* knobs to change, one per line; "" when none */

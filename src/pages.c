@@ -49,7 +49,7 @@ static int choose_hugetlb(enum sseg_pages pages, uint64_t size, struct sseg_page
 static void choose_auto(uint64_t size, struct sseg_page_choice *c)
 {
 	uint64_t avail2 = 0, avail1 = 0, needed = 0;
-	char thp_reason[160];
+	char thp_reason[256];
 
 	if (size >= SSEG_1G && !hugetlb_fits(SSEG_1G, size, &avail1, &needed) &&
 	    !choose_hugetlb(SSEG_PAGES_HUGETLB_1G, size, c))
@@ -73,7 +73,7 @@ static void choose_auto(uint64_t size, struct sseg_page_choice *c)
 
 int sseg_pages_choose(enum sseg_pages req, uint64_t size, struct sseg_page_choice *c)
 {
-	char reason[160];
+	char reason[256];
 
 	memset(c, 0, sizeof(*c));
 	switch (req) {

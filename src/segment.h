@@ -34,7 +34,7 @@ struct sseg {
 	enum sseg_pages pages;        /* obtained */
 	int pages_verified;
 	uint64_t huge_bytes;
-	char pages_reason[160];
+	char pages_reason[320];
 	uint64_t numa_nodes;
 
 	int is_owner;
@@ -63,7 +63,7 @@ SSEG_HIDDEN int sseg_timeout_ms(const struct sseg *seg);
 struct sseg_page_choice {
 	enum sseg_pages pages;
 	uint64_t page_size;
-	char reason[160];
+	char reason[320];
 };
 SSEG_HIDDEN int sseg_pages_choose(enum sseg_pages req, uint64_t size,
 				  struct sseg_page_choice *choice);

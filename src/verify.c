@@ -19,7 +19,8 @@ static const char *flag_text(uint32_t flags, char *buf, size_t len)
 	return buf;
 }
 
-/* Compares one declared field of rank r with rank 0. */
+/* Compares one declared field of rank r with rank 0. The layout comes
+ * before the size: a different shape changes both, and names the cause. */
 static int check_declaration(const struct sseg_blob *b, const struct sseg_blob *ref, int r)
 {
 	char x[64], y[64];
@@ -27,15 +28,15 @@ static int check_declaration(const struct sseg_blob *b, const struct sseg_blob *
 	if (strcmp(b->name, ref->name))
 		return sseg_err(-EINVAL, "rank %d declared name=\"%s\", rank 0 declared name=\"%s\"",
 				r, b->name, ref->name);
-	if (b->size != ref->size)
-		return sseg_err(-EINVAL,
-				"rank %d declared size=%" PRIu64 ", rank 0 declared size=%" PRIu64, r,
-				b->size, ref->size);
 	if (b->layout_hash != ref->layout_hash)
 		return sseg_err(-EINVAL,
 				"rank %d declared layout=%016" PRIx64 ", rank 0 declared layout=%016" PRIx64
 				" (the blocks' names, counts, shapes, dtypes or alignment differ)",
 				r, b->layout_hash, ref->layout_hash);
+	if (b->size != ref->size)
+		return sseg_err(-EINVAL,
+				"rank %d declared size=%" PRIu64 ", rank 0 declared size=%" PRIu64, r,
+				b->size, ref->size);
 	if (b->pages != ref->pages)
 		return sseg_err(-EINVAL, "rank %d declared pages=%s, rank 0 declared pages=%s", r,
 				sseg_pages_name(b->pages), sseg_pages_name(ref->pages));
