@@ -301,7 +301,7 @@ static PyObject *py_supported(PyObject *self, PyObject *args)
 PyDoc_STRVAR(create_doc,
 	     "create(name, world_size, rank, owner_rank, *, size=0, layout=None, backend=0,\n"
 	     "       pages=0, numa=0, numa_node=-1, populate=0, populate_threads=0,\n"
-	     "       readonly_peers=False, host_register=False, timeout_ms=0)\n"
+	     "       readonly_peers=False, host_register=False, timeout_ms=0, device=0)\n"
 	     "-> (Segment or None, blob, errno, message)\n\n"
 	     "Phase 1 (sseg_create), without the GIL. On failure the segment is None and\n"
 	     "blob is the failure blob carrying message: send it in the exchange anyway.");

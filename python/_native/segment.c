@@ -78,7 +78,7 @@ struct create_args {
 	unsigned long long size;
 	PyObject *layout;
 	int backend, pages, numa, numa_node, populate, populate_threads;
-	int readonly_peers, host_register, timeout_ms;
+	int readonly_peers, host_register, timeout_ms, device;
 };
 
 static int parse_create(PyObject *args, PyObject *kwargs, struct create_args *a)
@@ -86,16 +86,16 @@ static int parse_create(PyObject *args, PyObject *kwargs, struct create_args *a)
 	static char *keywords[] = { "name",	"world_size",	 "rank",	     "owner_rank",
 				    "size",	"layout",	 "backend",	     "pages",
 				    "numa",	"numa_node",	 "populate",	     "populate_threads",
-				    "readonly_peers", "host_register", "timeout_ms", NULL };
+				    "readonly_peers", "host_register", "timeout_ms", "device", NULL };
 
 	memset(a, 0, sizeof(*a));
 	a->layout = Py_None;
 	a->numa_node = -1;
 	return PyArg_ParseTupleAndKeywords(
-		args, kwargs, "siii|$KOiiiiiippi:create", keywords, &a->name, &a->world_size,
+		args, kwargs, "siii|$KOiiiiiippii:create", keywords, &a->name, &a->world_size,
 		&a->rank, &a->owner_rank, &a->size, &a->layout, &a->backend, &a->pages, &a->numa,
 		&a->numa_node, &a->populate, &a->populate_threads, &a->readonly_peers,
-		&a->host_register, &a->timeout_ms);
+		&a->host_register, &a->timeout_ms, &a->device);
 }
 
 static PyObject *wrap_segment(sseg_t *seg)
@@ -134,7 +134,7 @@ PyObject *sseg_py_create(PyObject *module, PyObject *args, PyObject *kwargs)
 		  .rank = a.rank, .owner_rank = a.owner_rank, .backend = a.backend,
 		  .pages = a.pages, .numa = a.numa, .numa_node = a.numa_node,
 		  .populate = a.populate, .populate_threads = a.populate_threads,
-		  .timeout_ms = a.timeout_ms);
+		  .timeout_ms = a.timeout_ms, .device = a.device);
 	if (a.layout != Py_None && !(opts.layout = sseg_py_layout_get(a.layout)))
 		return NULL;
 	opts.flags = (a.readonly_peers ? SSEG_F_READONLY_PEERS : 0) |
@@ -198,7 +198,7 @@ static PyObject *info_dict(const struct sseg_info *i)
 	if (!nodes)
 		return NULL;
 	out = Py_BuildValue("{s:s,s:s,s:K,s:O,s:K,s:K,s:K,s:K,s:i,s:i,s:i,s:O,s:O,s:s,s:i,s:O,"
-			    "s:d,s:d,s:d,s:s}",
+			    "s:d,s:d,s:d,s:s,s:K,s:i,s:s,s:i}",
 			    "backend", sseg_backend_name(i->backend), "pages",
 			    sseg_pages_name(i->pages), "page_size", (unsigned long long)i->page_size,
 			    "pages_verified", i->pages_verified ? Py_True : Py_False, "huge_bytes",
@@ -211,7 +211,9 @@ static PyObject *info_dict(const struct sseg_info *i)
 			    i->readonly ? Py_True : Py_False, "numa", sseg_numa_name(i->numa),
 			    "numa_node", i->numa_node, "numa_nodes", nodes, "create_s", i->create_s,
 			    "complete_s", i->complete_s, "populate_s", i->populate_s, "pages_reason",
-			    i->pages_reason);
+			    i->pages_reason, "device_addr", (unsigned long long)i->device_addr,
+			    "registered_chunks", i->registered_chunks, "handle_type", i->handle_type,
+			    "device", i->device);
 	Py_DECREF(nodes);
 	return out;
 }

@@ -92,8 +92,23 @@ class _Plan:
             populate_threads=_whole(opts["populate_threads"], "populate_threads", minimum=0),
             readonly_peers=bool(opts["readonly_peers"]),
             host_register=bool(opts["host_register"]),
+            device=_whole(opts["device"], "device_id", minimum=0),
             timeout_ms=0 if opts["timeout"] is None else max(1, int(opts["timeout"] * 1000)),
         )
+
+
+def _device(device_id):
+    """The GPU for the CUDA paths: device_id, else torch's current CUDA
+    device when torch has one, else 0."""
+    if device_id is not None:
+        return device_id
+    try:
+        import torch
+        if torch.cuda.is_available():
+            return torch.cuda.current_device()
+    except ImportError:
+        pass
+    return 0
 
 
 def _pick_group(comm_group, tp_group):
@@ -144,7 +159,8 @@ def create_shared_segment(name, blocks=None, *, world_size=1, rank_id=0, tp_grou
     gather = _exchange.resolve(group, exchange, world_size, timeout)
     opts = dict(layout=layout, align=align, size=size, numa=numa, backend=backend, pages=pages,
                 populate=populate, populate_threads=populate_threads,
-                readonly_peers=readonly_peers, host_register=host_register, timeout=timeout)
+                readonly_peers=readonly_peers, host_register=host_register, timeout=timeout,
+                device=_device(device_id))
     plan, status = None, _group.Status()
     try:
         if owner_rank is not None:
@@ -230,9 +246,10 @@ class SharedSegment:
         return self._native.size
 
     def device_addr(self):
-        """The device address of the host-registered mapping: None until the
-        CUDA backend registers memory (host_register=True is refused today)."""
-        return None
+        """The device address of the segment: of the registered mapping
+        (host_register=True) or of the CUDA VMM mapping (mmap=False); None
+        when the segment has none."""
+        return self.info["device_addr"] or None
 
     @property
     def info(self):

@@ -1,0 +1,49 @@
+"""The CUDA paths from Python, through the project's fake driver (the C
+build's libsseg_fake_cuda.so): mmap=False gives a CUDA VMM segment with a
+device address; host_register=True registers a memfd segment. Untested on a
+real GPU here."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import env_with_package
+
+SCRIPT = '''
+import torch
+from sharedseg import create_shared_segment
+
+blocks = {"kv": dict(count=3, shape=(64, 576), dtype=torch.bfloat16)}
+with create_shared_segment("py-cuda-vmm", blocks, mmap=False, device_id=1) as seg:
+    info = seg.info
+    print("vmm", info["backend"], info["device"], seg.device_addr() == seg.base_addr())
+    t = seg.tensors("kv")
+    t[2].fill_(1.5)
+    print("vmm-data", float(seg.tensors("kv")[2].sum()) == 1.5 * 64 * 576)
+with create_shared_segment("py-cuda-reg", blocks, pages="base", host_register=True) as seg:
+    info = seg.info
+    print("reg", info["backend"], info["registered_chunks"],
+          seg.device_addr() == seg.base_addr())
+with create_shared_segment("py-plain", blocks, pages="base") as seg:
+    print("plain", seg.device_addr())
+'''
+
+
+def fake_driver():
+    build = os.environ.get("SSEG_BUILD_DIR")
+    path = os.path.join(build or "", "libsseg_fake_cuda.so")
+    if not build or not os.path.exists(path):
+        pytest.fail("the fake CUDA driver is not built: run make (SSEG_BUILD_DIR unset or "
+                    f"{path} missing)")
+    return path
+
+
+def test_vmm_segment_and_host_registration_through_the_fake_driver():
+    env = env_with_package(SSEG_CUDA_LIBRARY=fake_driver(), SSEG_FAKE_CUDA="devices=2;numa=0,0")
+    run = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = run.stdout.splitlines()
+    assert lines == ["vmm cuda 1 True", "vmm-data True", "reg memfd 1 True", "plain None"], \
+        run.stdout + run.stderr
