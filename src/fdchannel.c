@@ -254,3 +254,19 @@ int sseg_channel_release(struct sseg *seg)
 	}
 	return 0;
 }
+
+void sseg_channel_describe(const struct sseg *seg, struct sseg_blob_handle *h)
+{
+	h->pages = seg->pages;
+	h->page_size = seg->page_size;
+	h->mapped_size = seg->mapped_size;
+	snprintf(h->sock, sizeof(h->sock), "%s", seg->sock_name);
+	memcpy(h->token, seg->token, sizeof(h->token));
+}
+
+int sseg_channel_hand_over(struct sseg *seg, const struct sseg_blob *blobs, int fd)
+{
+	int rc = sseg_channel_serve(seg, blobs, fd, seg->mapped_size);
+
+	return rc ? rc : sseg_channel_collect_acks(seg, blobs);
+}

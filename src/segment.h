@@ -85,6 +85,10 @@ SSEG_HIDDEN int sseg_channel_fetch(struct sseg *seg, const struct sseg_blob *own
 				   int *owner_sock);
 SSEG_HIDDEN int sseg_channel_ack(int owner_sock, int status, int timeout_ms);
 SSEG_HIDDEN int sseg_channel_release(struct sseg *seg);
+/* The owner's handle section: obtained pages, sizes, socket name, token. */
+SSEG_HIDDEN void sseg_channel_describe(const struct sseg *seg, struct sseg_blob_handle *h);
+/* serve, then collect every local peer's ack. */
+SSEG_HIDDEN int sseg_channel_hand_over(struct sseg *seg, const struct sseg_blob *blobs, int fd);
 
 /* Verification (verify.c): every blob, before anything is mapped. */
 SSEG_HIDDEN int sseg_verify_blobs(const struct sseg *seg, const void *raw,

@@ -180,11 +180,7 @@ static int cuda_export(struct sseg *seg, struct sseg_blob_handle *h)
 	int rc;
 
 	h->kind = st->fabric ? SSEG_HANDLE_CUDA_FABRIC : SSEG_HANDLE_FD_CHANNEL;
-	h->pages = seg->pages;
-	h->page_size = seg->page_size;
-	h->mapped_size = seg->mapped_size;
-	snprintf(h->sock, sizeof(h->sock), "%s", seg->sock_name);
-	memcpy(h->token, seg->token, sizeof(h->token));
+	sseg_channel_describe(seg, h);
 	if (!st->fabric)
 		return 0;
 	_Static_assert(sizeof(fabric) <= SSEG_HANDLE_DATA_LEN, "fabric handle fits the blob");
@@ -201,9 +197,7 @@ static int cuda_serve(struct sseg *seg, const struct sseg_blob *blobs)
 	struct cuda_state *st = state(seg);
 	int rc;
 
-	rc = sseg_channel_serve(seg, blobs, st->fabric ? -1 : st->export_fd, seg->mapped_size);
-	if (!rc)
-		rc = sseg_channel_collect_acks(seg, blobs);
+	rc = sseg_channel_hand_over(seg, blobs, st->fabric ? -1 : st->export_fd);
 	if (rc)
 		return rc;
 	if (st->held & CU_HELD_FD) {

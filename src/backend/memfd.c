@@ -107,11 +107,7 @@ static int memfd_reserve(struct sseg *seg)
 static int memfd_export(struct sseg *seg, struct sseg_blob_handle *handle)
 {
 	handle->kind = SSEG_HANDLE_FD_CHANNEL;
-	handle->pages = seg->pages;
-	handle->page_size = seg->page_size;
-	handle->mapped_size = seg->mapped_size;
-	snprintf(handle->sock, sizeof(handle->sock), "%s", seg->sock_name);
-	memcpy(handle->token, seg->token, sizeof(handle->token));
+	sseg_channel_describe(seg, handle);
 	return 0;
 }
 
@@ -119,9 +115,7 @@ static int memfd_serve(struct sseg *seg, const struct sseg_blob *blobs)
 {
 	int rc;
 
-	rc = sseg_channel_serve(seg, blobs, seg->memfd, seg->mapped_size);
-	if (!rc)
-		rc = sseg_channel_collect_acks(seg, blobs);
+	rc = sseg_channel_hand_over(seg, blobs, seg->memfd);
 	if (rc)
 		return rc;
 	/* Every local peer holds a mapping now: no fd needs to stay open. */
