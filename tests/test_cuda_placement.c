@@ -61,6 +61,20 @@ int main(void)
 	CHECK(fake.configure("granularity=3145728") == 0);
 	CHECK_RC(solo(SSEG_NUMA_NONE, 0, 0, &info), -EINVAL);
 	CHECK_ERR_HAS("granularity 3145728 is not a power of two");
+	CHECK(fake.configure("granularity=2097152") == 0);
+
+	/* sseg_supported says why the backend cannot run. */
+	CHECK(fake.configure("vmm=0") == 0);
+	CHECK_RC(sseg_supported(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO), -EOPNOTSUPP);
+	CHECK_ERR_HAS("device 0 does not support VMM");
+	CHECK(fake.configure("vmm=1;host_numa_vmm=0") == 0);
+	CHECK_RC(sseg_supported(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO), -EOPNOTSUPP);
+	CHECK_ERR_HAS("cannot allocate VMM host memory");
+	CHECK(fake.configure("host_numa_vmm=1;devices=0") == 0);
+	CHECK_RC(sseg_supported(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO), -ENODEV);
+	CHECK_ERR_HAS("no CUDA device");
+	CHECK(fake.configure("devices=2") == 0);
+	CHECK_RC(sseg_supported(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO), 0);
 	CHECK(tu_fake_clean(&fake));
 	printf("cuda_placement: ok\n");
 	return 0;

@@ -54,6 +54,16 @@ static int rank_main(void *arg)
 	CHECK_RC(barrier(g), 0);
 	for (int r = 0; r < RANKS; r++)
 		CHECK(p[r * 4096 + 1] == 0x40 + r);
+	/* The registry covers VMM segments: exact ranges and pins. */
+	{
+		struct sseg_lookup_result res;
+
+		CHECK_RC(sseg_lookup(p, SZ - 12345, &res), 0);
+		CHECK(res.seg == seg && res.block == -1);
+		CHECK_RC(sseg_pin(seg), 0);
+		CHECK_RC(sseg_destroy(seg), -EBUSY);
+		CHECK_RC(sseg_unpin(seg), 0);
+	}
 	CHECK_RC(barrier(g), 0);
 	CHECK_RC(sseg_destroy(seg), 0);
 	sseg_local_group_close(g);
