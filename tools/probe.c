@@ -91,6 +91,15 @@ static void print_gpus(const struct sseg_probe *p)
 	}
 }
 
+/* memfd_hugetlb_ok is only tried when a 2 MiB page is free to try it on. */
+static bool has_free_2m(const struct sseg_probe *p)
+{
+	for (int i = 0; i < p->npools; i++)
+		if (p->pools[i].page_size == (2u << 20) && p->pools[i].free > 0)
+			return true;
+	return false;
+}
+
 static void print_advice(const char *advice)
 {
 	const char *line = advice;
@@ -112,7 +121,9 @@ static void print_table(const struct sseg_probe *p)
 	printf("host\n");
 	printf("  kernel           %s\n", p->kernel[0] ? p->kernel : "unknown");
 	printf("  memfd            %s, sealing %s\n", yes_no(p->memfd_ok), yes_no(p->sealing_ok));
-	printf("  memfd HugeTLB    %s\n", yes_no(p->memfd_hugetlb_ok));
+	printf("  memfd HugeTLB    %s\n", p->memfd_hugetlb_ok ? "yes"
+					: has_free_2m(p) ? "no"
+							 : "not tried (no free 2 MiB HugeTLB page)");
 	printf("  THP for shmem    shmem_enabled=%s, 2 MiB shmem_enabled=%s: %s\n",
 	       p->thp_shmem_enabled[0] ? p->thp_shmem_enabled : "?",
 	       p->thp_shmem_2m_enabled[0] ? p->thp_shmem_2m_enabled : "(no per-size knob)",
