@@ -8,6 +8,7 @@
  * 176 handle section (owner): kind u32, pages u32, page size u64,
  *     mapped size u64, socket name[48], token[16], backend data[128]
  *     -- or, in a failure blob, the error message (176..495)
+ * 504 nonce u32 (random per create)
  * 508 checksum u32 (FNV-1a over bytes 0..507, folded to 32 bits) */
 #include <stdio.h>
 #include <string.h>
@@ -16,12 +17,13 @@
 
 #define OFF_HANDLE 176
 #define OFF_ERROR 176
+#define OFF_NONCE 504
 #define OFF_CHECKSUM 508
 
 _Static_assert(OFF_HANDLE + 8 + 16 + SSEG_SOCK_NAME_MAX + 1 + SSEG_TOKEN_LEN +
-			       SSEG_HANDLE_DATA_LEN <= OFF_CHECKSUM,
+			       SSEG_HANDLE_DATA_LEN <= OFF_NONCE,
 	       "handle section overflows the blob");
-_Static_assert(OFF_ERROR + SSEG_BLOB_ERROR_MAX <= OFF_CHECKSUM, "error overflows the blob");
+_Static_assert(OFF_ERROR + SSEG_BLOB_ERROR_MAX <= OFF_NONCE, "error overflows the blob");
 
 static uint32_t checksum(const uint8_t *p)
 {
@@ -101,6 +103,7 @@ void sseg_blob_encode(const struct sseg_blob *b, void *out)
 		memcpy(p + OFF_ERROR, b->error, sizeof(b->error));
 	else
 		encode_handle(&b->handle, p + OFF_HANDLE);
+	sseg_put32(p + OFF_NONCE, b->nonce);
 	sseg_put32(p + OFF_CHECKSUM, checksum(p));
 }
 
@@ -148,6 +151,7 @@ int sseg_blob_decode(const void *in, int index, struct sseg_blob *b)
 	b->host.pidns = sseg_get64(p + 96);
 	b->host.uid = sseg_get32(p + 104);
 	b->pid = sseg_get32(p + 108);
+	b->nonce = sseg_get32(p + OFF_NONCE);
 	memcpy(b->name, p + 112, sizeof(b->name));
 	b->name[sizeof(b->name) - 1] = '\0';
 	if (b->status) {

@@ -49,6 +49,7 @@ struct sseg_blob {
 	/* where this rank runs */
 	struct os_host_id host;
 	uint32_t pid;
+	uint32_t nonce; /* random per create: tells this create's blob from an earlier one */
 	/* the owner's handle section (all zero in a peer's blob) */
 	struct sseg_blob_handle handle;
 	/* a failure blob's message (status != 0) */

@@ -209,10 +209,19 @@ static int hub_admit(struct sseg_local_group *g, int fd, const struct sseg_wire_
 
 /* Accepts one connection and reads its hello. A connection that is not
  * speaking this protocol is dropped without failing the group. */
+static bool same_user(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	return !getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) && cred.uid == getuid();
+}
+
 static int hub_accept_one(struct sseg_local_group *g, int listen_fd, double deadline)
 {
 	uint8_t hdr[SSEG_WIRE_FRAME_SIZE];
 	struct sseg_wire_frame hello;
+	double hello_deadline;
 	int fd, rc;
 
 	rc = sseg_wire_wait(listen_fd, POLLIN, deadline);
@@ -221,10 +230,17 @@ static int hub_accept_one(struct sseg_local_group *g, int listen_fd, double dead
 	fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0)
 		return errno == EINTR || errno == ECONNABORTED ? 0 : -errno;
-	rc = sseg_wire_recv(fd, hdr, sizeof(hdr), deadline);
+	/* Another user's connection is dropped unread; a member says hello at
+	 * once, so a silent one costs at most a second. */
+	if (!same_user(fd)) {
+		close(fd);
+		return 0;
+	}
+	hello_deadline = sseg_now() + 1.0 < deadline ? sseg_now() + 1.0 : deadline;
+	rc = sseg_wire_recv(fd, hdr, sizeof(hdr), hello_deadline);
 	if (rc || !sseg_wire_decode(hdr, SSEG_WIRE_HELLO, &hello)) {
 		close(fd);
-		return rc == -ETIMEDOUT ? rc : 0;
+		return rc == -ETIMEDOUT && hello_deadline >= deadline ? rc : 0;
 	}
 	return hub_admit(g, fd, &hello) ? -EINVAL : 0;
 }

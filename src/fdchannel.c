@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "segment.h"
@@ -35,7 +37,7 @@ int sseg_channel_listen(struct sseg *seg)
 		return rc;
 	snprintf(seg->sock_name, sizeof(seg->sock_name), "sharedseg-fd-%d-%016" PRIx64,
 		 (int)getpid(), nonce);
-	rc = os_listen_abstract(seg->sock_name, seg->opts.world_size, &seg->channel_fd);
+	rc = os_listen_abstract(seg->sock_name, SOMAXCONN, &seg->channel_fd);
 	if (rc)
 		return sseg_err_wrap(rc, "owner could not open its fd channel");
 	seg->held |= SSEG_HELD_CHANNEL;
@@ -59,16 +61,19 @@ static int read_hello(struct sseg *seg, const struct sseg_blob *blobs, int conn,
 	uid_t uid;
 	uint32_t rank;
 
-	if (os_read_full(conn, hello, sizeof(hello), timeout_ms))
+	/* Who it is before what it says: another user's connection is
+	 * dropped unread, and a member says hello at once (it connects only
+	 * to send it), so a silent connection costs at most a second. */
+	if (os_peer_uid(conn, &uid) || uid != seg->host.uid) {
+		sseg_log(SSEG_LOG_WARN, "segment '%s': refused a connection from another uid",
+			 seg->name);
+		return -1;
+	}
+	if (os_read_full(conn, hello, sizeof(hello), timeout_ms < 1000 ? timeout_ms : 1000))
 		return -1;
 	rank = sseg_get32(hello + 4);
 	if (sseg_get32(hello) != HELLO_MAGIC || !token_equal(hello + 8, seg->token)) {
 		sseg_log(SSEG_LOG_WARN, "segment '%s': refused a connection with a wrong token",
-			 seg->name);
-		return -1;
-	}
-	if (os_peer_uid(conn, &uid) || uid != seg->host.uid) {
-		sseg_log(SSEG_LOG_WARN, "segment '%s': refused a connection from another uid",
 			 seg->name);
 		return -1;
 	}
@@ -99,7 +104,7 @@ static int missing_peers(const struct sseg *seg, const struct sseg_blob *blobs, 
 	return n;
 }
 
-int sseg_channel_serve(struct sseg *seg, const struct sseg_blob *blobs, int fd,
+static int serve_peers(struct sseg *seg, const struct sseg_blob *blobs, int fd,
 		       uint64_t mapped_size)
 {
 	int world = seg->opts.world_size, expected = 0, served = 0;
@@ -152,6 +157,18 @@ int sseg_channel_serve(struct sseg *seg, const struct sseg_blob *blobs, int fd,
 	return 0;
 }
 
+/* On failure the listener closes at once: peers still on their way get a
+ * refused or reset connection now, not a wait for their own timeout. */
+int sseg_channel_serve(struct sseg *seg, const struct sseg_blob *blobs, int fd,
+		       uint64_t mapped_size)
+{
+	int rc = serve_peers(seg, blobs, fd, mapped_size);
+
+	if (rc)
+		sseg_channel_release(seg);
+	return rc;
+}
+
 int sseg_channel_collect_acks(struct sseg *seg, const struct sseg_blob *blobs)
 {
 	double deadline = sseg_now() + sseg_timeout_ms(seg) / 1000.0;
@@ -166,10 +183,12 @@ int sseg_channel_collect_acks(struct sseg *seg, const struct sseg_blob *blobs)
 		rc = os_read_full(seg->peer_fds[r], ack, sizeof(ack), remaining_ms(deadline));
 		if (!rc && sseg_get32(ack) != ACK_MAGIC)
 			rc = -EPROTO;
-		if (!rc && (int32_t)sseg_get32(ack + 4) != 0)
-			rc = sseg_err((int32_t)sseg_get32(ack + 4),
-				      "rank %d could not map the segment it received: %s", r,
-				      strerror(-(int32_t)sseg_get32(ack + 4)));
+		if (!rc && (int32_t)sseg_get32(ack + 4) != 0) {
+			int status = sseg_errno_or((int32_t)sseg_get32(ack + 4), -EPROTO);
+
+			rc = sseg_err(status, "rank %d could not map the segment it received: %s", r,
+				      strerror(-status));
+		}
 		else if (rc)
 			rc = sseg_err(rc,
 				      "rank %d closed the fd channel before confirming its mapping "
@@ -182,12 +201,48 @@ int sseg_channel_collect_acks(struct sseg *seg, const struct sseg_blob *blobs)
 	return first_err;
 }
 
+/* A full backlog (EAGAIN) is retried until the deadline, never waited on
+ * without one. */
+static int connect_owner(struct sseg *seg, const struct sseg_blob *owner, int *sock)
+{
+	double deadline = sseg_now() + sseg_timeout_ms(seg) / 1000.0;
+	struct timespec nap = { 0, 2 * 1000 * 1000 };
+	int rc;
+
+	while ((rc = os_connect_abstract(owner->handle.sock, sock)) == -EAGAIN &&
+	       sseg_now() < deadline)
+		nanosleep(&nap, NULL);
+	return rc;
+}
+
+/* The socket name is visible to anyone and free again if the owner died:
+ * the peer checks that its own user, and the owner's process where it can
+ * see it, is what listens, before it sends the token. */
+static int check_listener(struct sseg *seg, const struct sseg_blob *owner, int sock)
+{
+	uid_t uid;
+	pid_t pid = 0;
+
+	if (os_peer_uid(sock, &uid) || uid != seg->host.uid)
+		return sseg_err(-EPERM,
+				"the socket of owner rank %u is held by another user: refusing to "
+				"send it the token",
+				owner->rank);
+	if (owner->host.pidns == seg->host.pidns && !os_peer_pid(sock, &pid) &&
+	    pid != (pid_t)owner->pid)
+		return sseg_err(-EPERM,
+				"the socket of owner rank %u (pid %u) is held by pid %d: the owner "
+				"is gone and another process took its name",
+				owner->rank, owner->pid, (int)pid);
+	return 0;
+}
+
 int sseg_channel_fetch(struct sseg *seg, const struct sseg_blob *owner, int *fd, int *owner_sock)
 {
 	uint8_t hello[HELLO_LEN], reply[16];
 	int sock, rc;
 
-	rc = os_connect_abstract(owner->handle.sock, &sock);
+	rc = connect_owner(seg, owner, &sock);
 	if (rc == -ECONNREFUSED || rc == -ENOENT)
 		return sseg_err(-ECONNREFUSED,
 				"owner rank %u (pid %u) is not listening on its fd channel: it exited "
@@ -195,6 +250,11 @@ int sseg_channel_fetch(struct sseg *seg, const struct sseg_blob *owner, int *fd,
 				owner->rank, owner->pid);
 	if (rc)
 		return sseg_err_wrap(rc, "could not reach owner rank %u", owner->rank);
+	rc = check_listener(seg, owner, sock);
+	if (rc) {
+		close(sock);
+		return rc;
+	}
 	sseg_put32(hello, HELLO_MAGIC);
 	sseg_put32(hello + 4, (uint32_t)seg->opts.rank);
 	memcpy(hello + 8, owner->handle.token, SSEG_TOKEN_LEN);

@@ -78,7 +78,7 @@ static int enter_context(struct sseg_hostreg *reg, int ordinal)
 	if (rc)
 		return rc;
 	reg->ctx_held = 1;
-	return sseg_cuda_result(cu->cuCtxSetCurrent(reg->ctx), "cuCtxSetCurrent");
+	return 0;
 }
 
 static int register_chunks(struct sseg *seg, struct sseg_hostreg *reg)
@@ -110,6 +110,7 @@ int sseg_hostreg_register(struct sseg *seg)
 {
 	uint64_t chunk = seg->opts.register_chunk ? seg->opts.register_chunk : DEFAULT_CHUNK;
 	struct sseg_hostreg *reg;
+	CUcontext saved;
 	int rc;
 
 	reg = calloc(1, sizeof(*reg));
@@ -124,33 +125,48 @@ int sseg_hostreg_register(struct sseg *seg)
 	if (!rc)
 		rc = enter_context(reg, seg->opts.device);
 	if (!rc)
-		rc = register_chunks(seg, reg);
+		rc = sseg_cuda_enter(reg->cuda, reg->ctx, &saved);
+	if (rc)
+		return rc;
+	rc = register_chunks(seg, reg);
+	sseg_cuda_leave(reg->cuda, saved);
 	return rc;
 }
 
 /* Resumable: unregisters the remaining chunks last to first, then drops the
  * context; a failure leaves the rest for the next call. */
+static int unregister_chunks(struct sseg *seg, struct sseg_hostreg *reg)
+{
+	while (reg->registered > 0) {
+		void *p = (char *)seg->window + reg->cuts[reg->registered - 1];
+		int rc = sseg_cuda_result(reg->cuda->cuMemHostUnregister(p), "cuMemHostUnregister");
+
+		if (rc)
+			return rc;
+		reg->registered--;
+	}
+	return 0;
+}
+
+/* Resumable: unregisters the remaining chunks last to first, then drops the
+ * context; a failure leaves the rest for the next call. Destroy may run on
+ * another thread than register did: the context is made current here. */
 int sseg_hostreg_release(struct sseg *seg)
 {
 	struct sseg_hostreg *reg = seg->hostreg;
+	CUcontext saved;
 	int rc;
 
 	if (!(seg->held & SSEG_HELD_HOSTREG))
 		return 0;
-	/* Destroy may run on another thread than register did: the context
-	 * is per thread. */
 	if (reg->registered > 0) {
-		rc = sseg_cuda_result(reg->cuda->cuCtxSetCurrent(reg->ctx), "cuCtxSetCurrent");
+		rc = sseg_cuda_enter(reg->cuda, reg->ctx, &saved);
 		if (rc)
 			return rc;
-	}
-	while (reg->registered > 0) {
-		void *p = (char *)seg->window + reg->cuts[reg->registered - 1];
-
-		rc = sseg_cuda_result(reg->cuda->cuMemHostUnregister(p), "cuMemHostUnregister");
+		rc = unregister_chunks(seg, reg);
+		sseg_cuda_leave(reg->cuda, saved);
 		if (rc)
 			return rc;
-		reg->registered--;
 	}
 	if (reg->ctx_held) {
 		rc = sseg_cuda_result(reg->cuda->cuDevicePrimaryCtxRelease(reg->device),

@@ -25,6 +25,13 @@ SSEG_HIDDEN int sseg_err(int err, const char *fmt, ...) __attribute__((format(pr
 SSEG_HIDDEN int sseg_err_wrap(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 SSEG_HIDDEN void sseg_err_clear(void);
 
+/* A status that came from another process, as a negative errno: anything
+ * else (0 included, when a failure was expected) becomes fallback. */
+static inline int sseg_errno_or(int status, int fallback)
+{
+	return status < 0 && status > -4096 ? status : fallback;
+}
+
 /* ---- logging (log.c): SSEG_LOG=error|warn|info|debug, default warn ---- */
 
 enum sseg_log_level { SSEG_LOG_ERROR = 0, SSEG_LOG_WARN, SSEG_LOG_INFO, SSEG_LOG_DEBUG };

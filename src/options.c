@@ -61,6 +61,10 @@ static int check_policy(const struct sseg_opts *o)
 				o->populate_threads);
 	if (o->flags & ~(SSEG_F_READONLY_PEERS | SSEG_F_HOST_REGISTER))
 		return sseg_err(-EINVAL, "flags=0x%x has unknown bits", o->flags);
+	if ((o->flags & SSEG_F_HOST_REGISTER) && o->backend == SSEG_BACKEND_CUDA)
+		return sseg_err(-EINVAL,
+				"SSEG_F_HOST_REGISTER is for memfd segments: cuda-backend memory is "
+				"pinned already");
 	if (o->device < 0)
 		return sseg_err(-EINVAL, "device=%d is negative", o->device);
 	if (o->register_chunk && o->register_chunk < (2u << 20))

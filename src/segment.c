@@ -54,6 +54,8 @@ static void fill_blob(const struct sseg *seg, struct sseg_blob *b)
 	snprintf(b->name, sizeof(b->name), "%s", seg->name);
 	b->host = seg->host;
 	b->pid = (uint32_t)getpid();
+	if (os_random(&b->nonce, sizeof(b->nonce)))
+		b->nonce = (uint32_t)(sseg_now() * 1e9);
 	b->fingerprint = sseg_blob_fingerprint(b);
 }
 
@@ -115,42 +117,59 @@ int sseg_create(const struct sseg_opts *opts, sseg_t **out, void *blob)
 		if (rc)
 			goto fail_release;
 	}
-	sseg_blob_encode(&b, blob);
+	sseg_blob_encode(&b, seg->blob);
+	memcpy(blob, seg->blob, SSEG_BLOB_SIZE);
 	seg->create_s = sseg_now() - t0;
 	*out = seg;
 	return 0;
 
 fail_release:
-	if (sseg_release(seg))
-		sseg_registry_defer(seg, rc, "create");
-	else
-		free(seg);
+	{
+		char why[SSEG_ERR_MAX];
+
+		snprintf(why, sizeof(why), "%s", sseg_last_error());
+		if (sseg_release(seg))
+			sseg_registry_defer(seg, rc, "create");
+		else
+			free(seg);
+		sseg_err(rc, "%s", why); /* the cause, not the cleanup's trouble */
+	}
 fail_blob:
 	if (blob)
 		sseg_blob_failure(blob, opts, rc, sseg_last_error());
 	return rc;
 }
 
+/* populate=spread: each copy is faulted by the ranks that map it (one host's
+ * ranks), each its slice. */
+static int populate_spread(struct sseg *seg, const struct sseg_blob *blobs)
+{
+	int slice = 0, nslices = 0;
+
+	if (seg->opts.populate != SSEG_POPULATE_SPREAD)
+		return 0;
+	for (int r = 0; r < seg->opts.world_size; r++) {
+		if (blobs[r].owner_rank != (uint32_t)seg->opts.owner_rank)
+			continue;
+		if (r < seg->opts.rank)
+			slice++;
+		nslices++;
+	}
+	return sseg_populate_slice(seg, slice, nslices);
+}
+
 static int complete_owner(struct sseg *seg, const struct sseg_blob *blobs)
 {
 	int rc = sseg_backend_serve(seg, blobs);
 
-	if (rc)
-		return rc;
-	if (seg->opts.populate == SSEG_POPULATE_SPREAD)
-		rc = sseg_populate_slice(seg, seg->opts.rank, seg->opts.world_size);
-	return rc;
+	return rc ? rc : populate_spread(seg, blobs);
 }
 
 static int complete_peer(struct sseg *seg, const struct sseg_blob *blobs)
 {
 	int rc = sseg_backend_import(seg, blobs);
 
-	if (rc)
-		return rc;
-	if (seg->opts.populate == SSEG_POPULATE_SPREAD)
-		rc = sseg_populate_slice(seg, seg->opts.rank, seg->opts.world_size);
-	return rc;
+	return rc ? rc : populate_spread(seg, blobs);
 }
 
 int sseg_complete(sseg_t *seg, const void *raw)
@@ -164,17 +183,29 @@ int sseg_complete(sseg_t *seg, const void *raw)
 		return sseg_err(-EINVAL, "sseg_complete needs a segment and the blobs");
 	if (seg->completed)
 		return sseg_err(-EALREADY, "segment '%s' is already complete", seg->name);
+	if (seg->failed)
+		return sseg_err(-EINVAL,
+				"segment '%s' failed in an earlier sseg_complete: destroy it and create "
+				"again",
+				seg->name);
 	blobs = calloc((size_t)seg->opts.world_size, sizeof(*blobs));
 	if (!blobs)
 		return sseg_err(-ENOMEM, "out of memory");
+	/* Verification takes nothing: the caller may fix the blobs and call
+	 * again. A failure after it leaves stages half taken: destroy only. */
 	rc = sseg_verify_blobs(seg, raw, blobs);
-	if (!rc)
-		rc = seg->is_owner ? complete_owner(seg, blobs) : complete_peer(seg, blobs);
+	if (rc) {
+		free(blobs);
+		return rc;
+	}
+	rc = seg->is_owner ? complete_owner(seg, blobs) : complete_peer(seg, blobs);
 	free(blobs);
 	if (!rc && (seg->opts.flags & SSEG_F_HOST_REGISTER))
 		rc = sseg_hostreg_register(seg);
-	if (rc)
+	if (rc) {
+		seg->failed = 1;
 		return rc;
+	}
 	if (seg->backend == SSEG_BACKEND_MEMFD) {
 		sseg_pages_verify(seg);
 		os_numa_where(seg->window, seg->mapped_size, seg->page_size, &seg->numa_nodes);

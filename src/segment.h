@@ -49,6 +49,8 @@ struct sseg {
 	void *backend_state;
 	struct sseg_hostreg *hostreg;
 
+	uint8_t blob[SSEG_BLOB_SIZE]; /* what create gave the caller */
+	int failed;                   /* complete failed: destroy is all that is left */
 	uint32_t held;                /* enum sseg_stage bits */
 	int pins;
 	int destroy_failures;

@@ -69,6 +69,29 @@ static void host_text(const struct os_host_id *h, char *buf, size_t len)
 		 h->boot_id[1], h->boot_id[2], h->boot_id[3], h->netns);
 }
 
+/* The owner's handle section: what peers will map must be the declared
+ * segment, in whole pages of a sane size. */
+static int check_handle(const struct sseg_blob *b)
+{
+	const struct sseg_blob_handle *h = &b->handle;
+	uint64_t ceiling;
+
+	if (h->kind == SSEG_HANDLE_NONE || h->kind > SSEG_HANDLE_ASCEND_FABRIC)
+		return sseg_err(-EPROTO, "owner rank %u's blob carries no valid handle section (kind %u)",
+				b->rank, h->kind);
+	if (h->pages > SSEG_PAGES_HUGETLB_1G || !sseg_is_pow2(h->page_size) ||
+	    h->page_size < 4096 || h->page_size > SSEG_1G)
+		return sseg_err(-EPROTO, "owner rank %u reports pages=%u of %llu bytes: not a page size",
+				b->rank, h->pages, (unsigned long long)h->page_size);
+	if (sseg_round_up(b->size, h->page_size, &ceiling) || h->mapped_size != ceiling)
+		return sseg_err(-EPROTO,
+				"owner rank %u maps %llu bytes for a declared size of %llu in %llu-byte "
+				"pages",
+				b->rank, (unsigned long long)h->mapped_size, (unsigned long long)b->size,
+				(unsigned long long)h->page_size);
+	return 0;
+}
+
 /* Every rank's owner is an owner, on the rank's host; one owner per host. */
 static int check_owners(const struct sseg_blob *blobs, int world)
 {
@@ -92,8 +115,12 @@ static int check_owners(const struct sseg_blob *blobs, int world)
 					"hosts (%s against %s): each host needs its own owner",
 					r, o, a, c);
 		}
-		if (blobs[o].handle.kind == SSEG_HANDLE_NONE)
-			return sseg_err(-EPROTO, "owner rank %u's blob carries no handle section", o);
+		if (r == (int)o) {
+			int rc = check_handle(&blobs[o]);
+
+			if (rc)
+				return rc;
+		}
 		if (blobs[r].host.uid != blobs[o].host.uid)
 			return sseg_err(-EPERM,
 					"rank %d runs as uid %u but its owner rank %u runs as uid %u: "
@@ -114,8 +141,8 @@ static int check_identity(const struct sseg_blob *blobs, int world)
 {
 	for (int i = 0; i < world; i++) {
 		if (blobs[i].status)
-			return sseg_err(blobs[i].status, "rank %d failed in sseg_create: %s", i,
-					blobs[i].error);
+			return sseg_err(sseg_errno_or(blobs[i].status, -EPROTO),
+					"rank %d failed in sseg_create: %s", i, blobs[i].error);
 		for (int j = 0; j < i; j++)
 			if (blobs[j].rank == blobs[i].rank)
 				return sseg_err(-EINVAL,
@@ -143,6 +170,7 @@ int sseg_verify_blobs(const struct sseg *seg, const void *raw, struct sseg_blob 
 	int world = seg->opts.world_size;
 	int rc;
 
+
 	for (int i = 0; i < world; i++) {
 		rc = sseg_blob_decode(bytes + (size_t)i * SSEG_BLOB_SIZE, i, &blobs[i]);
 		if (rc)
@@ -151,6 +179,14 @@ int sseg_verify_blobs(const struct sseg *seg, const void *raw, struct sseg_blob 
 	rc = check_identity(blobs, world);
 	if (rc)
 		return rc;
+	/* Stale blobs from an earlier create would send peers to a socket
+	 * that is gone: this rank's own must be the one it just made. */
+	if (memcmp(bytes + (size_t)seg->opts.rank * SSEG_BLOB_SIZE, seg->blob, SSEG_BLOB_SIZE))
+		return sseg_err(-EINVAL,
+				"the blob at index %d is not the one this rank's sseg_create made "
+				"(blobs from another create?)",
+				seg->opts.rank);
+
 	for (int r = 0; r < world; r++) {
 		rc = check_declaration(&blobs[r], &blobs[0], r);
 		if (rc)

@@ -47,6 +47,16 @@ void tu_fake_load(const char *config, struct tu_fake *fake)
 	SYM(bugs, "sseg_fake_cuda_bugs");
 	SYM(registration, "sseg_fake_cuda_registration");
 	SYM(reset, "sseg_fake_cuda_reset");
+	{
+		int (*proc)(const char *, void **, int, unsigned long long) =
+			(int (*)(const char *, void **, int, unsigned long long))dlsym(
+				lib, "cuGetProcAddress");
+
+		if (!proc || proc("cuCtxGetCurrent", (void **)&fake->ctx_get_current, 4000, 0)) {
+			fprintf(stderr, "the fake driver has no cuCtxGetCurrent\n");
+			exit(1);
+		}
+	}
 }
 
 int tu_fake_clean(const struct tu_fake *fake)

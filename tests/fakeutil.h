@@ -17,6 +17,8 @@ struct tu_fake {
 	__typeof__(sseg_fake_cuda_bugs) *bugs;
 	__typeof__(sseg_fake_cuda_registration) *registration;
 	__typeof__(sseg_fake_cuda_reset) *reset;
+	/* The driver's own cuCtxGetCurrent: which context this thread has. */
+	int (*ctx_get_current)(void **ctx);
 };
 
 /* Points SSEG_CUDA_LIBRARY at the fake with this configuration (before the

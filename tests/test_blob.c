@@ -27,6 +27,7 @@ static struct sseg_blob sample(void)
 	b.host.pidns = 4026531836ull;
 	b.host.uid = 1000;
 	b.pid = 4242;
+	b.nonce = 0xa5a5f00d;
 	b.handle.kind = SSEG_HANDLE_FD_CHANNEL;
 	b.handle.pages = SSEG_PAGES_THP;
 	b.handle.page_size = 2 << 20;
@@ -112,6 +113,7 @@ static void fingerprint_follows_declaration(void)
 	SAME(rank, 5);
 	SAME(owner_rank, 4);
 	SAME(pid, 1);
+	SAME(nonce, 7);
 	SAME(host.uid, 0);
 #undef DIFFERS
 #undef SAME

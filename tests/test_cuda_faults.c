@@ -11,7 +11,8 @@
 #define SZ (4u << 20)
 
 static const char *const entries[] = {
-	"cuDeviceGetCount", "cuDeviceGet", "cuDevicePrimaryCtxRetain", "cuCtxSetCurrent",
+	"cuDeviceGetCount", "cuDeviceGet", "cuDevicePrimaryCtxRetain", "cuCtxGetCurrent",
+	"cuCtxSetCurrent",
 	"cuDeviceGetAttribute", "cuMemGetAllocationGranularity", "cuMemCreate",
 	"cuMemAddressReserve", "cuMemMap", "cuMemSetAccess", "cuMemExportToShareableHandle",
 	"cuMemImportFromShareableHandle", "cuMemUnmap", "cuMemAddressFree",
@@ -69,10 +70,11 @@ static int inject(const char *entry, int nth)
 		return 0;
 	}
 	/* Calls whose failure the library absorbs by design: attribute
-	 * queries (a missing capability is reported, not fatal) and the
-	 * fabric probe's own calls. */
+	 * queries (a missing capability is reported, not fatal), the fabric
+	 * probe's own calls, and putting the caller's context back (logged). */
 	if (failed == 0) {
 		CHECK(!strcmp(entry, "cuDeviceGetAttribute") || !strcmp(entry, "cuDeviceGetCount") ||
+		      !strcmp(entry, "cuCtxSetCurrent") ||
 		      !strcmp(entry, "cuDeviceGet") || !strcmp(entry, "cuMemCreate") ||
 		      !strcmp(entry, "cuMemGetAllocationGranularity") ||
 		      !strcmp(entry, "cuMemExportToShareableHandle"));

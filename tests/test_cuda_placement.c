@@ -28,11 +28,14 @@ int main(void)
 {
 	struct sseg_info info;
 	struct tu_fake fake;
-
 	/* Device 1 sits on host node 1 (the driver's word), device 0 on 0. */
+	void *ctx = (void *)1;
+
 	tu_fake_load("devices=2;numa=0,1", &fake);
 	CHECK_RC(solo(SSEG_NUMA_DEVICE_LOCAL, 0, 1, &info), 0);
 	CHECK(info.numa_node == 1 && info.device == 1);
+	/* The caller's thread keeps its own context (none here). */
+	CHECK(fake.ctx_get_current(&ctx) == 0 && ctx == NULL);
 	CHECK_RC(solo(SSEG_NUMA_NONE, 0, 0, &info), 0); /* device-local is the default */
 	CHECK(info.numa_node == 0);
 	CHECK(info.mapped_size == 4 << 20); /* padded to the 2 MiB granularity */

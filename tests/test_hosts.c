@@ -2,6 +2,7 @@
  * host owner's copy; a rank naming an owner on another host is refused. */
 #include <string.h>
 
+#include "os/os.h"
 #include "segment.h"
 #include "testutil.h"
 
@@ -59,6 +60,25 @@ int main(void)
 	CHECK_RC(sseg_info(r[2].seg, &info), 0);
 	CHECK(info.is_owner);
 	tu_destroy_all(r, 4);
+
+	/* populate=spread: each host's ranks fault all of their host's copy. */
+	{
+		uint64_t shmem0, shmem1, huge;
+		const uint64_t big = 64ull << 20;
+
+		ranks(r, owners, hosts);
+		for (int i = 0; i < 4; i++) {
+			r[i].opts.size = big;
+			r[i].opts.populate = SSEG_POPULATE_SPREAD;
+		}
+		CHECK_RC(os_meminfo(&shmem0, &huge), 0);
+		CHECK(tu_run_inproc(r, 4) == 0);
+		CHECK_RC(os_meminfo(&shmem1, &huge), 0);
+		fprintf(stderr, "spread over 2 hosts: Shmem grew by %llu for 2 copies of %llu\n",
+			(unsigned long long)(shmem1 - shmem0), (unsigned long long)big);
+		CHECK(shmem1 - shmem0 >= 2 * big * 95 / 100);
+		tu_destroy_all(r, 4);
+	}
 
 	ranks(r, cross, hosts);
 	CHECK(tu_run_inproc(r, 4) == 4);

@@ -42,6 +42,8 @@ static void bad_options(void)
 	rejects(o, -EINVAL, "populate=5");
 	o = ok, o.flags = 1u << 20;
 	rejects(o, -EINVAL, "unknown bits");
+	o = ok, o.backend = SSEG_BACKEND_CUDA, o.flags = SSEG_F_HOST_REGISTER;
+	rejects(o, -EINVAL, "cuda-backend memory is pinned already");
 	o = ok, o.device = -1;
 	rejects(o, -EINVAL, "device=-1");
 	o = ok, o.register_chunk = 4096;

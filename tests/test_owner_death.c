@@ -81,6 +81,9 @@ static int before_handover(struct job *j, struct sseg_local_group *g)
 		CHECK_RC(rc, -ETIMEDOUT);
 		CHECK_ERR_HAS("did not hand the segment over within 1500 ms");
 	}
+	/* Half-taken stages after a failed complete: destroy is all that is left. */
+	CHECK_RC(sseg_complete(seg, blobs), -EINVAL);
+	CHECK_ERR_HAS("destroy it and create again");
 	CHECK_RC(sseg_destroy(seg), 0);
 	sseg_local_group_close(g);
 	CHECK(tu_maps_same(maps, tu_maps()));

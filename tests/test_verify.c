@@ -187,8 +187,27 @@ static void wrong_bytes(void)
 	tu_destroy_all(r, 2);
 }
 
+/* Blobs from an earlier create of the same group are refused. */
+static void stale_blobs(void)
+{
+	struct tu_rank r[2];
+	unsigned char *old, *fresh;
+
+	base_ranks(r, 2, "verify-stale");
+	old = tu_create_inproc(r, 2);
+	tu_destroy_all(r, 2);
+	base_ranks(r, 2, "verify-stale");
+	fresh = tu_create_inproc(r, 2);
+	CHECK_RC(sseg_complete(r[1].seg, old), -EINVAL);
+	CHECK_ERR_HAS("the blob at index 1 is not the one this rank's sseg_create made");
+	free(old);
+	free(fresh);
+	tu_destroy_all(r, 2);
+}
+
 int main(void)
 {
+	stale_blobs();
 	declared_fields();
 	identity();
 	owners();

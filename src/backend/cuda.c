@@ -43,7 +43,8 @@ static int cuda_probe(char *why, size_t len)
 	return sseg_cuda_usable(why, len);
 }
 
-/* Takes the backend state and this rank's device context. */
+/* Takes the backend state and retains this rank's device context; each
+ * op makes it current for its driver calls and puts the caller's back. */
 static int enter(struct sseg *seg)
 {
 	struct cuda_state *st = calloc(1, sizeof(*st));
@@ -63,7 +64,7 @@ static int enter(struct sseg *seg)
 	if (rc)
 		return rc;
 	st->held |= CU_HELD_CTX;
-	return sseg_cuda_result(st->cu->cuCtxSetCurrent(st->ctx), "cuCtxSetCurrent");
+	return 0;
 }
 
 static void allocation_prop(const struct cuda_state *st, CUmemAllocationProp *prop)
@@ -130,15 +131,12 @@ static int map_handle(struct sseg *seg)
 	return 0;
 }
 
-static int cuda_create_owner(struct sseg *seg)
+static int allocate(struct sseg *seg)
 {
+	struct cuda_state *st = state(seg);
 	CUmemAllocationProp prop;
-	struct cuda_state *st;
-	int rc = enter(seg);
+	int rc;
 
-	if (rc)
-		return rc;
-	st = state(seg);
 	rc = sseg_cuda_placement(st->cu, seg, st->device, &st->node);
 	if (rc)
 		return rc;
@@ -168,6 +166,23 @@ static int cuda_create_owner(struct sseg *seg)
 	return sseg_channel_listen(seg);
 }
 
+static int cuda_create_owner(struct sseg *seg)
+{
+	struct cuda_state *st;
+	CUcontext saved;
+	int rc = enter(seg);
+
+	if (rc)
+		return rc;
+	st = state(seg);
+	rc = sseg_cuda_enter(st->cu, st->ctx, &saved);
+	if (rc)
+		return rc;
+	rc = allocate(seg);
+	sseg_cuda_leave(st->cu, saved);
+	return rc;
+}
+
 static int cuda_reserve(struct sseg *seg)
 {
 	return enter(seg);
@@ -177,6 +192,7 @@ static int cuda_export(struct sseg *seg, struct sseg_blob_handle *h)
 {
 	struct cuda_state *st = state(seg);
 	CUmemFabricHandle fabric;
+	CUcontext saved;
 	int rc;
 
 	h->kind = st->fabric ? SSEG_HANDLE_CUDA_FABRIC : SSEG_HANDLE_FD_CHANNEL;
@@ -184,9 +200,13 @@ static int cuda_export(struct sseg *seg, struct sseg_blob_handle *h)
 	if (!st->fabric)
 		return 0;
 	_Static_assert(sizeof(fabric) <= SSEG_HANDLE_DATA_LEN, "fabric handle fits the blob");
+	rc = sseg_cuda_enter(st->cu, st->ctx, &saved);
+	if (rc)
+		return rc;
 	rc = sseg_cuda_result(st->cu->cuMemExportToShareableHandle(&fabric, st->handle,
 								   CU_MEM_HANDLE_TYPE_FABRIC, 0),
 			      "cuMemExportToShareableHandle(fabric)");
+	sseg_cuda_leave(st->cu, saved);
 	if (!rc)
 		memcpy(h->data, &fabric, sizeof(fabric));
 	return rc;
@@ -240,15 +260,18 @@ static int cuda_import(struct sseg *seg, const struct sseg_blob *blobs)
 	const struct sseg_blob *owner = &blobs[seg->opts.owner_rank];
 	bool fabric = owner->handle.kind == SSEG_HANDLE_CUDA_FABRIC;
 	int fd = -1, sock, rc;
+	CUcontext saved;
 
 	/* Reach the owner first, so that any failure below reaches it as an
 	 * ack instead of a silent wait for its timeout. */
 	rc = sseg_channel_fetch(seg, owner, fabric ? NULL : &fd, &sock);
 	if (rc)
 		return rc;
-	rc = sseg_cuda_result(state(seg)->cu->cuCtxSetCurrent(state(seg)->ctx), "cuCtxSetCurrent");
-	if (!rc)
+	rc = sseg_cuda_enter(state(seg)->cu, state(seg)->ctx, &saved);
+	if (!rc) {
 		rc = import_handle(seg, owner, fd);
+		sseg_cuda_leave(state(seg)->cu, saved);
+	}
 	if (fd >= 0)
 		close(fd);
 	if (sseg_channel_ack(sock, rc, sseg_timeout_ms(seg)) && !rc)
@@ -282,17 +305,11 @@ static int release_handle(struct sseg *seg, struct cuda_state *st)
 	return 0;
 }
 
-static int cuda_release(struct sseg *seg)
+static int release_stages(struct sseg *seg, struct cuda_state *st)
 {
-	struct cuda_state *st = state(seg);
 	int rc = 0;
 
-	if (!st)
-		return 0; /* enter() failed before taking anything */
-	/* complete and destroy may run on other threads than create. */
-	if ((st->held & CU_HELD_CTX) && (st->held & ~CU_HELD_CTX))
-		rc = sseg_cuda_result(st->cu->cuCtxSetCurrent(st->ctx), "cuCtxSetCurrent");
-	if (!rc && (st->held & CU_HELD_MAPPED))
+	if (st->held & CU_HELD_MAPPED)
 		rc = release_stage(st, CU_HELD_MAPPED, st->cu->cuMemUnmap(st->ptr, st->reserved),
 				   "cuMemUnmap");
 	if (!rc && (st->held & CU_HELD_RESERVED))
@@ -308,6 +325,28 @@ static int cuda_release(struct sseg *seg)
 	if (!rc && (st->held & CU_HELD_CTX))
 		rc = release_stage(st, CU_HELD_CTX, st->cu->cuDevicePrimaryCtxRelease(st->device),
 				   "cuDevicePrimaryCtxRelease");
+	return rc;
+}
+
+static int cuda_release(struct sseg *seg)
+{
+	struct cuda_state *st = state(seg);
+	CUcontext saved = NULL;
+	bool entered = false;
+	int rc = 0;
+
+	if (!st)
+		return 0; /* enter() failed before taking anything */
+	/* Destroy may run on another thread than create: make the context
+	 * current here, and the caller's again afterwards. */
+	if ((st->held & CU_HELD_CTX) && (st->held & ~CU_HELD_CTX)) {
+		rc = sseg_cuda_enter(st->cu, st->ctx, &saved);
+		entered = !rc;
+	}
+	if (!rc)
+		rc = release_stages(seg, st);
+	if (entered)
+		sseg_cuda_leave(st->cu, saved);
 	if (rc)
 		return rc;
 	free(st);

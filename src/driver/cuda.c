@@ -31,6 +31,7 @@ static const struct entry entries[] = {
 	ENTRY(cuDevicePrimaryCtxRetain, 7000, false),
 	ENTRY(cuDevicePrimaryCtxRelease, 11000, false), /* _v2 */
 	ENTRY(cuCtxSetCurrent, 4000, false),
+	ENTRY(cuCtxGetCurrent, 4000, false),
 	ENTRY(cuMemHostRegister, 6050, false),         /* _v2 */
 	ENTRY(cuMemHostUnregister, 4000, false),
 	ENTRY(cuMemHostGetDevicePointer, 3020, false), /* _v2 */
@@ -155,4 +156,20 @@ int sseg_cuda_result(CUresult r, const char *call)
 		return 0;
 	return sseg_err(r == CUDA_ERROR_OUT_OF_MEMORY ? -ENOMEM : -EIO, "%s failed: %s (%d)", call,
 			sseg_cuda_error_name(r), r);
+}
+
+int sseg_cuda_enter(const struct sseg_cuda *cu, CUcontext ctx, CUcontext *saved)
+{
+	int rc = sseg_cuda_result(cu->cuCtxGetCurrent(saved), "cuCtxGetCurrent");
+
+	return rc ? rc : sseg_cuda_result(cu->cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+}
+
+void sseg_cuda_leave(const struct sseg_cuda *cu, CUcontext saved)
+{
+	CUresult r = cu->cuCtxSetCurrent(saved);
+
+	if (r != CUDA_SUCCESS)
+		sseg_log(SSEG_LOG_WARN, "could not restore the caller's CUDA context: %s",
+			 sseg_cuda_error_name(r));
 }

@@ -17,6 +17,7 @@ struct sseg_cuda {
 	PFN_cuDevicePrimaryCtxRetain cuDevicePrimaryCtxRetain;
 	PFN_cuDevicePrimaryCtxRelease cuDevicePrimaryCtxRelease;
 	PFN_cuCtxSetCurrent cuCtxSetCurrent;
+	PFN_cuCtxGetCurrent cuCtxGetCurrent;
 	PFN_cuMemHostRegister cuMemHostRegister;
 	PFN_cuMemHostUnregister cuMemHostUnregister;
 	PFN_cuMemHostGetDevicePointer cuMemHostGetDevicePointer;
@@ -37,6 +38,11 @@ struct sseg_cuda {
  * negative errno and the sentence says why CUDA is unavailable (no driver,
  * old driver, no device); the same answer is given on every call. */
 SSEG_HIDDEN int sseg_cuda_get(const struct sseg_cuda **cuda);
+/* Makes ctx current on this thread and remembers what was (the caller's
+ * own context, a framework's); sseg_cuda_leave puts that back, so the
+ * library never leaves the caller's thread on another device. */
+SSEG_HIDDEN int sseg_cuda_enter(const struct sseg_cuda *cu, CUcontext ctx, CUcontext *saved);
+SSEG_HIDDEN void sseg_cuda_leave(const struct sseg_cuda *cu, CUcontext saved);
 /* The driver's name for a result ("CUDA_ERROR_OUT_OF_MEMORY"). */
 SSEG_HIDDEN const char *sseg_cuda_error_name(CUresult r);
 /* 0 for CUDA_SUCCESS; else -EIO (-ENOMEM for out of memory) with a sentence

@@ -117,6 +117,7 @@ typedef CUresult (*PFN_cuDeviceGetAttribute)(int *value, int attrib, CUdevice de
 typedef CUresult (*PFN_cuDevicePrimaryCtxRetain)(CUcontext *ctx, CUdevice dev);
 typedef CUresult (*PFN_cuDevicePrimaryCtxRelease)(CUdevice dev);
 typedef CUresult (*PFN_cuCtxSetCurrent)(CUcontext ctx);
+typedef CUresult (*PFN_cuCtxGetCurrent)(CUcontext *ctx);
 typedef CUresult (*PFN_cuMemGetAllocationGranularity)(size_t *granularity,
 						      const CUmemAllocationProp *prop,
 						      CUmemAllocationGranularity_flags option);

@@ -53,6 +53,8 @@ SSEG_HIDDEN int os_send_fd(int sock, int fd, const void *data, size_t len);
 /* Receives len bytes and the fd attached to them (-EPROTO when none came). */
 SSEG_HIDDEN int os_recv_fd(int sock, int *fd, void *data, size_t len, int timeout_ms);
 SSEG_HIDDEN int os_peer_uid(int sock, uid_t *uid);
+/* The peer's pid as this process's PID namespace sees it (0: outside). */
+SSEG_HIDDEN int os_peer_pid(int sock, pid_t *pid);
 
 /* ---- transparent and HugeTLB pages (hugepage.c) ---- */
 

@@ -81,10 +81,14 @@ int os_connect_abstract(const char *name, int *fd)
 	rc = new_socket(name, &addr, &addrlen, &s);
 	if (rc)
 		return rc;
+	/* Non-blocking: a listener whose backlog is full answers EAGAIN at
+	 * once instead of holding the caller past its deadline. */
+	fcntl(s, F_SETFL, fcntl(s, F_GETFL) | O_NONBLOCK);
 	if (connect(s, (struct sockaddr *)&addr, addrlen)) {
 		rc = sseg_err(-errno, "cannot connect to @%s: %s", name, strerror(errno));
 		goto close_socket;
 	}
+	fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK);
 	*fd = s;
 	return 0;
 close_socket:
@@ -290,14 +294,32 @@ close_fd:
 	return rc;
 }
 
+static int peer_cred(int sock, struct ucred *cred)
+{
+	socklen_t len = sizeof(*cred);
+
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, cred, &len))
+		return sseg_err(-errno, "cannot read the peer's credentials (SO_PEERCRED): %s",
+				strerror(errno));
+	return 0;
+}
+
 int os_peer_uid(int sock, uid_t *uid)
 {
 	struct ucred cred;
-	socklen_t len = sizeof(cred);
+	int rc = peer_cred(sock, &cred);
 
-	if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len))
-		return sseg_err(-errno, "cannot read the peer's credentials (SO_PEERCRED): %s",
-				strerror(errno));
-	*uid = cred.uid;
-	return 0;
+	if (!rc)
+		*uid = cred.uid;
+	return rc;
+}
+
+int os_peer_pid(int sock, pid_t *pid)
+{
+	struct ucred cred;
+	int rc = peer_cred(sock, &cred);
+
+	if (!rc)
+		*pid = cred.pid;
+	return rc;
 }

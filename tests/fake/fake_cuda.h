@@ -27,6 +27,7 @@ enum { FAKE_ERROR_INVALID_CONTEXT = 201 };
 	X(cuDevicePrimaryCtxRetain, 7000, 1)        \
 	X(cuDevicePrimaryCtxRelease, 7000, 1)       \
 	X(cuCtxSetCurrent, 4000, 1)                 \
+	X(cuCtxGetCurrent, 4000, 1)                 \
 	X(cuMemGetAllocationGranularity, 10020, 1)  \
 	X(cuMemCreate, 10020, 1)                    \
 	X(cuMemRelease, 10020, 1)                   \

@@ -231,6 +231,17 @@ CUresult fake_cuCtxSetCurrent(CUcontext ctx)
 	return fake_leave(rc);
 }
 
+CUresult fake_cuCtxGetCurrent(CUcontext *ctx)
+{
+	CUresult rc = fake_enter(FE_cuCtxGetCurrent);
+
+	if (rc == CUDA_SUCCESS && !ctx)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (rc == CUDA_SUCCESS)
+		*ctx = current_context;
+	return fake_leave(rc);
+}
+
 /* Callers hold the lock. A released primary context is no longer current. */
 int fake_context_current(void)
 {
