@@ -42,9 +42,12 @@ struct rank_report {
 	uint64_t pss;         /* HugeTLB: rss / ranks */
 	bool has_host_use;    /* rank 0 measured the host-wide delta */
 	int64_t host_bytes_used;
-	char pages_reason[160];
+	char pages_reason[320];
 	char error[512];
 };
+
+/* One write() of a report must stay atomic on the shared pipe. */
+_Static_assert(sizeof(struct rank_report) <= 4096, "a rank's report fits PIPE_BUF");
 
 /* How long the parent waits for the ranks before killing them. */
 double demo_run_bound_s(const struct demo_config *c);
