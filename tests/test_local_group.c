@@ -1,7 +1,9 @@
 /* Four processes share one segment through the built-in local exchange:
  * the owner writes, every peer reads it and writes its mark, the owner reads
  * the marks. Also with spread population and with read-only peers. */
+#include <errno.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -66,8 +68,11 @@ static int rank_main(void *arg)
 		}
 	CHECK_RC(barrier(g), 0);
 	if (j->flags & SSEG_F_READONLY_PEERS) {
-		if (j->rank != 0)
+		if (j->rank != 0) {
 			CHECK(write_faults(p));
+			/* F_SEAL_FUTURE_WRITE: no way back to a writable mapping. */
+			CHECK(mprotect(p, 4096, PROT_READ | PROT_WRITE) == -1 && errno == EACCES);
+		}
 		else
 			for (int r = 1; r < RANKS; r++)
 				p[r * slice] = (unsigned char)(0xa0 + r);

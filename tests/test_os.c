@@ -26,6 +26,7 @@ static uint8_t *map_new(uint64_t size, uint64_t hugetlb, int *fd_out)
 	CHECK_RC(os_memfd_create("test", size, hugetlb, &fd), 0);
 	CHECK_RC(os_window_reserve(size, SSEG_2M, &base), 0);
 	CHECK_RC(os_window_map(base, size, fd, false), 0);
+	CHECK_RC(os_memfd_seal(fd, false), 0);
 	if (fd_out)
 		*fd_out = fd;
 	else
@@ -40,6 +41,9 @@ static void test_memfd(void)
 	char path[] = "/tmp/sseg-test-XXXXXX";
 
 	CHECK_RC(os_memfd_create("test", 8 * MiB, 0, &fd), 0);
+	/* Not yet sealed for good: a peer would refuse it. */
+	CHECK_RC(os_memfd_check(fd, 8 * MiB, &page), -EPERM);
+	CHECK_RC(os_memfd_seal(fd, false), 0);
 	CHECK_RC(os_memfd_check(fd, 8 * MiB, &page), 0);
 	CHECK(page == os_base_page_size());
 	CHECK(ftruncate(fd, 4 * MiB) < 0 && errno == EPERM); /* sealed */

@@ -70,6 +70,8 @@ static int memfd_create_owner(struct sseg *seg)
 	seg->window_size = seg->mapped_size;
 	seg->held |= SSEG_HELD_WINDOW;
 	rc = os_window_map(seg->window, seg->mapped_size, seg->memfd, false);
+	if (!rc)
+		rc = os_memfd_seal(seg->memfd, seg->opts.flags & SSEG_F_READONLY_PEERS);
 	if (rc)
 		return rc;
 	rc = advise_pages(seg);

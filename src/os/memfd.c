@@ -18,6 +18,13 @@
 #define MFD_HUGE_SHIFT 26
 #endif
 
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010
+#endif
+
+/* At creation: the size is fixed. os_memfd_seal adds the last seals once
+ * the owner's own writable mapping exists. */
+#define SSEG_SIZE_SEALS (F_SEAL_SHRINK | F_SEAL_GROW)
 #define SSEG_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 
 static int hugetlb_flags(uint64_t page_size, unsigned int *flags)
@@ -44,9 +51,19 @@ static int size_and_seal(int fd, uint64_t size, uint64_t hugetlb_page_size)
 		return sseg_err(-errno, "cannot size the memfd to %" PRIu64 " bytes: %s", size,
 				strerror(errno));
 	}
-	if (fcntl(fd, F_ADD_SEALS, SSEG_SEALS))
+	if (fcntl(fd, F_ADD_SEALS, SSEG_SIZE_SEALS))
 		return sseg_err(-errno, "cannot seal the memfd (F_ADD_SEALS): %s",
 				strerror(errno));
+	return 0;
+}
+
+int os_memfd_seal(int fd, bool future_write)
+{
+	int seals = F_SEAL_SEAL | (future_write ? F_SEAL_FUTURE_WRITE : 0);
+
+	if (fcntl(fd, F_ADD_SEALS, seals))
+		return sseg_err(-errno, "cannot seal the memfd (F_ADD_SEALS%s): %s",
+				future_write ? " with F_SEAL_FUTURE_WRITE" : "", strerror(errno));
 	return 0;
 }
 
