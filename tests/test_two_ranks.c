@@ -81,9 +81,32 @@ static void single_rank(void)
 	CHECK_RC(sseg_destroy(seg), 0);
 }
 
+/* Placement: bound to node 0, or interleaved over the nodes with memory;
+ * each rank's pages (spread: faulted by both) land where asked. */
+static void placement(enum sseg_numa numa)
+{
+	struct sseg_info info = { .sz = sizeof(info) };
+	struct tu_rank r[2];
+
+	memset(r, 0, sizeof(r));
+	for (int i = 0; i < 2; i++)
+		r[i].opts = (struct sseg_opts){ .sz = sizeof(struct sseg_opts), .name = "numa",
+						.size = SZ, .world_size = 2, .rank = i,
+						.pages = SSEG_PAGES_BASE, .numa = numa, .numa_node = 0,
+						.populate = SSEG_POPULATE_SPREAD };
+	CHECK(tu_run_inproc(r, 2) == 0);
+	for (int i = 0; i < 2; i++) {
+		CHECK_RC(sseg_info(r[i].seg, &info), 0);
+		CHECK(info.numa == numa && (info.numa_nodes & 1));
+	}
+	tu_destroy_all(r, 2);
+}
+
 int main(void)
 {
 	share();
+	placement(SSEG_NUMA_NODE);
+	placement(SSEG_NUMA_INTERLEAVE);
 	single_rank();
 	printf("two_ranks: ok\n");
 	return 0;

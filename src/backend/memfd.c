@@ -153,7 +153,10 @@ static int map_received(struct sseg *seg, const struct sseg_blob_handle *h, int 
 	seg->mapped_size = h->mapped_size;
 	seg->page_size = h->page_size;
 	seg->pages = (enum sseg_pages)h->pages;
-	return advise_pages(seg);
+	rc = advise_pages(seg);
+	/* shmem keeps the owner's policy for every mapping; hugetlbfs has none
+	 * of its own, so pages a peer faults (spread, lazy) follow the peer's. */
+	return rc ? rc : sseg_place(seg);
 }
 
 static int memfd_import(struct sseg *seg, const struct sseg_blob *blobs)
