@@ -4,6 +4,8 @@
 #ifndef SSEG_BLOB_H
 #define SSEG_BLOB_H
 
+#include <string.h>
+
 #include "internal.h"
 #include "os/os.h"
 
@@ -55,6 +57,14 @@ struct sseg_blob {
 	/* a failure blob's message (status != 0) */
 	char error[SSEG_BLOB_ERROR_MAX];
 };
+
+/* Two ranks can share an fd (and reach each other's abstract sockets): the
+ * same boot of one host, the same network namespace. */
+static inline bool sseg_blob_same_host(const struct sseg_blob *a, const struct sseg_blob *b)
+{
+	return !memcmp(a->host.boot_id, b->host.boot_id, sizeof(a->host.boot_id)) &&
+	       a->host.netns == b->host.netns;
+}
 
 /* Fingerprint over the declaration fields; rank and owner do not enter it. */
 SSEG_HIDDEN uint64_t sseg_blob_fingerprint(const struct sseg_blob *b);

@@ -44,6 +44,14 @@ int sseg_channel_listen(struct sseg *seg)
 	return 0;
 }
 
+/* The ranks that collect from this owner over its channel: its own, on its
+ * host (fabric peers elsewhere import straight from the blob). */
+static bool local_peer(const struct sseg *seg, const struct sseg_blob *blobs, int r)
+{
+	return r != seg->opts.rank && blobs[r].owner_rank == (uint32_t)seg->opts.rank &&
+	       sseg_blob_same_host(&blobs[r], &blobs[seg->opts.rank]);
+}
+
 static bool token_equal(const uint8_t *a, const uint8_t *b)
 {
 	uint8_t diff = 0;
@@ -77,8 +85,8 @@ static int read_hello(struct sseg *seg, const struct sseg_blob *blobs, int conn,
 			 seg->name);
 		return -1;
 	}
-	if (rank >= (uint32_t)seg->opts.world_size || (int)rank == seg->opts.rank ||
-	    blobs[rank].owner_rank != (uint32_t)seg->opts.rank || seg->peer_fds[rank] >= 0) {
+	if (rank >= (uint32_t)seg->opts.world_size || !local_peer(seg, blobs, (int)rank) ||
+	    seg->peer_fds[rank] >= 0) {
 		sseg_log(SSEG_LOG_WARN, "segment '%s': refused a connection claiming rank %u",
 			 seg->name, rank);
 		return -1;
@@ -94,8 +102,7 @@ static int missing_peers(const struct sseg *seg, const struct sseg_blob *blobs, 
 
 	buf[0] = '\0';
 	for (int r = 0; r < seg->opts.world_size; r++) {
-		if (r == seg->opts.rank || blobs[r].owner_rank != (uint32_t)seg->opts.rank ||
-		    seg->peer_fds[r] >= 0)
+		if (!local_peer(seg, blobs, r) || seg->peer_fds[r] >= 0)
 			continue;
 		if (used < len)
 			used += (size_t)snprintf(buf + used, len - used, "%s%d", n ? ", " : "", r);
@@ -117,7 +124,7 @@ static int serve_peers(struct sseg *seg, const struct sseg_blob *blobs, int fd,
 		return sseg_err(-ENOMEM, "out of memory");
 	for (int r = 0; r < world; r++) {
 		seg->peer_fds[r] = -1;
-		expected += r != seg->opts.rank && blobs[r].owner_rank == (uint32_t)seg->opts.rank;
+		expected += local_peer(seg, blobs, r);
 	}
 	seg->held |= SSEG_HELD_PEERS;
 	sseg_put32(reply, REPLY_MAGIC);

@@ -58,10 +58,6 @@ static int check_declaration(const struct sseg_blob *b, const struct sseg_blob *
 	return 0;
 }
 
-static bool same_host(const struct os_host_id *a, const struct os_host_id *b)
-{
-	return !memcmp(a->boot_id, b->boot_id, sizeof(a->boot_id)) && a->netns == b->netns;
-}
 
 static void host_text(const struct os_host_id *h, char *buf, size_t len)
 {
@@ -96,6 +92,7 @@ static int check_handle(const struct sseg_blob *b)
 static int check_owners(const struct sseg_blob *blobs, int world)
 {
 	char a[64], c[64];
+	bool local;
 
 	for (int r = 0; r < world; r++) {
 		uint32_t o = blobs[r].owner_rank;
@@ -107,12 +104,16 @@ static int check_owners(const struct sseg_blob *blobs, int world)
 			return sseg_err(-EINVAL,
 					"rank %d names rank %u as its owner, but rank %u names rank %u",
 					r, o, o, blobs[o].owner_rank);
-		if (!same_host(&blobs[r].host, &blobs[o].host)) {
+		/* Only a CUDA fabric handle reaches a rank on another host (one
+		 * NVLink domain); an fd never leaves its host. */
+		local = sseg_blob_same_host(&blobs[r], &blobs[o]);
+		if (!local && blobs[o].handle.kind != SSEG_HANDLE_CUDA_FABRIC) {
 			host_text(&blobs[r].host, a, sizeof(a));
 			host_text(&blobs[o].host, c, sizeof(c));
 			return sseg_err(-EINVAL,
 					"rank %d names rank %u as its owner, but they run on different "
-					"hosts (%s against %s): each host needs its own owner",
+					"hosts (%s against %s) and only a CUDA fabric handle crosses "
+					"hosts: each host needs its own owner",
 					r, o, a, c);
 		}
 		if (r == (int)o) {
@@ -121,13 +122,13 @@ static int check_owners(const struct sseg_blob *blobs, int world)
 			if (rc)
 				return rc;
 		}
-		if (blobs[r].host.uid != blobs[o].host.uid)
+		if (local && blobs[r].host.uid != blobs[o].host.uid)
 			return sseg_err(-EPERM,
 					"rank %d runs as uid %u but its owner rank %u runs as uid %u: "
 					"the owner hands its pages only to its own user",
 					r, blobs[r].host.uid, o, blobs[o].host.uid);
 		for (int s = 0; s < r; s++)
-			if (same_host(&blobs[r].host, &blobs[s].host) &&
+			if (sseg_blob_same_host(&blobs[r], &blobs[s]) &&
 			    blobs[s].owner_rank != o)
 				return sseg_err(-EINVAL,
 						"ranks %d and %d run on one host but name different owners "

@@ -262,6 +262,16 @@ static int cuda_import(struct sseg *seg, const struct sseg_blob *blobs)
 	int fd = -1, sock, rc;
 	CUcontext saved;
 
+	/* Another host's owner (one NVLink domain): the fabric handle is all
+	 * there is; the caller's own barrier keeps the owner alive meanwhile. */
+	if (!sseg_blob_same_host(owner, &blobs[seg->opts.rank])) {
+		rc = sseg_cuda_enter(state(seg)->cu, state(seg)->ctx, &saved);
+		if (rc)
+			return rc;
+		rc = import_handle(seg, owner, -1);
+		sseg_cuda_leave(state(seg)->cu, saved);
+		return rc;
+	}
 	/* Reach the owner first, so that any failure below reaches it as an
 	 * ack instead of a silent wait for its timeout. */
 	rc = sseg_channel_fetch(seg, owner, fabric ? NULL : &fd, &sock);
