@@ -131,9 +131,12 @@ def _policy(mmap, hugetlb, pages, backend):
     return pages, backend
 
 
-def _owner(owner_rank, ids, world_size, rank):
-    """Each host's lowest rank, unless owner_rank is on this rank's host."""
-    if owner_rank is not None and ids[owner_rank] == ids[rank]:
+def _owner(owner_rank, ids, world_size, rank, backend):
+    """Each host's lowest rank, unless owner_rank is on this rank's host.
+    With the CUDA backend owner_rank serves every rank: a fabric handle
+    crosses hosts of one NVLink domain (the C library refuses the group,
+    naming the hosts, when only fd handles could be made)."""
+    if owner_rank is not None and (ids[owner_rank] == ids[rank] or str(backend).lower() == "cuda"):
         return owner_rank
     return _native.host_owner(b"".join(ids), world_size, rank)
 
@@ -182,7 +185,7 @@ def create_shared_segment(name, blocks=None, *, world_size=1, rank_id=0, tp_grou
     else:
         statuses = _group.agree(gather, world_size, "setup status", status)
         _raise_if_failed(seg_name, statuses)
-        owner = _owner(owner_rank, [s.host_id for s in statuses], world_size, rank)
+        owner = _owner(owner_rank, [s.host_id for s in statuses], world_size, rank, backend)
     native = _establish(plan, gather, world_size, rank, owner)
     return SharedSegment(native, plan, world_size, rank, device_id)
 
