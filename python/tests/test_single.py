@@ -276,10 +276,13 @@ def test_owner_per_host_from_gathered_identities():
     from sharedseg.segment import _owner
     a, b = b"A" * sharedseg.HOST_ID_SIZE, b"B" * sharedseg.HOST_ID_SIZE
     ids = [a, a, b, b]
-    assert [_owner(None, ids, 4, r) for r in range(4)] == [0, 0, 2, 2]
+    assert [_owner(None, ids, 4, r, "auto") for r in range(4)] == [0, 0, 2, 2]
     # owner_rank picks the owner on its own host; the other host keeps its lowest rank.
-    assert [_owner(1, ids, 4, r) for r in range(4)] == [1, 1, 2, 2]
-    assert [_owner(3, ids, 4, r) for r in range(4)] == [0, 0, 3, 3]
+    assert [_owner(1, ids, 4, r, "memfd") for r in range(4)] == [1, 1, 2, 2]
+    assert [_owner(3, ids, 4, r, "auto") for r in range(4)] == [0, 0, 3, 3]
+    # With the CUDA backend a fabric handle crosses hosts: owner_rank serves all.
+    assert [_owner(1, ids, 4, r, "cuda") for r in range(4)] == [1, 1, 1, 1]
+    assert [_owner(None, ids, 4, r, "cuda") for r in range(4)] == [0, 0, 2, 2]
 
 
 def test_owner_rank_chooses_the_owner():
