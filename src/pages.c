@@ -21,6 +21,16 @@ static int hugetlb_fits(uint64_t page_size, uint64_t size, uint64_t *avail, uint
 	return *avail >= *needed ? 0 : -ENOMEM;
 }
 
+static void take_hugetlb(enum sseg_pages pages, uint64_t avail, uint64_t needed,
+			 struct sseg_page_choice *c)
+{
+	c->pages = pages;
+	c->page_size = pages == SSEG_PAGES_HUGETLB_1G ? SSEG_1G : SSEG_2M;
+	snprintf(c->reason, sizeof(c->reason), "HugeTLB %s pool: %llu free pages, %llu needed",
+		 pages == SSEG_PAGES_HUGETLB_1G ? "1 GiB" : "2 MiB", (unsigned long long)avail,
+		 (unsigned long long)needed);
+}
+
 static int choose_hugetlb(enum sseg_pages pages, uint64_t size, struct sseg_page_choice *c)
 {
 	uint64_t page_size = pages == SSEG_PAGES_HUGETLB_1G ? SSEG_1G : SSEG_2M;
@@ -39,10 +49,7 @@ static int choose_hugetlb(enum sseg_pages pages, uint64_t size, struct sseg_page
 				(unsigned long long)needed, (unsigned long long)(page_size >> 10));
 	if (rc)
 		return sseg_err(rc, "pages=%s: size overflows", sseg_pages_name(pages));
-	c->pages = pages;
-	c->page_size = page_size;
-	snprintf(c->reason, sizeof(c->reason), "HugeTLB %s pool: %llu free pages, %llu needed",
-		 label, (unsigned long long)avail, (unsigned long long)needed);
+	take_hugetlb(pages, avail, needed, c);
 	return 0;
 }
 
@@ -51,12 +58,14 @@ static void choose_auto(uint64_t size, struct sseg_page_choice *c)
 	uint64_t avail2 = 0, avail1 = 0, needed = 0;
 	char thp_reason[256];
 
-	if (size >= SSEG_1G && !hugetlb_fits(SSEG_1G, size, &avail1, &needed) &&
-	    !choose_hugetlb(SSEG_PAGES_HUGETLB_1G, size, c))
+	if (size >= SSEG_1G && !hugetlb_fits(SSEG_1G, size, &avail1, &needed)) {
+		take_hugetlb(SSEG_PAGES_HUGETLB_1G, avail1, needed, c);
 		return;
-	if (!hugetlb_fits(SSEG_2M, size, &avail2, &needed) &&
-	    !choose_hugetlb(SSEG_PAGES_HUGETLB_2M, size, c))
+	}
+	if (!hugetlb_fits(SSEG_2M, size, &avail2, &needed)) {
+		take_hugetlb(SSEG_PAGES_HUGETLB_2M, avail2, needed, c);
 		return;
+	}
 	if (os_thp_shmem_usable(thp_reason, sizeof(thp_reason))) {
 		c->pages = SSEG_PAGES_THP;
 		c->page_size = SSEG_2M;

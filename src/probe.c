@@ -17,14 +17,14 @@ static void append(char *buf, size_t len, const char *line)
 		snprintf(buf + used, len - used, "%s%s", used ? "\n" : "", line);
 }
 
+/* memfd itself is the memfd backend's own probe; HugeTLB memfds are
+ * tried only where a free 2 MiB page exists to try them on. */
 static void probe_memfd(struct sseg_probe *p)
 {
 	int fd;
 
-	p->memfd_ok = p->sealing_ok = !os_memfd_create("sharedseg-probe", 4096, 0, &fd);
-	if (p->memfd_ok)
-		close(fd);
-	else
+	p->memfd_ok = p->sealing_ok = p->backend_ok[SSEG_BACKEND_MEMFD];
+	if (!p->memfd_ok)
 		append(p->advice, sizeof(p->advice),
 		       "memfd_create with sealing failed: a kernel >= 3.17 is needed");
 	for (int i = 0; i < p->npools; i++) {
@@ -93,7 +93,6 @@ int sseg_probe(uint64_t size, struct sseg_probe *probe)
 	if (!uname(&u))
 		snprintf(p.kernel, sizeof(p.kernel), "%s", u.release);
 	probe_pages(&p, size ? size : SSEG_1G);
-	probe_memfd(&p);
 	os_numa_nodes(&p.node_mask);
 	p.nnodes = __builtin_popcountll(p.node_mask);
 	for (int b = SSEG_BACKEND_MEMFD; b < SSEG_PROBE_BACKENDS; b++) {
@@ -102,6 +101,7 @@ int sseg_probe(uint64_t size, struct sseg_probe *probe)
 		p.backend_ok[b] = !sseg_backend_probe(ops, p.backend_reason[b],
 						       sizeof(p.backend_reason[b]));
 	}
+	probe_memfd(&p);
 	p.backend_ok[SSEG_BACKEND_AUTO] = p.backend_ok[SSEG_BACKEND_MEMFD];
 	sseg_cuda_probe_devices(&p);
 	snprintf(p.backend_reason[SSEG_BACKEND_AUTO], sizeof(p.backend_reason[0]),
