@@ -26,12 +26,12 @@ extern "C" {
 #endif
 
 #define SSEG_VERSION_MAJOR 0
-#define SSEG_VERSION_MINOR 1
+#define SSEG_VERSION_MINOR 2
 #define SSEG_VERSION_PATCH 0
 
 /* The blob every rank contributes to the exchange: the same size for owner
  * and peers, so a plain fixed-size all-gather carries it. */
-#define SSEG_BLOB_SIZE 512u
+#define SSEG_BLOB_SIZE 4096u
 
 /* Longest group name, without the terminating NUL. */
 #define SSEG_NAME_MAX 63u
@@ -42,8 +42,8 @@ struct sseg_layout;
 enum sseg_backend {
 	SSEG_BACKEND_AUTO = 0,   /* memfd until a GPU backend is asked for */
 	SSEG_BACKEND_MEMFD = 1,  /* any Linux host; shares within one host */
-	SSEG_BACKEND_CUDA = 2,   /* reserved: CUDA VMM host memory */
-	SSEG_BACKEND_ASCEND = 3, /* reserved: ACL VMM */
+	SSEG_BACKEND_CUDA = 2,   /* CUDA VMM pinned host memory (driver API, dlopen'ed) */
+	SSEG_BACKEND_ASCEND = 3, /* Ascend ACL VMM host memory */
 };
 
 enum sseg_pages {
@@ -69,10 +69,16 @@ enum sseg_populate {
 
 /* Peers map the segment read-only; only the owner writes. */
 #define SSEG_F_READONLY_PEERS (1u << 0)
-/* Pin each rank's mapping for GPU DMA: cuMemHostRegister (portable,
- * device-mapped) in chunks of at most register_chunk bytes, cut between
- * layout entries, on opts.device's primary context. Needs the CUDA driver. */
+/* Pin each rank's mapping of a memfd segment for device DMA with the
+ * driver of opts.device_backend (cuMemHostRegister portable + device-mapped,
+ * or aclrtHostRegister), in chunks of at most register_chunk bytes cut
+ * between layout entries, on opts.device. */
 #define SSEG_F_HOST_REGISTER (1u << 1)
+
+/* Polled while sseg_complete waits (about every 50 ms, and when a signal
+ * interrupts the wait): non-zero makes complete return -EINTR, leaving the
+ * segment for sseg_destroy. How a Python binding lets Ctrl-C through. */
+typedef int (*sseg_interrupt_fn)(void *ctx);
 
 struct sseg_opts {
 	size_t sz;                    /* sizeof(struct sseg_opts); SSEG_OPTS sets it */
@@ -92,6 +98,12 @@ struct sseg_opts {
 	const struct sseg_layout *layout; /* optional; hashed into the fingerprint */
 	int device;                   /* this rank's GPU ordinal (GPU backends, host registration) */
 	uint64_t register_chunk;      /* SSEG_F_HOST_REGISTER chunk bound; 0: 64 GiB */
+	/* added in 0.2 */
+	enum sseg_backend device_backend; /* whose driver serves SSEG_F_HOST_REGISTER:
+					   * AUTO: the first of cuda, ascend whose
+					   * driver is present */
+	sseg_interrupt_fn interrupt;  /* optional: see sseg_interrupt_fn */
+	void *interrupt_ctx;
 };
 
 /* Declares and zero-fills options: SSEG_OPTS(o, .name = "kv", .size = n); */
@@ -123,7 +135,10 @@ SSEG_API int sseg_open(const struct sseg_opts *opts, sseg_allgather_fn allgather
 /* Releases what the segment holds, stage by stage in reverse order. A stage
  * is marked done only after it succeeded: on failure the error is returned
  * and the segment stays valid, so destroy can be called again and never
- * repeats a completed stage. After the third consecutive failure the library
+ * repeats a completed stage. A driver handle whose release call failed is
+ * not released again (its state is unknown): that destroy returns the
+ * error, sseg_abandoned_handles() counts it, and the next destroy goes on
+ * with the stages after it. After the third consecutive failure the library
  * takes the segment over (see sseg_cleanup_pending), the handle is gone and
  * -EINPROGRESS is returned. -EBUSY while pinned. NULL is a no-op. */
 SSEG_API int sseg_destroy(sseg_t *seg);
@@ -156,7 +171,10 @@ struct sseg_info {
 	uint64_t device_addr;      /* base's device address (registration, CUDA VMM); 0: none */
 	int registered_chunks;     /* host registration chunks held */
 	char handle_type[16];      /* how peers got the pages: "fd", "cuda-fabric", "cuda-fd", "" */
-	int device;                /* GPU ordinal used (GPU backends, registration); -1: none */
+	int device;                /* device ordinal used (GPU backends, registration); -1: none */
+	/* added in 0.2 */
+	int pinned;                /* pinned for device DMA (VMM backends, host registration) */
+	char memfd_name[80];       /* what /proc/PID/maps shows ("/memfd:sseg:NAME"); "" for none */
 };
 
 SSEG_API int sseg_info(const sseg_t *seg, struct sseg_info *info);
@@ -190,8 +208,10 @@ struct sseg_hugetlb_pool {
 };
 
 #define SSEG_PROBE_MAX_POOLS 4
-#define SSEG_PROBE_BACKENDS 4 /* indexed by enum sseg_backend */
 
+/* What the host offers any backend. Backends and their devices are
+ * described one by one (sseg_probe_backend, sseg_probe_device), so that a
+ * new backend or a ninth device is not an ABI change. */
 struct sseg_probe {
 	size_t sz;                 /* set by the caller: sizeof(struct sseg_probe) */
 	char kernel[64];
@@ -208,24 +228,62 @@ struct sseg_probe {
 	uint64_t auto_size;            /* the size auto_pages was decided for */
 	enum sseg_pages auto_pages;
 	char auto_reason[320];
-	int backend_ok[SSEG_PROBE_BACKENDS];
-	char backend_reason[SSEG_PROBE_BACKENDS][160];
 	char advice[512];              /* knobs to change, one per line; "" when none */
-	int cuda_driver_version;       /* 0: no driver */
-	int cuda_ndevices;             /* devices described below (at most SSEG_PROBE_MAX_GPUS) */
-	struct sseg_probe_gpu {
-		int vmm;               /* CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED */
-		int host_numa_vmm;     /* ..._HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED */
-		int fabric_attr;       /* what the fabric attribute claims */
-		int fabric_works;      /* a real create-and-export of a fabric handle passed */
-		int posix_fd;          /* POSIX fd handles supported */
-		int host_numa_id;      /* the nearest host node; -1 without NUMA */
-	} cuda[8];
+	uint64_t mem_available;        /* MemAvailable of /proc/meminfo */
+	uint64_t cgroup_limit;         /* this process's memory cgroup limit; 0: none */
+	uint64_t cgroup_usage;         /* what that cgroup uses now */
 };
-#define SSEG_PROBE_MAX_GPUS 8
 
 /* size: the segment size pages=auto should be decided for (0: 1 GiB). */
 SSEG_API int sseg_probe(uint64_t size, struct sseg_probe *probe);
+
+/* One backend. Ints that a driver may not answer are 1 yes, 0 no, -1 unknown. */
+struct sseg_probe_backend {
+	size_t sz;                 /* set by the caller */
+	enum sseg_backend backend;
+	char name[16];
+	int available;             /* a segment can be created with it here */
+	char reason[192];          /* why (not) */
+	char driver[160];          /* the driver library loaded; "" for none */
+	int driver_version;        /* the driver's own number; 0: none */
+	int ndevices;              /* devices the driver sees: sseg_probe_device 0..n-1 */
+	int pinned;                /* its memory is pinned for device DMA */
+	int crosses_hosts;         /* one owner can serve ranks on other hosts here */
+	int host_register;         /* its driver can pin memfd segments (SSEG_F_HOST_REGISTER) */
+};
+
+/* 0 with facts filled (available or not); -ENOENT for a number that is no
+ * backend, so `for (b = SSEG_BACKEND_MEMFD; !sseg_probe_backend(b, &f); b++)`
+ * lists them all. */
+SSEG_API int sseg_probe_backend(enum sseg_backend backend, struct sseg_probe_backend *facts);
+
+/* One device of a backend's driver. */
+struct sseg_probe_device {
+	size_t sz;                 /* set by the caller */
+	int ordinal;
+	char uuid[48];             /* the driver's device UUID ("GPU-..."); "" unknown */
+	int vmm;                   /* virtual memory management */
+	int host_vmm;              /* VMM host memory (CUDA: HOST_NUMA locations), as claimed */
+	int host_vmm_works;        /* a real minimum-size create + release passed */
+	int ipc_fd;                /* shareable POSIX fd handles */
+	int fabric_claimed;        /* fabric (cross-host) handles, as claimed */
+	int fabric_works;          /* a real create, export and import of one passed */
+	int host_register;         /* host registration supported */
+	int host_register_readonly; /* read-only host registration supported */
+	int host_numa_id;          /* the nearest host NUMA node; -1: none or unknown */
+};
+
+/* 0 with facts filled; -ENOENT past the last device; -EOPNOTSUPP for a
+ * backend without devices. */
+SSEG_API int sseg_probe_device(enum sseg_backend backend, int index,
+			       struct sseg_probe_device *facts);
+
+/* Everything sseg_probe, sseg_probe_backend and sseg_probe_device say, as
+ * one JSON object (the schema of `sharedseg probe --json` and of Python's
+ * sharedseg.probe(); "schema" is its version). Writes at most len bytes
+ * (NUL included) and returns the length of the whole text, as snprintf
+ * does, or a negative errno. */
+SSEG_API int sseg_probe_json(uint64_t size, char *buf, size_t len);
 
 /* ---- layout: named blocks of fixed-size entries ---- */
 
@@ -274,6 +332,34 @@ SSEG_API int sseg_pin(sseg_t *seg);
 SSEG_API int sseg_unpin(sseg_t *seg);
 /* Segments whose teardown kept failing and that the library retries. */
 SSEG_API int sseg_cleanup_pending(void);
+/* Driver handles whose release call failed and that the library will not
+ * release again (their state is unknown), since the process started. */
+SSEG_API uint64_t sseg_abandoned_handles(void);
+
+/* ---- messages ---- */
+
+enum sseg_log_level {
+	SSEG_LOG_OFF = -1,
+	SSEG_LOG_ERROR = 0,
+	SSEG_LOG_WARN = 1,
+	SSEG_LOG_INFO = 2,
+	SSEG_LOG_DEBUG = 3,
+};
+
+/* Receives each message (one line, no newline) of level <= the current
+ * level. Called on whatever thread logs, possibly with a library lock
+ * held: it must not block and must not call into the library. */
+typedef void (*sseg_log_fn)(enum sseg_log_level level, const char *message, void *ctx);
+
+/* Routes the library's messages to fn (NULL: the default, which writes
+ * "sharedseg[PID]: LEVEL: message" to stderr and drops a line rather than
+ * block on a full pipe). Messages a stranger can cause (refused
+ * connections) are rate-limited whichever receives them. */
+SSEG_API void sseg_set_log(sseg_log_fn fn, void *ctx);
+/* The most verbose level delivered (SSEG_LOG_OFF: none). The default comes
+ * from the environment: SSEG_LOG=off|error|warn|info|debug, else warn. */
+SSEG_API void sseg_set_log_level(enum sseg_log_level level);
+SSEG_API enum sseg_log_level sseg_log_level(void);
 
 /* ---- the built-in single-host exchange ---- */
 

@@ -7,23 +7,28 @@
  * 108 pid u32      112 name[64]
  * 176 handle section (owner): kind u32, pages u32, page size u64,
  *     mapped size u64, socket name[48], token[16], backend data[128]
- *     -- or, in a failure blob, the error message (176..495)
- * 504 nonce u32 (random per create)
- * 508 checksum u32 (FNV-1a over bytes 0..507, folded to 32 bits) */
+ * 400 a failure blob's error message[320]
+ * 1024 layout description: length u16, text (at most 3060 bytes)
+ * 4088 nonce u32 (random per create)
+ * 4092 checksum u32 (FNV-1a over bytes 0..4091, folded to 32 bits) */
 #include <stdio.h>
 #include <string.h>
 
 #include "blob.h"
 
 #define OFF_HANDLE 176
-#define OFF_ERROR 176
-#define OFF_NONCE 504
-#define OFF_CHECKSUM 508
+#define OFF_ERROR 400
+#define OFF_LAYOUT 1024
+#define OFF_NONCE 4088
+#define OFF_CHECKSUM 4092
+
+_Static_assert(OFF_CHECKSUM + 4 == SSEG_BLOB_SIZE, "the blob ends with its checksum");
+_Static_assert(OFF_LAYOUT + 2 + SSEG_BLOB_LAYOUT_MAX <= OFF_NONCE, "layout overflows the blob");
 
 _Static_assert(OFF_HANDLE + 8 + 16 + SSEG_SOCK_NAME_MAX + 1 + SSEG_TOKEN_LEN +
-			       SSEG_HANDLE_DATA_LEN <= OFF_NONCE,
+			       SSEG_HANDLE_DATA_LEN <= OFF_ERROR,
 	       "handle section overflows the blob");
-_Static_assert(OFF_ERROR + SSEG_BLOB_ERROR_MAX <= OFF_NONCE, "error overflows the blob");
+_Static_assert(OFF_ERROR + SSEG_BLOB_ERROR_MAX <= OFF_LAYOUT, "error overflows the blob");
 
 static uint32_t checksum(const uint8_t *p)
 {
@@ -71,6 +76,18 @@ static void decode_handle(const uint8_t *p, struct sseg_blob_handle *h)
 	memcpy(h->data, p + 24 + sizeof(h->sock) + sizeof(h->token), sizeof(h->data));
 }
 
+static void encode_layout(const char *text, uint8_t *p)
+{
+	size_t n = text ? strlen(text) : 0;
+
+	if (n > SSEG_BLOB_LAYOUT_MAX)
+		n = SSEG_BLOB_LAYOUT_MAX;
+	p[0] = (uint8_t)n;
+	p[1] = (uint8_t)(n >> 8);
+	if (n)
+		memcpy(p + 2, text, n);
+}
+
 void sseg_blob_encode(const struct sseg_blob *b, void *out)
 {
 	uint8_t *p = out;
@@ -103,6 +120,7 @@ void sseg_blob_encode(const struct sseg_blob *b, void *out)
 		memcpy(p + OFF_ERROR, b->error, sizeof(b->error));
 	else
 		encode_handle(&b->handle, p + OFF_HANDLE);
+	encode_layout(b->layout, p + OFF_LAYOUT);
 	sseg_put32(p + OFF_NONCE, b->nonce);
 	sseg_put32(p + OFF_CHECKSUM, checksum(p));
 }
@@ -154,6 +172,11 @@ int sseg_blob_decode(const void *in, int index, struct sseg_blob *b)
 	b->nonce = sseg_get32(p + OFF_NONCE);
 	memcpy(b->name, p + 112, sizeof(b->name));
 	b->name[sizeof(b->name) - 1] = '\0';
+	b->layout_len = p[OFF_LAYOUT] | (unsigned)p[OFF_LAYOUT + 1] << 8;
+	if (b->layout_len > SSEG_BLOB_LAYOUT_MAX)
+		return sseg_err(-EBADMSG, "blob at index %d declares a layout description of %u "
+				"bytes, at most %u fit", index, b->layout_len, SSEG_BLOB_LAYOUT_MAX);
+	b->layout = (const char *)p + OFF_LAYOUT + 2;
 	if (b->status) {
 		memcpy(b->error, p + OFF_ERROR, sizeof(b->error));
 		b->error[sizeof(b->error) - 1] = '\0';

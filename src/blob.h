@@ -7,20 +7,23 @@
 #include <string.h>
 
 #include "internal.h"
-#include "os/os.h"
+#include "os/host.h"
 
 #define SSEG_BLOB_MAGIC 0x47455353u /* "SSEG" */
-#define SSEG_BLOB_VERSION 1u
+#define SSEG_BLOB_VERSION 2u
 #define SSEG_TOKEN_LEN 16
 #define SSEG_SOCK_NAME_MAX 47
 #define SSEG_HANDLE_DATA_LEN 128
 #define SSEG_BLOB_ERROR_MAX 320
+/* The layout description a blob carries (cut beyond this). */
+#define SSEG_BLOB_LAYOUT_MAX 3060
 
+/* How the owner's peers reach its pages. data is the backend's own. */
 enum sseg_handle_kind {
-	SSEG_HANDLE_NONE = 0,        /* a peer's blob */
-	SSEG_HANDLE_FD_CHANNEL = 1,  /* the owner's fd channel: socket name + token */
-	SSEG_HANDLE_CUDA_FABRIC = 2, /* 64-byte CUmemFabricHandle in data */
-	SSEG_HANDLE_ASCEND_FABRIC = 3,
+	SSEG_HANDLE_NONE = 0,       /* a peer's blob */
+	SSEG_HANDLE_FD_CHANNEL = 1, /* the owner's fd channel: socket name + token */
+	SSEG_HANDLE_FABRIC = 2,     /* a driver handle in data that ranks on other
+				     * hosts import; local peers still use the channel */
 };
 
 struct sseg_blob_handle {
@@ -49,13 +52,17 @@ struct sseg_blob {
 	uint64_t fingerprint;
 	char name[SSEG_NAME_MAX + 1];
 	/* where this rank runs */
-	struct os_host_id host;
+	struct sseg_os_host_id host;
 	uint32_t pid;
 	uint32_t nonce; /* random per create: tells this create's blob from an earlier one */
 	/* the owner's handle section (all zero in a peer's blob) */
 	struct sseg_blob_handle handle;
 	/* a failure blob's message (status != 0) */
 	char error[SSEG_BLOB_ERROR_MAX];
+	/* the layout's canonical description, maybe cut (decoded: points into
+	 * the raw blob, valid while it is) */
+	const char *layout;
+	uint32_t layout_len;
 };
 
 /* Two ranks can share an fd (and reach each other's abstract sockets): the
@@ -68,7 +75,8 @@ static inline bool sseg_blob_same_host(const struct sseg_blob *a, const struct s
 
 /* Fingerprint over the declaration fields; rank and owner do not enter it. */
 SSEG_HIDDEN uint64_t sseg_blob_fingerprint(const struct sseg_blob *b);
-/* Writes SSEG_BLOB_SIZE bytes, checksum included. */
+/* Writes SSEG_BLOB_SIZE bytes, checksum included; b->layout (NUL-ended or
+ * NULL) is cut to SSEG_BLOB_LAYOUT_MAX bytes. */
 SSEG_HIDDEN void sseg_blob_encode(const struct sseg_blob *b, void *out);
 /* Decodes and checks length, magic, version and checksum; the message names
  * the index the blob was found at. */

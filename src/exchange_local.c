@@ -3,23 +3,24 @@
  * bytes and sends the whole array back. Every wait is bounded, and a
  * failure the hub sees is sent to every rank, so all of them fail with the
  * same sentence instead of some of them waiting. */
-#define _GNU_SOURCE /* accept4 */
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "exchange_wire.h"
 #include "internal.h"
+#include "os/accept.h"
+#include "os/sock.h"
 
 #define CONNECT_RETRY_MS 10
 /* Non-hub ranks wait this much longer than the hub, so that they hear the
  * hub's verdict (which rank is missing) instead of timing out first. */
 #define PEER_GRACE_S 1.0
+/* A member says hello at once: a connection silent this long is dropped. */
+#define HELLO_S 1.0
 
 /* The hub's side of one rank's connection. */
 struct peer {
@@ -149,38 +150,33 @@ static int group_alloc(const char *name, int rank, int world_size, int timeout_m
 	return 0;
 }
 
-static socklen_t group_address(const struct sseg_local_group *g, struct sockaddr_un *addr)
+/* The rendezvous name; abstract, so it goes with the socket. */
+static void group_address(const struct sseg_local_group *g, char *name, size_t len)
 {
-	int n;
-
-	memset(addr, 0, sizeof(*addr));
-	addr->sun_family = AF_UNIX;
-	/* sun_path[0] stays NUL: the abstract namespace, gone with the socket */
-	n = snprintf(addr->sun_path + 1, sizeof(addr->sun_path) - 1, "sharedseg-group-%u-%s",
-		     (unsigned)getuid(), g->name);
-	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+	snprintf(name, len, "sharedseg-group-%u-%s", (unsigned)getuid(), g->name);
 }
 
 /* ---- joining: the hub's side ---- */
 
 static int hub_listen(const struct sseg_local_group *g, int *fd)
 {
-	struct sockaddr_un addr;
-	socklen_t alen = group_address(g, &addr);
-	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	char name[SSEG_NAME_MAX + 48];
+	int rc;
 
-	if (s < 0)
-		return sseg_err(-errno, "local group '%s': socket: %s", g->name, strerror(errno));
-	if (bind(s, (struct sockaddr *)&addr, alen) || listen(s, SOMAXCONN)) {
-		int err = errno;
+	group_address(g, name, sizeof(name));
+	rc = sseg_os_listen_abstract(name, SOMAXCONN, fd);
+	if (rc == -EADDRINUSE) {
+		pid_t pid = 0;
+		uid_t uid = 0;
 
-		close(s);
-		if (err == EADDRINUSE)
-			return sseg_err(-EADDRINUSE, "local group '%s' is already in use on this host",
-					g->name);
-		return sseg_err(-err, "local group '%s': bind: %s", g->name, strerror(err));
+		if (!sseg_os_abstract_holder(name, &pid, &uid))
+			return sseg_err(rc, "local group '%s' is already in use on this host: pid %d "
+					"(uid %u) holds its name @%s", g->name, (int)pid,
+					(unsigned)uid, name);
+		return sseg_err(rc, "local group '%s' is already in use on this host", g->name);
 	}
-	*fd = s;
+	if (rc)
+		return sseg_err_wrap(rc, "local group '%s'", g->name);
 	return 0;
 }
 
@@ -207,40 +203,22 @@ static int hub_admit(struct sseg_local_group *g, int fd, const struct sseg_wire_
 	return 0;
 }
 
-/* Accepts one connection and reads its hello. A connection that is not
- * speaking this protocol is dropped without failing the group. */
-static bool same_user(int fd)
-{
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
-
-	return !getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) && cred.uid == getuid();
-}
-
-static int hub_accept_one(struct sseg_local_group *g, int listen_fd, double deadline)
+/* The next member: every pending connection is served at once, so silent
+ * or foreign ones cost nothing (os/accept.c); one that is not speaking
+ * this protocol is dropped without failing the group. */
+static int hub_accept_one(struct sseg_local_group *g, struct sseg_os_acceptor *a,
+			  double deadline)
 {
 	uint8_t hdr[SSEG_WIRE_FRAME_SIZE];
 	struct sseg_wire_frame hello;
-	double hello_deadline;
 	int fd, rc;
 
-	rc = sseg_wire_wait(listen_fd, POLLIN, deadline);
+	rc = sseg_os_acceptor_next(a, deadline, &fd, hdr);
 	if (rc)
 		return rc;
-	fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd < 0)
-		return errno == EINTR || errno == ECONNABORTED ? 0 : -errno;
-	/* Another user's connection is dropped unread; a member says hello at
-	 * once, so a silent one costs at most a second. */
-	if (!same_user(fd)) {
+	if (!sseg_wire_decode(hdr, SSEG_WIRE_HELLO, &hello)) {
 		close(fd);
 		return 0;
-	}
-	hello_deadline = sseg_now() + 1.0 < deadline ? sseg_now() + 1.0 : deadline;
-	rc = sseg_wire_recv(fd, hdr, sizeof(hdr), hello_deadline);
-	if (rc || !sseg_wire_decode(hdr, SSEG_WIRE_HELLO, &hello)) {
-		close(fd);
-		return rc == -ETIMEDOUT && hello_deadline >= deadline ? rc : 0;
 	}
 	return hub_admit(g, fd, &hello) ? -EINVAL : 0;
 }
@@ -256,20 +234,31 @@ static int joined(const struct sseg_local_group *g)
 
 static int hub_join(struct sseg_local_group *g)
 {
-	double deadline = sseg_now() + g->timeout_ms / 1000.0;
-	char missing[256];
+	double deadline = sseg_os_deadline(g->timeout_ms);
+	struct sseg_os_acceptor *a;
+	char missing[256], dropped[128];
 	int listen_fd = -1, rc;
 
+	a = malloc(sizeof(*a));
+	if (!a)
+		return sseg_err(-ENOMEM, "no memory for local group '%s'", g->name);
 	rc = hub_listen(g, &listen_fd);
-	if (rc)
+	if (rc) {
+		free(a);
 		return rc;
+	}
+	sseg_os_acceptor_init(a, listen_fd, SSEG_WIRE_FRAME_SIZE, getuid(), HELLO_S);
 	while (!rc && joined(g) < g->world_size - 1)
-		rc = hub_accept_one(g, listen_fd, deadline);
+		rc = hub_accept_one(g, a, deadline);
+	sseg_os_acceptor_dropped(a, dropped, sizeof(dropped));
+	sseg_os_acceptor_fini(a);
+	free(a);
 	close(listen_fd);
 	if (rc == -ETIMEDOUT) {
 		list_missing(g, 0, missing, sizeof(missing));
-		sseg_err(rc, "local group '%s': %s of %d did not join within %d ms", g->name,
-			 missing, g->world_size, g->timeout_ms);
+		sseg_err(rc, "local group '%s': %s of %d did not join within %d ms%s%s%s", g->name,
+			 missing, g->world_size, g->timeout_ms, dropped[0] ? " (connections dropped: " : "",
+			 dropped, dropped[0] ? ")" : "");
 	} else if (rc && rc != -EINVAL) {
 		sseg_err(rc, "local group '%s': accept: %s", g->name, strerror(-rc));
 	}
@@ -281,32 +270,50 @@ static int hub_join(struct sseg_local_group *g)
 
 /* ---- joining: every other rank ---- */
 
+/* The name is predictable: the hub must be this user's before a frame is
+ * sent to it. */
+static int check_hub(struct sseg_local_group *g, int s, const char *name)
+{
+	pid_t pid = 0;
+	uid_t uid = 0;
+	int rc = sseg_os_peer_cred(s, &pid, &uid);
+
+	if (rc)
+		return rc;
+	if (uid != getuid())
+		return sseg_err(-EPERM,
+				"local group '%s': its rendezvous name @%s is held by uid %u (pid %d), "
+				"not this user: refusing to send it anything",
+				g->name, name, (unsigned)uid, (int)pid);
+	return 0;
+}
+
 static int peer_connect(struct sseg_local_group *g, double deadline)
 {
 	struct timespec nap = { 0, CONNECT_RETRY_MS * 1000000L };
-	struct sockaddr_un addr;
-	socklen_t alen = group_address(g, &addr);
+	char name[SSEG_NAME_MAX + 48];
+	int rc, s;
 
+	group_address(g, name, sizeof(name));
 	for (;;) {
-		int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-		if (s < 0)
-			return sseg_err(-errno, "local group '%s': socket: %s", g->name,
-					strerror(errno));
-		if (!connect(s, (struct sockaddr *)&addr, alen)) {
-			g->hub_fd = s;
-			return 0;
-		}
-		close(s);
-		if (errno != ECONNREFUSED && errno != ENOENT && errno != EINTR)
-			return sseg_err(-errno, "local group '%s': connect: %s", g->name,
-					strerror(errno));
+		rc = sseg_os_connect_abstract(name, &s);
+		if (!rc)
+			break;
+		if (rc != -ECONNREFUSED && rc != -ENOENT && rc != -EAGAIN)
+			return sseg_err_wrap(rc, "local group '%s'", g->name);
 		if (sseg_now() >= deadline)
 			return sseg_err(-ETIMEDOUT,
 					"local group '%s': rank 0 (hub) did not open it within %d ms",
 					g->name, g->timeout_ms);
 		nanosleep(&nap, NULL);
 	}
+	rc = check_hub(g, s, name);
+	if (rc) {
+		close(s);
+		return rc;
+	}
+	g->hub_fd = s;
+	return 0;
 }
 
 /* The failure the hub reported in f; its sentence becomes this rank's. */
@@ -315,7 +322,7 @@ static int hub_verdict(struct sseg_local_group *g, const struct sseg_wire_frame 
 	char why[SSEG_ERR_MAX];
 	size_t n = f->len < sizeof(why) - 1 ? (size_t)f->len : sizeof(why) - 1;
 
-	if (sseg_wire_recv(g->hub_fd, why, n, sseg_now() + SSEG_WIRE_ABORT_S))
+	if (sseg_os_recv_all(g->hub_fd, why, n, sseg_now() + SSEG_WIRE_ABORT_S))
 		n = 0;
 	why[n] = '\0';
 	if (f->arg >= 0 || f->arg < -4095)
@@ -330,7 +337,7 @@ static int peer_status(struct sseg_local_group *g, double deadline, const char *
 {
 	uint8_t hdr[SSEG_WIRE_FRAME_SIZE];
 	struct sseg_wire_frame f;
-	int rc = sseg_wire_recv(g->hub_fd, hdr, sizeof(hdr), deadline);
+	int rc = sseg_os_recv_all(g->hub_fd, hdr, sizeof(hdr), deadline);
 
 	if (rc)
 		return io_fail(g, rc, 0, doing);
@@ -350,7 +357,7 @@ static int peer_send_fail(struct sseg_local_group *g, int rc, const char *doing)
 	struct sseg_wire_frame f;
 
 	if ((rc == -ECONNRESET || rc == -EPIPE) &&
-	    !sseg_wire_recv(g->hub_fd, hdr, sizeof(hdr), sseg_now()) &&
+	    !sseg_os_recv_all(g->hub_fd, hdr, sizeof(hdr), sseg_now()) &&
 	    sseg_wire_decode(hdr, SSEG_WIRE_STATUS, &f) && f.arg)
 		return hub_verdict(g, &f);
 	return io_fail(g, rc, 0, doing);
@@ -358,7 +365,7 @@ static int peer_send_fail(struct sseg_local_group *g, int rc, const char *doing)
 
 static int peer_join(struct sseg_local_group *g)
 {
-	double deadline = sseg_now() + g->timeout_ms / 1000.0;
+	double deadline = sseg_os_deadline(g->timeout_ms);
 	struct sseg_wire_frame hello = { .kind = SSEG_WIRE_HELLO, .arg = g->rank, .world = (uint32_t)g->world_size };
 	uint8_t hdr[SSEG_WIRE_FRAME_SIZE];
 	uint64_t len = 0;
@@ -368,7 +375,7 @@ static int peer_join(struct sseg_local_group *g)
 	if (rc)
 		return rc;
 	sseg_wire_encode(hdr, &hello);
-	rc = sseg_wire_send(g->hub_fd, hdr, sizeof(hdr), deadline);
+	rc = sseg_os_send_all(g->hub_fd, hdr, sizeof(hdr), deadline);
 	if (rc)
 		return peer_send_fail(g, rc, "answer");
 	/* counted from now: the hub's own deadline ends before this one */
@@ -457,10 +464,10 @@ static int hub_gather(struct sseg_local_group *g, uint8_t *all, size_t len, doub
 		}
 		if (!n)
 			return 0;
-		ready = poll(g->pfds, n, sseg_wire_remaining_ms(deadline));
-		if (ready < 0 && errno != EINTR)
-			return sseg_err(-errno, "local group '%s': poll: %s", g->name, strerror(errno));
-		if (ready == 0) {
+		ready = sseg_os_poll(g->pfds, n, deadline);
+		if (ready < 0 && ready != -ETIMEDOUT)
+			return sseg_err(ready, "local group '%s': poll: %s", g->name, strerror(-ready));
+		if (ready == -ETIMEDOUT) {
 			list_missing(g, SSEG_WIRE_FRAME_SIZE + len, missing, sizeof(missing));
 			return sseg_err(-ETIMEDOUT, "local group '%s': %s of %d did not send within %d ms",
 					g->name, missing, g->world_size, g->timeout_ms);
@@ -476,7 +483,7 @@ static int hub_gather(struct sseg_local_group *g, uint8_t *all, size_t len, doub
 
 static int hub_round(struct sseg_local_group *g, const void *mine, uint8_t *all, size_t len)
 {
-	double deadline = sseg_now() + g->timeout_ms / 1000.0;
+	double deadline = sseg_os_deadline(g->timeout_ms);
 	size_t total = len * (size_t)g->world_size;
 	int rc;
 
@@ -486,7 +493,7 @@ static int hub_round(struct sseg_local_group *g, const void *mine, uint8_t *all,
 	for (int r = 1; !rc && r < g->world_size; r++) {
 		rc = sseg_wire_send_frame(g->peers[r].fd, SSEG_WIRE_STATUS, 0, total, deadline);
 		if (!rc)
-			rc = sseg_wire_send(g->peers[r].fd, all, total, deadline);
+			rc = sseg_os_send_all(g->peers[r].fd, all, total, deadline);
 		if (rc)
 			rc = io_fail(g, rc, r, "receive");
 	}
@@ -495,14 +502,14 @@ static int hub_round(struct sseg_local_group *g, const void *mine, uint8_t *all,
 
 static int peer_round(struct sseg_local_group *g, const void *mine, uint8_t *all, size_t len)
 {
-	double deadline = sseg_now() + g->timeout_ms / 1000.0;
+	double deadline = sseg_os_deadline(g->timeout_ms);
 	size_t total = len * (size_t)g->world_size;
 	uint64_t got = 0;
 	int rc;
 
 	rc = sseg_wire_send_frame(g->hub_fd, SSEG_WIRE_DATA, 0, len, deadline);
 	if (!rc)
-		rc = sseg_wire_send(g->hub_fd, mine, len, deadline);
+		rc = sseg_os_send_all(g->hub_fd, mine, len, deadline);
 	if (rc)
 		return peer_fail(g, peer_send_fail(g, rc, "receive"));
 	rc = peer_status(g, deadline + PEER_GRACE_S, "answer", &got);
@@ -510,7 +517,7 @@ static int peer_round(struct sseg_local_group *g, const void *mine, uint8_t *all
 		rc = sseg_err(-EPROTO, "local group '%s': rank 0 (hub) sent %llu bytes, expected %zu",
 			      g->name, (unsigned long long)got, total);
 	if (!rc) {
-		rc = sseg_wire_recv(g->hub_fd, all, total, deadline + PEER_GRACE_S);
+		rc = sseg_os_recv_all(g->hub_fd, all, total, deadline + PEER_GRACE_S);
 		if (rc)
 			rc = io_fail(g, rc, 0, "answer");
 	}

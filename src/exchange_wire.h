@@ -1,6 +1,5 @@
-/* Wire format and bounded socket I/O of the built-in local exchange
- * (exchange_local.c). Plain libc; every call is bounded by a deadline in
- * sseg_now() seconds and never raises SIGPIPE. */
+/* Frames of the built-in local exchange (exchange_wire.c), over the
+ * deadline-bounded sockets of os/sock.h. */
 #ifndef SSEG_EXCHANGE_WIRE_H
 #define SSEG_EXCHANGE_WIRE_H
 
@@ -28,13 +27,6 @@ struct sseg_wire_frame {
 SSEG_HIDDEN void sseg_wire_encode(uint8_t *p, const struct sseg_wire_frame *f);
 /* false when the bytes are not a frame of this protocol and kind. */
 SSEG_HIDDEN bool sseg_wire_decode(const uint8_t *p, uint32_t kind, struct sseg_wire_frame *f);
-
-/* These return 0 or a negative errno and set no message: the caller knows
- * which rank was on the other end. A closed connection is -ECONNRESET. */
-SSEG_HIDDEN int sseg_wire_remaining_ms(double deadline);
-SSEG_HIDDEN int sseg_wire_wait(int fd, short events, double deadline);
-SSEG_HIDDEN int sseg_wire_send(int fd, const void *buf, size_t len, double deadline);
-SSEG_HIDDEN int sseg_wire_recv(int fd, void *buf, size_t len, double deadline);
 SSEG_HIDDEN int sseg_wire_send_frame(int fd, uint32_t kind, int32_t arg, uint64_t len,
 				     double deadline);
 /* Tells one rank that the group failed, and why (best effort). */

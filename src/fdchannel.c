@@ -1,8 +1,7 @@
-/* The owner's fd channel: an abstract unix socket opened in create, named in
- * the owner's blob. Each local peer connects in complete, proves membership
- * with the owner's random token, receives the fd (SCM_RIGHTS), maps it and
- * acks; the owner's complete returns once every local peer has acked, which
- * is also the barrier that keeps the owner from tearing down too early. */
+/* The owner's fd channel. The owner serves every pending connection at once
+ * (os/accept.c), each with its own bound for the hello: a silent, slow or
+ * foreign connection costs nothing, the real peers are never blamed for it,
+ * and refusals are logged at most once per cause and interval. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,41 +10,59 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "segment.h"
+#include "fdchannel.h"
+#include "object.h"
+#include "os/accept.h"
+#include "os/sock.h"
 
 #define HELLO_MAGIC 0x4f4c4548u /* "HELO" */
 #define REPLY_MAGIC 0x44484546u /* "FEHD" */
 #define ACK_MAGIC 0x4b434153u   /* "SACK" */
 #define HELLO_LEN (8 + SSEG_TOKEN_LEN)
+#define REPLY_LEN 16
+/* A member says hello as soon as it connects. */
+#define HELLO_S 1.0
+#define REFUSAL_LOG_S 10.0
 
-static int remaining_ms(double deadline)
+static struct sseg_ratelimit refused_token, refused_rank;
+
+void sseg_channel_init(struct sseg_channel *ch)
 {
-	double left = deadline - sseg_now();
-
-	return left <= 0 ? 0 : (int)(left * 1000) + 1;
+	memset(ch, 0, sizeof(*ch));
+	ch->fd = -1;
 }
 
 int sseg_channel_listen(struct sseg *seg)
 {
+	struct sseg_channel *ch = &seg->channel;
 	uint64_t nonce;
 	int rc;
 
-	rc = os_random(seg->token, sizeof(seg->token));
+	rc = sseg_os_random(ch->token, sizeof(ch->token));
 	if (!rc)
-		rc = os_random(&nonce, sizeof(nonce));
+		rc = sseg_os_random(&nonce, sizeof(nonce));
 	if (rc)
 		return rc;
-	snprintf(seg->sock_name, sizeof(seg->sock_name), "sharedseg-fd-%d-%016" PRIx64,
+	snprintf(ch->sock_name, sizeof(ch->sock_name), "sharedseg-fd-%d-%016" PRIx64,
 		 (int)getpid(), nonce);
-	rc = os_listen_abstract(seg->sock_name, SOMAXCONN, &seg->channel_fd);
+	rc = sseg_os_listen_abstract(ch->sock_name, SOMAXCONN, &ch->fd);
 	if (rc)
 		return sseg_err_wrap(rc, "owner could not open its fd channel");
 	seg->held |= SSEG_HELD_CHANNEL;
 	return 0;
 }
 
+void sseg_channel_describe(const struct sseg *seg, struct sseg_blob_handle *h)
+{
+	h->pages = seg->pages;
+	h->page_size = seg->page_size;
+	h->mapped_size = seg->mapped_size;
+	snprintf(h->sock, sizeof(h->sock), "%s", seg->channel.sock_name);
+	memcpy(h->token, seg->channel.token, sizeof(h->token));
+}
+
 /* The ranks that collect from this owner over its channel: its own, on its
- * host (fabric peers elsewhere import straight from the blob). */
+ * host (ranks on other hosts import a fabric handle straight from the blob). */
 static bool local_peer(const struct sseg *seg, const struct sseg_blob *blobs, int r)
 {
 	return r != seg->opts.rank && blobs[r].owner_rank == (uint32_t)seg->opts.rank &&
@@ -61,133 +78,156 @@ static bool token_equal(const uint8_t *a, const uint8_t *b)
 	return diff == 0;
 }
 
-/* Reads one hello; returns the rank it claims, or -1 for a connection that
- * is not one of the owner's expected peers (refused without failing). */
-static int read_hello(struct sseg *seg, const struct sseg_blob *blobs, int conn, int timeout_ms)
+/* The rank a hello claims, or -1 for a connection that is not one of the
+ * owner's expected peers (refused without failing the group). */
+static int judge_hello(struct sseg *seg, const struct sseg_blob *blobs, const uint8_t *hello,
+		       unsigned *refused)
 {
-	uint8_t hello[HELLO_LEN];
-	uid_t uid;
-	uint32_t rank;
+	uint32_t rank = sseg_get32(hello + 4);
 
-	/* Who it is before what it says: another user's connection is
-	 * dropped unread, and a member says hello at once (it connects only
-	 * to send it), so a silent connection costs at most a second. */
-	if (os_peer_uid(conn, &uid) || uid != seg->host.uid) {
-		sseg_log(SSEG_LOG_WARN, "segment '%s': refused a connection from another uid",
-			 seg->name);
-		return -1;
-	}
-	if (os_read_full(conn, hello, sizeof(hello), timeout_ms < 1000 ? timeout_ms : 1000))
-		return -1;
-	rank = sseg_get32(hello + 4);
-	if (sseg_get32(hello) != HELLO_MAGIC || !token_equal(hello + 8, seg->token)) {
-		sseg_log(SSEG_LOG_WARN, "segment '%s': refused a connection with a wrong token",
-			 seg->name);
+	if (sseg_get32(hello) != HELLO_MAGIC || !token_equal(hello + 8, seg->channel.token)) {
+		sseg_log_limited(&refused_token, REFUSAL_LOG_S, SSEG_LOG_WARN,
+				 "segment '%s': refused a connection with a wrong token", seg->name);
+		(*refused)++;
 		return -1;
 	}
 	if (rank >= (uint32_t)seg->opts.world_size || !local_peer(seg, blobs, (int)rank) ||
-	    seg->peer_fds[rank] >= 0) {
-		sseg_log(SSEG_LOG_WARN, "segment '%s': refused a connection claiming rank %u",
-			 seg->name, rank);
+	    seg->channel.peer_fds[rank] >= 0) {
+		sseg_log_limited(&refused_rank, REFUSAL_LOG_S, SSEG_LOG_WARN,
+				 "segment '%s': refused a connection claiming rank %u", seg->name,
+				 rank);
+		(*refused)++;
 		return -1;
 	}
 	return (int)rank;
 }
 
-static int missing_peers(const struct sseg *seg, const struct sseg_blob *blobs, char *buf,
-			 size_t len)
+static void missing_peers(const struct sseg *seg, const struct sseg_blob *blobs, char *buf,
+			  size_t len)
 {
 	size_t used = 0;
 	int n = 0;
 
 	buf[0] = '\0';
 	for (int r = 0; r < seg->opts.world_size; r++) {
-		if (!local_peer(seg, blobs, r) || seg->peer_fds[r] >= 0)
+		if (!local_peer(seg, blobs, r) || seg->channel.peer_fds[r] >= 0)
 			continue;
 		if (used < len)
 			used += (size_t)snprintf(buf + used, len - used, "%s%d", n ? ", " : "", r);
 		n++;
 	}
-	return n;
 }
 
-static int serve_peers(struct sseg *seg, const struct sseg_blob *blobs, int fd,
-		       uint64_t mapped_size)
+/* What went wrong when not every peer came: the missing ranks, and what
+ * else knocked meanwhile, so that a stranger's doing is not blamed on them. */
+static int serve_failed(struct sseg *seg, const struct sseg_blob *blobs, int rc,
+			const struct sseg_os_acceptor *a, unsigned refused)
 {
-	int world = seg->opts.world_size, expected = 0, served = 0;
-	double deadline = sseg_now() + sseg_timeout_ms(seg) / 1000.0;
-	uint8_t reply[16];
-	char missing[256];
+	char missing[256], dropped[128], also[256] = "";
 
-	seg->peer_fds = malloc(sizeof(int) * (size_t)world);
-	if (!seg->peer_fds)
+	missing_peers(seg, blobs, missing, sizeof(missing));
+	sseg_os_acceptor_dropped(a, dropped, sizeof(dropped));
+	if (dropped[0] || refused)
+		snprintf(also, sizeof(also),
+			 "; meanwhile the channel dropped connections that were no member (%s%s%u "
+			 "with a wrong token or rank)",
+			 dropped, dropped[0] ? ", " : "", refused);
+	if (rc == -EINTR)
+		return sseg_err(rc, "owner rank %d: interrupted while rank(s) %s had not collected "
+				"the segment", seg->opts.rank, missing);
+	if (rc == -ETIMEDOUT)
+		return sseg_err(rc,
+				"owner rank %d: rank(s) %s did not collect the segment within %d ms "
+				"(exited, or never called sseg_complete)%s",
+				seg->opts.rank, missing, sseg_timeout_ms(seg), also);
+	return sseg_err(rc, "owner rank %d: its fd channel failed while rank(s) %s had not "
+			"collected the segment: %s", seg->opts.rank, missing, strerror(-rc));
+}
+
+static int send_reply(struct sseg *seg, int conn, int fd, int rank, double deadline)
+{
+	uint8_t reply[REPLY_LEN];
+	int rc;
+
+	sseg_put32(reply, REPLY_MAGIC);
+	sseg_put32(reply + 4, 0);
+	sseg_put64(reply + 8, seg->mapped_size);
+	rc = fd >= 0 ? sseg_os_send_fd(conn, fd, reply, sizeof(reply), deadline)
+		     : sseg_os_send_all(conn, reply, sizeof(reply), deadline);
+	if (rc)
+		return sseg_err_wrap(rc, "owner rank %d could not hand the segment to rank %d",
+				     seg->opts.rank, rank);
+	return 0;
+}
+
+static int expected_peers(struct sseg *seg, const struct sseg_blob *blobs)
+{
+	int world = seg->opts.world_size, expected = 0;
+
+	seg->channel.peer_fds = malloc(sizeof(int) * (size_t)world);
+	if (!seg->channel.peer_fds)
 		return sseg_err(-ENOMEM, "out of memory");
 	for (int r = 0; r < world; r++) {
-		seg->peer_fds[r] = -1;
+		seg->channel.peer_fds[r] = -1;
 		expected += local_peer(seg, blobs, r);
 	}
 	seg->held |= SSEG_HELD_PEERS;
-	sseg_put32(reply, REPLY_MAGIC);
-	sseg_put32(reply + 4, 0);
-	sseg_put64(reply + 8, mapped_size);
-	while (served < expected) {
-		int conn, rank, rc;
+	return expected;
+}
 
-		rc = os_accept(seg->channel_fd, remaining_ms(deadline), &conn);
-		if (rc == -ETIMEDOUT || (!rc && remaining_ms(deadline) == 0)) {
-			if (!rc)
-				close(conn);
-			missing_peers(seg, blobs, missing, sizeof(missing));
-			return sseg_err(-ETIMEDOUT,
-					"owner rank %d: rank(s) %s did not collect the segment within "
-					"%d ms (exited, or never called sseg_complete)",
-					seg->opts.rank, missing, sseg_timeout_ms(seg));
+static int serve_peers(struct sseg *seg, const struct sseg_blob *blobs, int fd)
+{
+	double deadline = sseg_os_deadline(sseg_timeout_ms(seg));
+	struct sseg_os_acceptor *a;
+	unsigned refused = 0;
+	int served = 0, expected, rc = 0;
+
+	expected = expected_peers(seg, blobs);
+	if (expected < 0)
+		return expected;
+	a = malloc(sizeof(*a));
+	if (!a)
+		return sseg_err(-ENOMEM, "out of memory");
+	sseg_os_acceptor_init(a, seg->channel.fd, HELLO_LEN, (uid_t)seg->host.uid, HELLO_S);
+	while (served < expected) {
+		uint8_t hello[HELLO_LEN];
+		int conn, rank;
+
+		rc = sseg_os_acceptor_next(a, deadline, &conn, hello);
+		if (rc) {
+			rc = serve_failed(seg, blobs, rc, a, refused);
+			break;
 		}
-		if (rc)
-			return rc;
-		rank = read_hello(seg, blobs, conn, remaining_ms(deadline));
+		rank = judge_hello(seg, blobs, hello, &refused);
 		if (rank < 0) {
 			close(conn);
 			continue;
 		}
-		/* fd < 0: the peers import by handle and only need the barrier. */
-		rc = fd >= 0 ? os_send_fd(conn, fd, reply, sizeof(reply))
-			     : os_write_full(conn, reply, sizeof(reply), remaining_ms(deadline));
+		rc = send_reply(seg, conn, fd, rank, deadline);
 		if (rc) {
 			close(conn);
-			return sseg_err_wrap(rc, "owner rank %d could not hand the segment to rank %d",
-					     seg->opts.rank, rank);
+			break;
 		}
-		seg->peer_fds[rank] = conn;
+		seg->channel.peer_fds[rank] = conn;
 		served++;
 	}
-	return 0;
-}
-
-/* On failure the listener closes at once: peers still on their way get a
- * refused or reset connection now, not a wait for their own timeout. */
-int sseg_channel_serve(struct sseg *seg, const struct sseg_blob *blobs, int fd,
-		       uint64_t mapped_size)
-{
-	int rc = serve_peers(seg, blobs, fd, mapped_size);
-
-	if (rc)
-		sseg_channel_release(seg);
+	sseg_os_acceptor_fini(a);
+	free(a);
 	return rc;
 }
 
-int sseg_channel_collect_acks(struct sseg *seg, const struct sseg_blob *blobs)
+static int collect_acks(struct sseg *seg)
 {
-	double deadline = sseg_now() + sseg_timeout_ms(seg) / 1000.0;
+	double deadline = sseg_os_deadline(sseg_timeout_ms(seg));
 	int first_err = 0;
 
 	for (int r = 0; r < seg->opts.world_size; r++) {
 		uint8_t ack[8];
 		int rc;
 
-		if (seg->peer_fds[r] < 0)
+		if (seg->channel.peer_fds[r] < 0)
 			continue;
-		rc = os_read_full(seg->peer_fds[r], ack, sizeof(ack), remaining_ms(deadline));
+		rc = sseg_os_recv_all(seg->channel.peer_fds[r], ack, sizeof(ack), deadline);
 		if (!rc && sseg_get32(ack) != ACK_MAGIC)
 			rc = -EPROTO;
 		if (!rc && (int32_t)sseg_get32(ack + 4) != 0) {
@@ -195,28 +235,39 @@ int sseg_channel_collect_acks(struct sseg *seg, const struct sseg_blob *blobs)
 
 			rc = sseg_err(status, "rank %d could not map the segment it received: %s", r,
 				      strerror(-status));
-		}
-		else if (rc)
+		} else if (rc) {
 			rc = sseg_err(rc,
 				      "rank %d closed the fd channel before confirming its mapping "
 				      "(%s)",
 				      r, strerror(-rc));
+		}
 		if (rc && !first_err)
 			first_err = rc;
 	}
-	sseg_channel_release(seg);
 	return first_err;
+}
+
+/* On failure the listener closes at once: peers still on their way get a
+ * refused or reset connection now, not a wait for their own timeout. */
+int sseg_channel_hand_over(struct sseg *seg, const struct sseg_blob *blobs, int fd)
+{
+	int rc = serve_peers(seg, blobs, fd);
+
+	if (!rc)
+		rc = collect_acks(seg);
+	sseg_channel_release(seg);
+	return rc;
 }
 
 /* A full backlog (EAGAIN) is retried until the deadline, never waited on
  * without one. */
 static int connect_owner(struct sseg *seg, const struct sseg_blob *owner, int *sock)
 {
-	double deadline = sseg_now() + sseg_timeout_ms(seg) / 1000.0;
+	double deadline = sseg_os_deadline(sseg_timeout_ms(seg));
 	struct timespec nap = { 0, 2 * 1000 * 1000 };
 	int rc;
 
-	while ((rc = os_connect_abstract(owner->handle.sock, sock)) == -EAGAIN &&
+	while ((rc = sseg_os_connect_abstract(owner->handle.sock, sock)) == -EAGAIN &&
 	       sseg_now() < deadline)
 		nanosleep(&nap, NULL);
 	return rc;
@@ -230,13 +281,12 @@ static int check_listener(struct sseg *seg, const struct sseg_blob *owner, int s
 	uid_t uid;
 	pid_t pid = 0;
 
-	if (os_peer_uid(sock, &uid) || uid != seg->host.uid)
+	if (sseg_os_peer_cred(sock, &pid, &uid) || uid != seg->host.uid)
 		return sseg_err(-EPERM,
 				"the socket of owner rank %u is held by another user: refusing to "
 				"send it the token",
 				owner->rank);
-	if (owner->host.pidns == seg->host.pidns && !os_peer_pid(sock, &pid) &&
-	    pid != (pid_t)owner->pid)
+	if (owner->host.pidns == seg->host.pidns && pid != (pid_t)owner->pid)
 		return sseg_err(-EPERM,
 				"the socket of owner rank %u (pid %u) is held by pid %d: the owner "
 				"is gone and another process took its name",
@@ -244,9 +294,48 @@ static int check_listener(struct sseg *seg, const struct sseg_blob *owner, int s
 	return 0;
 }
 
+static int fetch_failed(struct sseg *seg, const struct sseg_blob *owner, int rc)
+{
+	if (rc == -ECONNRESET || rc == -EPIPE)
+		return sseg_err(-ECONNRESET,
+				"owner rank %u (pid %u) closed the fd channel before handing the "
+				"segment over (did it exit?)",
+				owner->rank, owner->pid);
+	if (rc == -ETIMEDOUT)
+		return sseg_err(-ETIMEDOUT,
+				"owner rank %u (pid %u) did not hand the segment over within %d ms",
+				owner->rank, owner->pid, sseg_timeout_ms(seg));
+	if (rc == -EINTR)
+		return sseg_err(-EINTR, "interrupted while waiting for owner rank %u", owner->rank);
+	return rc; /* the sentence names the cause (EMFILE, a missing fd) */
+}
+
+static int exchange_hello(struct sseg *seg, const struct sseg_blob *owner, int sock, int *fd)
+{
+	double deadline = sseg_os_deadline(sseg_timeout_ms(seg));
+	uint8_t hello[HELLO_LEN], reply[REPLY_LEN];
+	int rc;
+
+	sseg_put32(hello, HELLO_MAGIC);
+	sseg_put32(hello + 4, (uint32_t)seg->opts.rank);
+	memcpy(hello + 8, owner->handle.token, SSEG_TOKEN_LEN);
+	rc = sseg_os_send_all(sock, hello, sizeof(hello), deadline);
+	if (!rc)
+		rc = fd ? sseg_os_recv_fd(sock, fd, reply, sizeof(reply), deadline)
+			: sseg_os_recv_all(sock, reply, sizeof(reply), deadline);
+	if (rc)
+		return fetch_failed(seg, owner, rc);
+	if (sseg_get32(reply) != REPLY_MAGIC) {
+		if (fd)
+			close(*fd);
+		return sseg_err(-EPROTO, "owner rank %u answered on its fd channel with bad bytes",
+				owner->rank);
+	}
+	return 0;
+}
+
 int sseg_channel_fetch(struct sseg *seg, const struct sseg_blob *owner, int *fd, int *owner_sock)
 {
-	uint8_t hello[HELLO_LEN], reply[16];
 	int sock, rc;
 
 	rc = connect_owner(seg, owner, &sock);
@@ -258,32 +347,8 @@ int sseg_channel_fetch(struct sseg *seg, const struct sseg_blob *owner, int *fd,
 	if (rc)
 		return sseg_err_wrap(rc, "could not reach owner rank %u", owner->rank);
 	rc = check_listener(seg, owner, sock);
-	if (rc) {
-		close(sock);
-		return rc;
-	}
-	sseg_put32(hello, HELLO_MAGIC);
-	sseg_put32(hello + 4, (uint32_t)seg->opts.rank);
-	memcpy(hello + 8, owner->handle.token, SSEG_TOKEN_LEN);
-	rc = os_write_full(sock, hello, sizeof(hello), sseg_timeout_ms(seg));
 	if (!rc)
-		rc = fd ? os_recv_fd(sock, fd, reply, sizeof(reply), sseg_timeout_ms(seg))
-			: os_read_full(sock, reply, sizeof(reply), sseg_timeout_ms(seg));
-	if (rc == -ECONNRESET || rc == -EPIPE)
-		rc = sseg_err(-ECONNRESET,
-			      "owner rank %u (pid %u) closed the fd channel before handing the "
-			      "segment over (did it exit?)",
-			      owner->rank, owner->pid);
-	else if (rc == -ETIMEDOUT)
-		rc = sseg_err(-ETIMEDOUT,
-			      "owner rank %u (pid %u) did not hand the segment over within %d ms",
-			      owner->rank, owner->pid, sseg_timeout_ms(seg));
-	else if (!rc && sseg_get32(reply) != REPLY_MAGIC) {
-		if (fd)
-			close(*fd);
-		rc = sseg_err(-EPROTO, "owner rank %u answered on its fd channel with bad bytes",
-			      owner->rank);
-	}
+		rc = exchange_hello(seg, owner, sock, fd);
 	if (rc) {
 		close(sock);
 		return rc;
@@ -299,41 +364,43 @@ int sseg_channel_ack(int owner_sock, int status, int timeout_ms)
 
 	sseg_put32(ack, ACK_MAGIC);
 	sseg_put32(ack + 4, (uint32_t)status);
-	rc = os_write_full(owner_sock, ack, sizeof(ack), timeout_ms);
+	rc = sseg_os_send_all(owner_sock, ack, sizeof(ack), sseg_os_deadline(timeout_ms));
 	close(owner_sock);
 	return rc;
 }
 
 int sseg_channel_release(struct sseg *seg)
 {
+	struct sseg_channel *ch = &seg->channel;
+
 	if (seg->held & SSEG_HELD_PEERS) {
 		for (int r = 0; r < seg->opts.world_size; r++)
-			if (seg->peer_fds[r] >= 0)
-				close(seg->peer_fds[r]);
-		free(seg->peer_fds);
-		seg->peer_fds = NULL;
+			if (ch->peer_fds[r] >= 0)
+				close(ch->peer_fds[r]);
+		free(ch->peer_fds);
+		ch->peer_fds = NULL;
 		seg->held &= ~SSEG_HELD_PEERS;
 	}
 	if (seg->held & SSEG_HELD_CHANNEL) {
-		close(seg->channel_fd);
-		seg->channel_fd = -1;
+		close(ch->fd);
+		ch->fd = -1;
 		seg->held &= ~SSEG_HELD_CHANNEL;
 	}
 	return 0;
 }
 
-void sseg_channel_describe(const struct sseg *seg, struct sseg_blob_handle *h)
+/* A forked child must not keep the listener open (peers would connect to
+ * it and wait) nor hold the peers' connections. Descriptors only: another
+ * thread of the parent may have been changing the rest when it forked. */
+void sseg_channel_forget(struct sseg *seg)
 {
-	h->pages = seg->pages;
-	h->page_size = seg->page_size;
-	h->mapped_size = seg->mapped_size;
-	snprintf(h->sock, sizeof(h->sock), "%s", seg->sock_name);
-	memcpy(h->token, seg->token, sizeof(h->token));
-}
+	struct sseg_channel *ch = &seg->channel;
 
-int sseg_channel_hand_over(struct sseg *seg, const struct sseg_blob *blobs, int fd)
-{
-	int rc = sseg_channel_serve(seg, blobs, fd, seg->mapped_size);
-
-	return rc ? rc : sseg_channel_collect_acks(seg, blobs);
+	if ((seg->held & SSEG_HELD_PEERS) && ch->peer_fds)
+		for (int r = 0; r < seg->opts.world_size; r++)
+			if (ch->peer_fds[r] >= 0)
+				close(ch->peer_fds[r]);
+	if ((seg->held & SSEG_HELD_CHANNEL) && ch->fd >= 0)
+		close(ch->fd);
+	seg->held &= ~(SSEG_HELD_PEERS | SSEG_HELD_CHANNEL);
 }

@@ -1,11 +1,31 @@
 /* Host identity for callers that pick one owner per host. */
 #include <string.h>
 
-#include "segment.h"
+#include "host.h"
+
+static __thread char host_override[16];
+static __thread bool host_overridden;
+
+void sseg_test_host(const char *boot)
+{
+	host_overridden = boot != NULL;
+	memset(host_override, 0, sizeof(host_override));
+	if (boot)
+		memcpy(host_override, boot, strnlen(boot, sizeof(host_override)));
+}
+
+int sseg_host_id(struct sseg_os_host_id *id)
+{
+	int rc = sseg_os_host_id(id);
+
+	if (!rc && host_overridden)
+		memcpy(id->boot_id, host_override, sizeof(id->boot_id));
+	return rc;
+}
 
 int sseg_host_identity(void *id)
 {
-	struct os_host_id h;
+	struct sseg_os_host_id h;
 	uint8_t *p = id;
 	int rc;
 

@@ -1,9 +1,16 @@
+/* Host registration of a memfd segment (hostreg.c): each rank pins its own
+ * mapping for device DMA through the host-registration driver of a backend
+ * (backend.h: struct sseg_hostreg_ops). */
 #ifndef SSEG_HOSTREG_H
 #define SSEG_HOSTREG_H
 
-#include "segment.h"
+#include "internal.h"
 
-/* Registers this rank's mapping (complete, after mapping). */
+struct sseg;
+
+/* In create: 0 when a driver can serve opts.device_backend. */
+SSEG_HIDDEN int sseg_hostreg_check(const struct sseg *seg);
+/* In complete, after mapping: register this rank's mapping. */
 SSEG_HIDDEN int sseg_hostreg_register(struct sseg *seg);
 /* Resumable teardown of what register took. */
 SSEG_HIDDEN int sseg_hostreg_release(struct sseg *seg);

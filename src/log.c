@@ -1,39 +1,109 @@
-/* Logging to stderr, filtered by SSEG_LOG (error, warn, info, debug). */
+/* Messages: to the application's callback, or to stderr. The default writer
+ * never blocks: a line that a full pipe cannot take at once is dropped and
+ * counted, so a stalled reader of stderr cannot stall the fd channel. */
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <pthread.h>
 #include <unistd.h>
 
 #include "internal.h"
 
 static pthread_once_t level_once = PTHREAD_ONCE_INIT;
-static enum sseg_log_level max_level = SSEG_LOG_WARN;
+static int max_level = SSEG_LOG_WARN;
+static sseg_log_fn log_fn;
+static void *log_ctx;
+static unsigned long dropped; /* default writer: lines a full stderr refused */
+
+static const char *const level_names[] = { "error", "warn", "info", "debug" };
 
 static void read_level(void)
 {
-	static const char *const names[] = { "error", "warn", "info", "debug" };
 	const char *env = getenv("SSEG_LOG");
 
 	if (!env)
 		return;
-	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
-		if (!strcmp(env, names[i]))
-			max_level = (enum sseg_log_level)i;
+	if (!strcmp(env, "off") || !strcmp(env, "none"))
+		__atomic_store_n(&max_level, SSEG_LOG_OFF, __ATOMIC_RELAXED);
+	for (size_t i = 0; i < ARRAY_SIZE(level_names); i++)
+		if (!strcmp(env, level_names[i]))
+			__atomic_store_n(&max_level, (int)i, __ATOMIC_RELAXED);
+}
+
+void sseg_set_log_level(enum sseg_log_level level)
+{
+	pthread_once(&level_once, read_level);
+	if (level < SSEG_LOG_OFF)
+		level = SSEG_LOG_OFF;
+	if (level > SSEG_LOG_DEBUG)
+		level = SSEG_LOG_DEBUG;
+	__atomic_store_n(&max_level, (int)level, __ATOMIC_RELAXED);
+}
+
+enum sseg_log_level sseg_log_level(void)
+{
+	pthread_once(&level_once, read_level);
+	return (enum sseg_log_level)__atomic_load_n(&max_level, __ATOMIC_RELAXED);
+}
+
+void sseg_set_log(sseg_log_fn fn, void *ctx)
+{
+	/* ctx first: a logging thread that sees the new fn sees its ctx. */
+	__atomic_store_n(&log_ctx, ctx, __ATOMIC_RELEASE);
+	__atomic_store_n(&log_fn, fn, __ATOMIC_RELEASE);
+}
+
+/* One write that the kernel takes whole or not at all: poll first (a pipe
+ * with room for PIPE_BUF bytes takes a shorter line atomically). */
+static void write_stderr(const char *line, size_t len)
+{
+	struct pollfd pfd = { .fd = STDERR_FILENO, .events = POLLOUT };
+	unsigned long lost = __atomic_exchange_n(&dropped, 0, __ATOMIC_RELAXED);
+	char note[96];
+
+	if (poll(&pfd, 1, 0) != 1 || !(pfd.revents & POLLOUT)) {
+		__atomic_add_fetch(&dropped, lost + 1, __ATOMIC_RELAXED);
+		return;
+	}
+	if (lost) {
+		int n = snprintf(note, sizeof(note),
+				 "sharedseg[%d]: warning: %lu earlier line(s) dropped: stderr was full\n",
+				 (int)getpid(), lost);
+		if (write(STDERR_FILENO, note, (size_t)n) < 0)
+			return;
+	}
+	if (write(STDERR_FILENO, line, len) < 0)
+		__atomic_add_fetch(&dropped, 1, __ATOMIC_RELAXED);
+}
+
+static void emit(enum sseg_log_level level, const char *message)
+{
+	sseg_log_fn fn = __atomic_load_n(&log_fn, __ATOMIC_ACQUIRE);
+	char line[SSEG_ERR_MAX + 96];
+	int n;
+
+	if (fn) {
+		fn(level, message, __atomic_load_n(&log_ctx, __ATOMIC_ACQUIRE));
+		return;
+	}
+	n = snprintf(line, sizeof(line), "sharedseg[%d]: %s: %s\n", (int)getpid(),
+		     level == SSEG_LOG_WARN ? "warning" : level_names[level], message);
+	if (n >= (int)sizeof(line)) {
+		n = (int)sizeof(line) - 1;
+		line[n - 1] = '\n';
+	}
+	write_stderr(line, (size_t)n);
 }
 
 static void vlog(enum sseg_log_level level, const char *fmt, va_list ap)
 {
-	static const char *const tags[] = { "error", "warning", "info", "debug" };
-	char line[SSEG_ERR_MAX + 64];
-	int n;
+	char message[SSEG_ERR_MAX + 64];
 
-	pthread_once(&level_once, read_level);
-	if (level > max_level)
+	if ((int)level > (int)sseg_log_level())
 		return;
-	n = snprintf(line, sizeof(line), "sharedseg[%d]: %s: ", (int)getpid(), tags[level]);
-	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
-	fprintf(stderr, "%s\n", line);
+	vsnprintf(message, sizeof(message), fmt, ap);
+	emit(level, message);
 }
 
 void sseg_log(enum sseg_log_level level, const char *fmt, ...)
@@ -45,22 +115,36 @@ void sseg_log(enum sseg_log_level level, const char *fmt, ...)
 	va_end(ap);
 }
 
-void sseg_log_throttled(double *last, double interval_s, enum sseg_log_level level,
-			const char *fmt, ...)
+void sseg_log_limited(struct sseg_ratelimit *rl, double interval_s, enum sseg_log_level level,
+		      const char *fmt, ...)
 {
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	char message[SSEG_ERR_MAX];
 	double now = sseg_now();
+	unsigned held = 0;
 	bool due;
 	va_list ap;
 
+	if ((int)level > (int)sseg_log_level())
+		return;
 	pthread_mutex_lock(&lock);
-	due = *last == 0 || now - *last >= interval_s;
-	if (due)
-		*last = now;
+	due = rl->last == 0 || now - rl->last >= interval_s;
+	if (due) {
+		rl->last = now;
+		held = rl->held_back;
+		rl->held_back = 0;
+	} else {
+		rl->held_back++;
+	}
 	pthread_mutex_unlock(&lock);
 	if (!due)
 		return;
 	va_start(ap, fmt);
-	vlog(level, fmt, ap);
+	vsnprintf(message, sizeof(message), fmt, ap);
 	va_end(ap);
+	if (held)
+		sseg_log(level, "%s (and %u more like it in the last %.0f s)", message, held,
+			 interval_s);
+	else
+		sseg_log(level, "%s", message);
 }

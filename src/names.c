@@ -5,18 +5,11 @@
 #include <string.h>
 #include <strings.h>
 
-#include "internal.h"
+#include "backend/backend.h"
 
 struct name_value {
 	const char *name;
 	int value;
-};
-
-static const struct name_value backends[] = {
-	{ "auto", SSEG_BACKEND_AUTO },
-	{ "memfd", SSEG_BACKEND_MEMFD },
-	{ "cuda", SSEG_BACKEND_CUDA },
-	{ "ascend", SSEG_BACKEND_ASCEND },
 };
 
 /* "hugetlb" alone means 2 MiB pages, the size every x86 and arm64 kernel has. */
@@ -68,9 +61,14 @@ static int parse_name(const struct name_value *table, size_t n, const char *what
 			accepted);
 }
 
+/* Backend names are the backend table's. */
 const char *sseg_backend_name(enum sseg_backend backend)
 {
-	return name_of(backends, ARRAY_SIZE(backends), (int)backend);
+	const struct sseg_backend_ops *ops = sseg_backend_get(backend);
+
+	if (backend == SSEG_BACKEND_AUTO)
+		return "auto";
+	return ops ? ops->name : "unknown";
 }
 
 const char *sseg_pages_name(enum sseg_pages p)
@@ -90,8 +88,18 @@ const char *sseg_populate_name(enum sseg_populate populate)
 
 int sseg_parse_backend(const char *text, enum sseg_backend *backend)
 {
-	int v = 0, rc = parse_name(backends, ARRAY_SIZE(backends), "backend", text, &v);
+	struct name_value names[16] = { { "auto", SSEG_BACKEND_AUTO } };
+	size_t n = 1;
+	int v = 0, rc;
 
+	for (int b = SSEG_BACKEND_MEMFD; n < ARRAY_SIZE(names); b++) {
+		const struct sseg_backend_ops *ops = sseg_backend_get((enum sseg_backend)b);
+
+		if (!ops)
+			break;
+		names[n++] = (struct name_value){ ops->name, b };
+	}
+	rc = parse_name(names, n, "backend", text, &v);
 	if (!rc)
 		*backend = (enum sseg_backend)v;
 	return rc;

@@ -2,8 +2,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "layout.h"
-#include "segment.h"
+#include "object.h"
+#include "options.h"
 
 /* Bytes of the first release's struct sseg_opts: callers built against it
  * keep working when the struct grows. */
@@ -46,7 +48,7 @@ static int check_group(const struct sseg_opts *o)
 
 static int check_policy(const struct sseg_opts *o)
 {
-	if ((unsigned)o->backend > SSEG_BACKEND_ASCEND)
+	if (!sseg_backend_get(o->backend))
 		return sseg_err(-EINVAL, "backend=%d is not a backend", (int)o->backend);
 	if ((unsigned)o->pages > SSEG_PAGES_HUGETLB_1G)
 		return sseg_err(-EINVAL, "pages=%d is not a page kind", (int)o->pages);
@@ -61,10 +63,13 @@ static int check_policy(const struct sseg_opts *o)
 				o->populate_threads);
 	if (o->flags & ~(SSEG_F_READONLY_PEERS | SSEG_F_HOST_REGISTER))
 		return sseg_err(-EINVAL, "flags=0x%x has unknown bits", o->flags);
-	if ((o->flags & SSEG_F_HOST_REGISTER) && o->backend == SSEG_BACKEND_CUDA)
+	if ((o->flags & SSEG_F_HOST_REGISTER) && (sseg_backend_get(o->backend)->caps & SSEG_CAP_PINNED))
 		return sseg_err(-EINVAL,
-				"SSEG_F_HOST_REGISTER is for memfd segments: cuda-backend memory is "
-				"pinned already");
+				"SSEG_F_HOST_REGISTER is for memfd segments: %s-backend memory is "
+				"pinned already",
+				sseg_backend_get(o->backend)->name);
+	if (!sseg_backend_get(o->device_backend))
+		return sseg_err(-EINVAL, "device_backend=%d is not a backend", (int)o->device_backend);
 	if (o->device < 0)
 		return sseg_err(-EINVAL, "device=%d is negative", o->device);
 	if (o->register_chunk && o->register_chunk < (2u << 20))
@@ -89,6 +94,23 @@ static int check_size(const struct sseg_opts *o, uint64_t *size)
 	return 0;
 }
 
+/* Everything judged on the segment's own copy: a caller built against an
+ * older, shorter struct gets zeros for the fields it does not have. */
+static int check_all(struct sseg *seg)
+{
+	const struct sseg_opts *o = &seg->opts;
+	int rc = check_group(o);
+
+	if (!rc)
+		rc = check_policy(o);
+	if (!rc)
+		rc = check_size(o, &seg->size);
+	if (rc)
+		return rc;
+	seg->ops = sseg_backend_get(o->backend);
+	return sseg_backend_check_opts(seg->ops, o);
+}
+
 int sseg_opts_load(struct sseg *seg, const struct sseg_opts *o)
 {
 	int rc;
@@ -96,17 +118,14 @@ int sseg_opts_load(struct sseg *seg, const struct sseg_opts *o)
 	if (!o)
 		return sseg_err(-EINVAL, "opts is NULL");
 	rc = check_size_field(o);
-	if (!rc)
-		rc = check_group(o);
-	if (!rc)
-		rc = check_policy(o);
-	if (!rc)
-		rc = check_size(o, &seg->size);
 	if (rc)
 		return rc;
 	memset(&seg->opts, 0, sizeof(seg->opts));
 	memcpy(&seg->opts, o, o->sz < sizeof(*o) ? o->sz : sizeof(*o));
 	seg->opts.sz = sizeof(seg->opts);
+	rc = check_all(seg);
+	if (rc)
+		return rc;
 	snprintf(seg->name, sizeof(seg->name), "%s", o->name);
 	seg->opts.name = seg->name;
 	if (o->layout) {
@@ -115,7 +134,7 @@ int sseg_opts_load(struct sseg *seg, const struct sseg_opts *o)
 			return sseg_err(-ENOMEM, "out of memory copying the layout");
 	}
 	seg->opts.layout = seg->layout;
-	seg->backend = o->backend == SSEG_BACKEND_AUTO ? SSEG_BACKEND_MEMFD : o->backend;
+	seg->backend = seg->ops->kind;
 	seg->is_owner = o->rank == o->owner_rank;
 	seg->readonly = !seg->is_owner && (o->flags & SSEG_F_READONLY_PEERS);
 	return 0;

@@ -3,8 +3,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backend/backend.h"
-#include "segment.h"
+#include "object.h"
+#include "os/hugepage.h"
+#include "os/host.h"
+#include "os/memory.h"
+#include "os/numa.h"
+#include "os/populate.h"
+#include "pages.h"
 
 static int hugetlb_fits(uint64_t page_size, uint64_t size, uint64_t *avail, uint64_t *needed)
 {
@@ -15,7 +20,7 @@ static int hugetlb_fits(uint64_t page_size, uint64_t size, uint64_t *avail, uint
 	if (sseg_round_up(size, page_size, &rounded))
 		return -EOVERFLOW;
 	*needed = rounded / page_size;
-	if (os_hugetlb_pool(page_size, &pool))
+	if (sseg_os_hugetlb_pool(page_size, &pool))
 		return -ENOENT;
 	*avail = pool.free > pool.reserved ? pool.free - pool.reserved : 0;
 	return *avail >= *needed ? 0 : -ENOMEM;
@@ -66,7 +71,7 @@ static void choose_auto(uint64_t size, struct sseg_page_choice *c)
 		take_hugetlb(SSEG_PAGES_HUGETLB_2M, avail2, needed, c);
 		return;
 	}
-	if (os_thp_shmem_usable(thp_reason, sizeof(thp_reason))) {
+	if (sseg_os_thp_shmem_usable(thp_reason, sizeof(thp_reason))) {
 		c->pages = SSEG_PAGES_THP;
 		c->page_size = SSEG_2M;
 		snprintf(c->reason, sizeof(c->reason),
@@ -75,7 +80,7 @@ static void choose_auto(uint64_t size, struct sseg_page_choice *c)
 		return;
 	}
 	c->pages = SSEG_PAGES_BASE;
-	c->page_size = os_base_page_size();
+	c->page_size = sseg_os_base_page_size();
 	snprintf(c->reason, sizeof(c->reason), "base pages: %s; HugeTLB 2 MiB pool %llu free",
 		 thp_reason, (unsigned long long)avail2);
 }
@@ -85,17 +90,19 @@ int sseg_pages_choose(enum sseg_pages req, uint64_t size, struct sseg_page_choic
 	char reason[256];
 
 	memset(c, 0, sizeof(*c));
+	if (size == 0)
+		size = 1; /* the smallest segment: one page of the kind */
 	switch (req) {
 	case SSEG_PAGES_AUTO:
 		choose_auto(size, c);
 		return 0;
 	case SSEG_PAGES_BASE:
 		c->pages = SSEG_PAGES_BASE;
-		c->page_size = os_base_page_size();
+		c->page_size = sseg_os_base_page_size();
 		snprintf(c->reason, sizeof(c->reason), "base pages requested");
 		return 0;
 	case SSEG_PAGES_THP:
-		if (!os_thp_shmem_usable(reason, sizeof(reason)))
+		if (!sseg_os_thp_shmem_usable(reason, sizeof(reason)))
 			return sseg_err(-EOPNOTSUPP, "pages=thp: %s", reason);
 		c->pages = SSEG_PAGES_THP;
 		c->page_size = SSEG_2M;
@@ -108,12 +115,43 @@ int sseg_pages_choose(enum sseg_pages req, uint64_t size, struct sseg_page_choic
 	return sseg_err(-EINVAL, "pages=%d is not a page kind", (int)req);
 }
 
+int sseg_memory_fits(uint64_t bytes, const char *what)
+{
+	struct sseg_os_memory m;
+	char need[32], avail[32], limit[32], used[32];
+	int rc = sseg_os_memory(&m);
+
+	if (rc)
+		return 0; /* no /proc/meminfo: nothing to judge by */
+	sseg_format_size(bytes, need, sizeof(need));
+	sseg_format_size(m.available, avail, sizeof(avail));
+	if (bytes > m.available)
+		return sseg_err(-ENOMEM,
+				"%s needs %s, more than the %s of memory available on this host "
+				"(MemAvailable): refused before allocating rather than OOM-killed while "
+				"populating",
+				what, need, avail);
+	if (m.cgroup_limit) {
+		uint64_t room = m.cgroup_limit > m.cgroup_usage ? m.cgroup_limit - m.cgroup_usage : 0;
+
+		sseg_format_size(m.cgroup_limit, limit, sizeof(limit));
+		sseg_format_size(m.cgroup_usage, used, sizeof(used));
+		if (bytes > room)
+			return sseg_err(-ENOMEM,
+					"%s needs %s, more than this process's memory cgroup allows: "
+					"limit %s, %s in use (%s): refused before allocating rather than "
+					"OOM-killed while populating",
+					what, need, limit, used, m.cgroup);
+	}
+	return 0;
+}
+
 void sseg_pages_verify(struct sseg *seg)
 {
 	uint64_t huge = 0;
 	bool hugetlb = seg->pages == SSEG_PAGES_HUGETLB_2M || seg->pages == SSEG_PAGES_HUGETLB_1G;
 
-	if (os_huge_bytes(seg->window, seg->mapped_size, &huge))
+	if (sseg_os_huge_bytes(seg->base, seg->mapped_size, &huge))
 		return;
 	seg->huge_bytes = huge;
 	/* HugeTLB pages are what the fd's filesystem says; THP only shows once
@@ -142,14 +180,15 @@ int sseg_place(struct sseg *seg)
 	case SSEG_NUMA_NONE:
 		return 0;
 	case SSEG_NUMA_NODE:
-		return os_numa_bind(seg->window, seg->mapped_size, seg->opts.numa_node);
+		return sseg_os_numa_bind(seg->base, seg->mapped_size, seg->opts.numa_node);
 	case SSEG_NUMA_INTERLEAVE:
-		rc = os_numa_nodes(&nodes);
-		return rc ? rc : os_numa_interleave(seg->window, seg->mapped_size, nodes);
+		rc = sseg_os_numa_nodes(&nodes);
+		return rc ? rc : sseg_os_numa_interleave(seg->base, seg->mapped_size, nodes);
 	case SSEG_NUMA_DEVICE_LOCAL:
 		return sseg_err(-EOPNOTSUPP,
-				"numa=device-local needs a GPU backend; the %s backend has no device",
-				seg->ops->name);
+				"numa=device-local needs a backend with devices; the %s backend has "
+				"none",
+				sseg_backend_name(seg->backend));
 	}
 	return sseg_err(-EINVAL, "numa=%d is not a placement", (int)seg->opts.numa);
 }
@@ -160,13 +199,13 @@ int sseg_populate_range(struct sseg *seg, uint64_t offset, uint64_t len, int thr
 	int rc;
 
 	if (threads <= 0) {
-		threads = os_cpu_count();
+		threads = sseg_os_cpu_count();
 		if (threads > 4)
 			threads = 4;
 	}
 	if (!len)
 		return 0;
-	rc = os_populate((char *)seg->window + offset, len, seg->page_size, threads,
+	rc = sseg_os_populate((char *)seg->base + offset, len, seg->page_size, threads,
 			 !seg->readonly);
 	seg->populate_s += sseg_now() - t0;
 	return rc;

@@ -6,8 +6,11 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
-#include "backend/cuda_device.h"
-#include "segment.h"
+#include "os/hugepage.h"
+#include "os/memfd.h"
+#include "os/memory.h"
+#include "os/numa.h"
+#include "pages.h"
 
 static void append(char *buf, size_t len, const char *line)
 {
@@ -21,16 +24,18 @@ static void append(char *buf, size_t len, const char *line)
  * tried only where a free 2 MiB page exists to try them on. */
 static void probe_memfd(struct sseg_probe *p)
 {
+	struct sseg_probe_backend memfd = { .sz = sizeof(memfd) };
 	int fd;
 
-	p->memfd_ok = p->sealing_ok = p->backend_ok[SSEG_BACKEND_MEMFD];
+	p->memfd_ok = p->sealing_ok =
+		!sseg_backend_probe(sseg_backend_get(SSEG_BACKEND_MEMFD), &memfd);
 	if (!p->memfd_ok)
 		append(p->advice, sizeof(p->advice),
 		       "memfd_create with sealing failed: a kernel >= 3.17 is needed");
 	for (int i = 0; i < p->npools; i++) {
 		if (p->pools[i].page_size != SSEG_2M || p->pools[i].free == 0)
 			continue;
-		p->memfd_hugetlb_ok = !os_memfd_create("sharedseg-probe", SSEG_2M, SSEG_2M, &fd);
+		p->memfd_hugetlb_ok = !sseg_os_memfd_create("sseg:probe", SSEG_2M, SSEG_2M, &fd);
 		if (p->memfd_hugetlb_ok)
 			close(fd);
 	}
@@ -65,11 +70,11 @@ static void probe_pages(struct sseg_probe *p, uint64_t size)
 	struct sseg_page_choice choice;
 	char reason[256];
 
-	os_thp_shmem_knobs(p->thp_shmem_enabled, p->thp_shmem_2m_enabled);
-	p->thp_shmem_usable = os_thp_shmem_usable(reason, sizeof(reason));
+	sseg_os_thp_shmem_knobs(p->thp_shmem_enabled, p->thp_shmem_2m_enabled);
+	p->thp_shmem_usable = sseg_os_thp_shmem_usable(reason, sizeof(reason));
 	if (!p->thp_shmem_usable)
 		append(p->advice, sizeof(p->advice), reason);
-	p->npools = os_hugetlb_pools(p->pools, SSEG_PROBE_MAX_POOLS);
+	p->npools = sseg_os_hugetlb_pools(p->pools, SSEG_PROBE_MAX_POOLS);
 	if (p->npools < 0)
 		p->npools = 0;
 	p->auto_size = size;
@@ -78,6 +83,17 @@ static void probe_pages(struct sseg_probe *p, uint64_t size)
 	snprintf(p->auto_reason, sizeof(p->auto_reason), "%s", choice.reason);
 	if (choice.pages != SSEG_PAGES_HUGETLB_2M && choice.pages != SSEG_PAGES_HUGETLB_1G)
 		advise_hugetlb(p, size);
+}
+
+static void probe_memory(struct sseg_probe *p)
+{
+	struct sseg_os_memory m;
+
+	if (sseg_os_memory(&m))
+		return;
+	p->mem_available = m.available;
+	p->cgroup_limit = m.cgroup_limit;
+	p->cgroup_usage = m.cgroup_usage;
 }
 
 int sseg_probe(uint64_t size, struct sseg_probe *probe)
@@ -93,19 +109,10 @@ int sseg_probe(uint64_t size, struct sseg_probe *probe)
 	if (!uname(&u))
 		snprintf(p.kernel, sizeof(p.kernel), "%s", u.release);
 	probe_pages(&p, size ? size : SSEG_1G);
-	os_numa_nodes(&p.node_mask);
+	sseg_os_numa_nodes(&p.node_mask);
 	p.nnodes = __builtin_popcountll(p.node_mask);
-	for (int b = SSEG_BACKEND_MEMFD; b < SSEG_PROBE_BACKENDS; b++) {
-		const struct sseg_backend_ops *ops = sseg_backend_get((enum sseg_backend)b);
-
-		p.backend_ok[b] = !sseg_backend_probe(ops, p.backend_reason[b],
-						       sizeof(p.backend_reason[b]));
-	}
 	probe_memfd(&p);
-	p.backend_ok[SSEG_BACKEND_AUTO] = p.backend_ok[SSEG_BACKEND_MEMFD];
-	sseg_cuda_probe_devices(&p);
-	snprintf(p.backend_reason[SSEG_BACKEND_AUTO], sizeof(p.backend_reason[0]),
-		 "picks memfd");
+	probe_memory(&p);
 	sseg_err_clear();
 	n = probe->sz < sizeof(p) ? probe->sz : sizeof(p);
 	memcpy(probe, &p, n);
@@ -113,40 +120,57 @@ int sseg_probe(uint64_t size, struct sseg_probe *probe)
 	return 0;
 }
 
+int sseg_probe_backend(enum sseg_backend backend, struct sseg_probe_backend *facts)
+{
+	struct sseg_probe_backend f = { .sz = sizeof(f) };
+	const struct sseg_backend_ops *ops;
+	size_t n;
+
+	if (backend == SSEG_BACKEND_AUTO || !(ops = sseg_backend_get(backend)))
+		return sseg_err(-ENOENT, "backend=%d is not a backend", (int)backend);
+	if (!facts || facts->sz < offsetof(struct sseg_probe_backend, driver))
+		return sseg_err(-EINVAL, "sseg_probe_backend needs a struct with sz set");
+	sseg_backend_probe(ops, &f);
+	/* One owner serves other hosts where a device's fabric handle works:
+	 * a real create and export, so asked here, not on every create. */
+	for (int d = 0; (ops->caps & SSEG_CAP_FABRIC) && f.available && d < f.ndevices; d++) {
+		struct sseg_probe_device dev = { .sz = sizeof(dev) };
+
+		if (!sseg_backend_probe_device(ops, d, &dev) && dev.fabric_works > 0)
+			f.crosses_hosts = 1;
+	}
+	n = facts->sz < sizeof(f) ? facts->sz : sizeof(f);
+	memcpy(facts, &f, n);
+	facts->sz = n;
+	sseg_err_clear();
+	return 0;
+}
+
+int sseg_probe_device(enum sseg_backend backend, int index, struct sseg_probe_device *facts)
+{
+	const struct sseg_backend_ops *ops = sseg_backend_get(backend);
+
+	if (!ops)
+		return sseg_err(-ENOENT, "backend=%d is not a backend", (int)backend);
+	if (!facts || facts->sz < offsetof(struct sseg_probe_device, uuid))
+		return sseg_err(-EINVAL, "sseg_probe_device needs a struct with sz set");
+	return sseg_backend_probe_device(ops, index, facts);
+}
+
 int sseg_supported(enum sseg_backend backend, enum sseg_pages pages)
 {
 	const struct sseg_backend_ops *ops = sseg_backend_get(backend);
-	char why[160];
+	struct sseg_probe_backend facts = { .sz = sizeof(facts) };
+	struct sseg_page_choice choice;
 	int rc;
 
 	if (!ops)
 		return sseg_err(-EINVAL, "backend=%d is not a backend", (int)backend);
-	rc = sseg_backend_probe(ops, why, sizeof(why));
+	if ((unsigned)pages > SSEG_PAGES_HUGETLB_1G)
+		return sseg_err(-EINVAL, "pages=%d is not a page kind", (int)pages);
+	rc = sseg_backend_probe(ops, &facts);
 	if (rc)
-		return sseg_err(rc, "backend %s: %s", ops->name, why);
-	switch (pages) {
-	case SSEG_PAGES_AUTO:
-	case SSEG_PAGES_BASE:
-		return 0;
-	case SSEG_PAGES_THP:
-		if (!os_thp_shmem_usable(why, sizeof(why)))
-			return sseg_err(-EOPNOTSUPP, "pages=thp: %s", why);
-		return 0;
-	case SSEG_PAGES_HUGETLB_2M:
-	case SSEG_PAGES_HUGETLB_1G: {
-		struct sseg_hugetlb_pool pool;
-		uint64_t ps = pages == SSEG_PAGES_HUGETLB_1G ? SSEG_1G : SSEG_2M;
-
-		if (os_hugetlb_pool(ps, &pool))
-			return sseg_err(-EOPNOTSUPP, "pages=%s: the kernel has no such HugeTLB pool",
-					sseg_pages_name(pages));
-		if (pool.total == 0)
-			return sseg_err(-EOPNOTSUPP,
-					"pages=%s: the HugeTLB pool is empty; raise "
-					"/sys/kernel/mm/hugepages/hugepages-%llukB/nr_hugepages",
-					sseg_pages_name(pages), (unsigned long long)(ps >> 10));
-		return 0;
-	}
-	}
-	return sseg_err(-EINVAL, "pages=%d is not a page kind", (int)pages);
+		return sseg_err(rc, "backend %s: %s", ops->name, facts.reason);
+	/* The same decision as the owner's create, for the smallest segment. */
+	return sseg_backend_choose_pages(ops, pages, 0, &choice);
 }

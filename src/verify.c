@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include "blob.h"
-#include "segment.h"
+#include "layout.h"
+#include "object.h"
+#include "verify.h"
 
 static const char *flag_text(uint32_t flags, char *buf, size_t len)
 {
@@ -17,6 +19,25 @@ static const char *flag_text(uint32_t flags, char *buf, size_t len)
 	if (!buf[0])
 		snprintf(buf, len, "none");
 	return buf;
+}
+
+/* Names the first block and field that differ, with both values, from the
+ * descriptions the blobs carry. */
+static int layout_mismatch(const struct sseg_blob *b, const struct sseg_blob *ref, int r)
+{
+	char la[32], diff[SSEG_ERR_MAX - 64];
+
+	snprintf(la, sizeof(la), "rank %d", r);
+	if (!b->layout_len || !ref->layout_len)
+		return sseg_err(-EINVAL, "%s declared %s layout, rank 0 %s",
+				la, b->layout_len ? "a" : "no", ref->layout_len ? "one" : "none");
+	if (sseg_layout_diff(b->layout, b->layout_len, la, ref->layout, ref->layout_len, "rank 0",
+			     diff, sizeof(diff)))
+		return sseg_err(-EINVAL,
+				"%s declared layout=%016" PRIx64 ", rank 0 declared layout=%016" PRIx64
+				": they differ beyond the part of the description a blob carries",
+				la, b->layout_hash, ref->layout_hash);
+	return sseg_err(-EINVAL, "the layouts differ: %s", diff);
 }
 
 /* Compares one declared field of rank r with rank 0. The layout comes
@@ -29,10 +50,7 @@ static int check_declaration(const struct sseg_blob *b, const struct sseg_blob *
 		return sseg_err(-EINVAL, "rank %d declared name=\"%s\", rank 0 declared name=\"%s\"",
 				r, b->name, ref->name);
 	if (b->layout_hash != ref->layout_hash)
-		return sseg_err(-EINVAL,
-				"rank %d declared layout=%016" PRIx64 ", rank 0 declared layout=%016" PRIx64
-				" (the blocks' names, counts, shapes, dtypes or alignment differ)",
-				r, b->layout_hash, ref->layout_hash);
+		return layout_mismatch(b, ref, r);
 	if (b->size != ref->size)
 		return sseg_err(-EINVAL,
 				"rank %d declared size=%" PRIu64 ", rank 0 declared size=%" PRIu64, r,
@@ -59,7 +77,7 @@ static int check_declaration(const struct sseg_blob *b, const struct sseg_blob *
 }
 
 
-static void host_text(const struct os_host_id *h, char *buf, size_t len)
+static void host_text(const struct sseg_os_host_id *h, char *buf, size_t len)
 {
 	snprintf(buf, len, "boot id %02x%02x%02x%02x..., netns %" PRIu64, h->boot_id[0],
 		 h->boot_id[1], h->boot_id[2], h->boot_id[3], h->netns);
@@ -72,7 +90,7 @@ static int check_handle(const struct sseg_blob *b)
 	const struct sseg_blob_handle *h = &b->handle;
 	uint64_t ceiling;
 
-	if (h->kind == SSEG_HANDLE_NONE || h->kind > SSEG_HANDLE_ASCEND_FABRIC)
+	if (h->kind == SSEG_HANDLE_NONE || h->kind > SSEG_HANDLE_FABRIC)
 		return sseg_err(-EPROTO, "owner rank %u's blob carries no valid handle section (kind %u)",
 				b->rank, h->kind);
 	if (h->pages > SSEG_PAGES_HUGETLB_1G || !sseg_is_pow2(h->page_size) ||
@@ -104,15 +122,15 @@ static int check_owners(const struct sseg_blob *blobs, int world)
 			return sseg_err(-EINVAL,
 					"rank %d names rank %u as its owner, but rank %u names rank %u",
 					r, o, o, blobs[o].owner_rank);
-		/* Only a CUDA fabric handle reaches a rank on another host (one
+		/* Only a fabric handle reaches a rank on another host (one
 		 * NVLink domain); an fd never leaves its host. */
 		local = sseg_blob_same_host(&blobs[r], &blobs[o]);
-		if (!local && blobs[o].handle.kind != SSEG_HANDLE_CUDA_FABRIC) {
+		if (!local && blobs[o].handle.kind != SSEG_HANDLE_FABRIC) {
 			host_text(&blobs[r].host, a, sizeof(a));
 			host_text(&blobs[o].host, c, sizeof(c));
 			return sseg_err(-EINVAL,
 					"rank %d names rank %u as its owner, but they run on different "
-					"hosts (%s against %s) and only a CUDA fabric handle crosses "
+					"hosts (%s against %s) and only a fabric handle crosses "
 					"hosts: each host needs its own owner",
 					r, o, a, c);
 		}

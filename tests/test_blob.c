@@ -48,7 +48,14 @@ static void round_trip(void)
 
 	sseg_blob_encode(&in, raw);
 	CHECK_RC(sseg_blob_decode(raw, 3, &out), 0);
+	CHECK(out.layout_len == 0);
+	out.layout = NULL; /* points into raw */
 	CHECK(!memcmp(&in, &out, sizeof(in)));
+	/* The layout description travels whole up to SSEG_BLOB_LAYOUT_MAX. */
+	in.layout = "v1;order=grouped;align=4096;size=8192;k:count=2,bytes=4096";
+	sseg_blob_encode(&in, raw);
+	CHECK_RC(sseg_blob_decode(raw, 3, &out), 0);
+	CHECK(out.layout_len == strlen(in.layout) && !memcmp(out.layout, in.layout, out.layout_len));
 	/* Explicit little-endian: the magic's bytes are "SSEG" on any host. */
 	CHECK(!memcmp(raw, "SSEG", 4));
 	CHECK(raw[12] == 3 && raw[13] == 0);

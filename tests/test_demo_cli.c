@@ -246,7 +246,7 @@ static void check_cuda_fake(struct result *r)
 	run("probe --json", r);
 	CHECK(expect(r, 0, "probe --json with the fake driver"));
 	CHECK(strstr(r->out, "\"driver_version\": 13000"));
-	CHECK(strstr(r->out, "\"fabric_attribute\": true"));
+	CHECK(strstr(r->out, "\"fabric_claimed\": true"));
 	CHECK(strstr(r->out, "\"fabric_works\": false"));
 	for (const char *at = r->out; (at = strstr(at, "\"ordinal\"")); at++)
 		gpus++;

@@ -2,8 +2,8 @@
  * host owner's copy; a rank naming an owner on another host is refused. */
 #include <string.h>
 
-#include "os/os.h"
-#include "segment.h"
+#include "host.h"
+#include "os/host.h"
 #include "testutil.h"
 
 #define SZ (1u << 20)
@@ -71,9 +71,9 @@ int main(void)
 			r[i].opts.size = big;
 			r[i].opts.populate = SSEG_POPULATE_SPREAD;
 		}
-		CHECK_RC(os_meminfo(&shmem0, &huge), 0);
+		CHECK_RC(sseg_os_meminfo(&shmem0, &huge), 0);
 		CHECK(tu_run_inproc(r, 4) == 0);
-		CHECK_RC(os_meminfo(&shmem1, &huge), 0);
+		CHECK_RC(sseg_os_meminfo(&shmem1, &huge), 0);
 		fprintf(stderr, "spread over 2 hosts: Shmem grew by %llu for 2 copies of %llu\n",
 			(unsigned long long)(shmem1 - shmem0), (unsigned long long)big);
 		CHECK(shmem1 - shmem0 >= 2 * big * 95 / 100);

@@ -3,7 +3,8 @@
  * smaps, and the host-wide HugeTLB use grows by one copy only. */
 #include <string.h>
 
-#include "os/os.h"
+#include "os/host.h"
+#include "os/hugepage.h"
 #include "testutil.h"
 
 #define SZ (8u << 20)
@@ -18,14 +19,14 @@ int main(void)
 
 	if (rc)
 		return rc;
-	CHECK_RC(os_meminfo(&shmem0, &huge0), 0);
+	CHECK_RC(sseg_os_meminfo(&shmem0, &huge0), 0);
 	memset(r, 0, sizeof(r));
 	for (int i = 0; i < 3; i++)
 		r[i].opts = (struct sseg_opts){ .sz = sizeof(struct sseg_opts), .name = "hugetlb",
 						.size = SZ, .world_size = 3, .rank = i,
 						.pages = SSEG_PAGES_HUGETLB_2M };
 	CHECK(tu_run_inproc(r, 3) == 0);
-	CHECK_RC(os_meminfo(&shmem1, &huge1), 0);
+	CHECK_RC(sseg_os_meminfo(&shmem1, &huge1), 0);
 	CHECK(huge1 - huge0 == SZ);
 	for (int i = 0; i < 3; i++) {
 		CHECK_RC(sseg_info(r[i].seg, &info), 0);
@@ -41,7 +42,7 @@ int main(void)
 	CHECK_RC(sseg_info(r[2].seg, &info), 0);
 	CHECK(info.huge_bytes == SZ);
 	tu_destroy_all(r, 3);
-	CHECK_RC(os_meminfo(&shmem1, &huge1), 0);
+	CHECK_RC(sseg_os_meminfo(&shmem1, &huge1), 0);
 	CHECK(huge1 == huge0);
 
 	/* auto takes HugeTLB when the pool can back the whole span. */

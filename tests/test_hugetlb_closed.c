@@ -3,7 +3,8 @@
  * fd, mapping or huge page is left behind. */
 #include <string.h>
 
-#include "os/os.h"
+#include "os/host.h"
+#include "os/hugepage.h"
 #include "testutil.h"
 
 int main(void)
@@ -18,7 +19,7 @@ int main(void)
 
 	if (rc)
 		return rc;
-	CHECK_RC(os_hugetlb_pool(2u << 20, &before), 0);
+	CHECK_RC(sseg_os_hugetlb_pool(2u << 20, &before), 0);
 	avail = before.free - before.reserved;
 	size = (avail + 1) * (2u << 20);
 	fds = tu_count_fds();
@@ -36,7 +37,7 @@ int main(void)
 	CHECK(seg == NULL);
 	CHECK(tu_count_fds() == fds);
 	CHECK(tu_maps_same(maps, tu_maps()));
-	CHECK_RC(os_hugetlb_pool(2u << 20, &after), 0);
+	CHECK_RC(sseg_os_hugetlb_pool(2u << 20, &after), 0);
 	CHECK(after.free == before.free && after.reserved == before.reserved);
 	printf("hugetlb_closed: ok\n");
 	return 0;

@@ -91,10 +91,35 @@ static void supported_and_probe(void)
 	CHECK_RC(sseg_probe(0, &p), 0);
 	CHECK(p.sz == sizeof(p));
 	CHECK(p.memfd_ok && p.sealing_ok && p.kernel[0]);
-	CHECK(p.backend_ok[SSEG_BACKEND_MEMFD] && !p.backend_ok[SSEG_BACKEND_CUDA]);
-	CHECK(strstr(p.backend_reason[SSEG_BACKEND_ASCEND], "not available"));
 	CHECK(p.nnodes >= 1 && (p.node_mask & 1));
 	CHECK(p.auto_size == 1ull << 30 && p.auto_reason[0]);
+	CHECK(p.mem_available > 0);
+}
+
+/* Backends are listed one by one until -ENOENT; devices likewise. */
+static void probe_backends(void)
+{
+	struct sseg_probe_backend f = { .sz = sizeof(f) };
+	struct sseg_probe_device d = { .sz = sizeof(d) };
+	int n = 0;
+
+	for (int b = SSEG_BACKEND_MEMFD; !sseg_probe_backend((enum sseg_backend)b, &f); b++) {
+		CHECK(f.sz == sizeof(f) && f.backend == (enum sseg_backend)b);
+		CHECK(!strcmp(f.name, sseg_backend_name(f.backend)));
+		CHECK(f.available == (b == SSEG_BACKEND_MEMFD));
+		CHECK(f.reason[0]);
+		n++;
+	}
+	CHECK(n == 3);
+	CHECK_RC(sseg_probe_backend(SSEG_BACKEND_AUTO, &f), -ENOENT);
+	CHECK_RC(sseg_probe_backend(SSEG_BACKEND_ASCEND, &f), 0);
+	CHECK(strstr(f.reason, "not available"));
+	CHECK_RC(sseg_probe_device(SSEG_BACKEND_MEMFD, 0, &d), -EOPNOTSUPP);
+	CHECK_RC(sseg_probe_device(SSEG_BACKEND_CUDA, 0, &d), -ENOENT);
+	/* A struct from an older build: only its part is written. */
+	f.sz = offsetof(struct sseg_probe_backend, driver);
+	CHECK_RC(sseg_probe_backend(SSEG_BACKEND_MEMFD, &f), 0);
+	CHECK(f.sz == offsetof(struct sseg_probe_backend, driver));
 }
 
 /* Host registration without a driver fails in create, saying why. */
@@ -103,7 +128,8 @@ static void register_without_driver(void)
 	SSEG_OPTS(o, .name = "opts-reg", .size = 4096, .world_size = 1,
 		  .flags = SSEG_F_HOST_REGISTER);
 
-	rejects(o, -ENOENT, "SSEG_F_HOST_REGISTER needs the CUDA driver: no CUDA driver");
+	rejects(o, -EOPNOTSUPP, "SSEG_F_HOST_REGISTER: needs a device driver that can pin host "
+				"memory, and none is usable here (cuda: no CUDA driver");
 }
 
 int main(void)
@@ -114,6 +140,7 @@ int main(void)
 	bad_options();
 	bigger_struct();
 	supported_and_probe();
+	probe_backends();
 	printf("opts: ok\n");
 	return 0;
 }

@@ -10,7 +10,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "os/os.h"
+#include "os/host.h"
+#include "os/hugepage.h"
+#include "os/memfd.h"
+#include "os/numa.h"
+#include "os/populate.h"
+#include "os/sock.h"
+#include "os/window.h"
 #include "testutil.h"
 
 #define MiB (1ull << 20)
@@ -23,10 +29,10 @@ static uint8_t *map_new(uint64_t size, uint64_t hugetlb, int *fd_out)
 	void *base;
 	int fd;
 
-	CHECK_RC(os_memfd_create("test", size, hugetlb, &fd), 0);
-	CHECK_RC(os_window_reserve(size, SSEG_2M, &base), 0);
-	CHECK_RC(os_window_map(base, size, fd, false), 0);
-	CHECK_RC(os_memfd_seal(fd, false), 0);
+	CHECK_RC(sseg_os_memfd_create("test", size, hugetlb, &fd), 0);
+	CHECK_RC(sseg_os_window_reserve(size, SSEG_2M, &base), 0);
+	CHECK_RC(sseg_os_window_map(base, size, fd, false), 0);
+	CHECK_RC(sseg_os_memfd_seal(fd, false), 0);
 	if (fd_out)
 		*fd_out = fd;
 	else
@@ -40,42 +46,42 @@ static void test_memfd(void)
 	int fd, raw;
 	char path[] = "/tmp/sseg-test-XXXXXX";
 
-	CHECK_RC(os_memfd_create("test", 8 * MiB, 0, &fd), 0);
+	CHECK_RC(sseg_os_memfd_create("test", 8 * MiB, 0, &fd), 0);
 	/* Not yet sealed for good: a peer would refuse it. */
-	CHECK_RC(os_memfd_check(fd, 8 * MiB, &page), -EPERM);
-	CHECK_RC(os_memfd_seal(fd, false), 0);
-	CHECK_RC(os_memfd_check(fd, 8 * MiB, &page), 0);
-	CHECK(page == os_base_page_size());
+	CHECK_RC(sseg_os_memfd_check(fd, 8 * MiB, &page), -EPERM);
+	CHECK_RC(sseg_os_memfd_seal(fd, false), 0);
+	CHECK_RC(sseg_os_memfd_check(fd, 8 * MiB, &page), 0);
+	CHECK(page == sseg_os_base_page_size());
 	CHECK(ftruncate(fd, 4 * MiB) < 0 && errno == EPERM); /* sealed */
 	CHECK(fcntl(fd, F_GETFD) & FD_CLOEXEC);
-	CHECK_RC(os_memfd_check(fd, 4 * MiB, &page), -EINVAL);
+	CHECK_RC(sseg_os_memfd_check(fd, 4 * MiB, &page), -EINVAL);
 	CHECK_ERR_HAS("received fd has 8388608 bytes, expected 4194304");
 	close(fd);
 
 	raw = memfd_create("unsealed", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	CHECK(raw >= 0 && ftruncate(raw, MiB) == 0 && fcntl(raw, F_ADD_SEALS, F_SEAL_SHRINK) == 0);
-	CHECK_RC(os_memfd_check(raw, MiB, &page), -EPERM);
+	CHECK_RC(sseg_os_memfd_check(raw, MiB, &page), -EPERM);
 	CHECK_ERR_HAS("missing seals F_SEAL_GROW F_SEAL_SEAL");
 	close(raw);
 
 	raw = mkstemp(path);
 	CHECK(raw >= 0 && ftruncate(raw, MiB) == 0);
 	unlink(path);
-	CHECK(os_memfd_check(raw, MiB, &page) == -EBADF);
+	CHECK(sseg_os_memfd_check(raw, MiB, &page) == -EBADF);
 	CHECK_ERR_HAS("not a memfd");
 	close(raw);
 	raw = open("/dev/shm", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (raw >= 0) { /* a tmpfs file that is no memfd: it has no seals */
 		CHECK(ftruncate(raw, MiB) == 0);
-		CHECK_RC(os_memfd_check(raw, MiB, &page), -EPERM);
+		CHECK_RC(sseg_os_memfd_check(raw, MiB, &page), -EPERM);
 		CHECK_ERR_HAS("missing seals F_SEAL_SHRINK F_SEAL_GROW");
 		close(raw);
 	}
 
 	sseg_test_fault("memfd_create", 0, 1, -EMFILE);
-	CHECK_RC(os_memfd_create("test", MiB, 0, &fd), -EMFILE);
+	CHECK_RC(sseg_os_memfd_create("test", MiB, 0, &fd), -EMFILE);
 	sseg_test_fault(NULL, 0, 0, 0);
-	CHECK_RC(os_memfd_create("test", MiB, 3 * MiB, &fd), -EINVAL);
+	CHECK_RC(sseg_os_memfd_create("test", MiB, 3 * MiB, &fd), -EINVAL);
 }
 
 static void test_window(void)
@@ -87,28 +93,28 @@ static void test_window(void)
 	int fd;
 
 	for (int i = 0; i < 2; i++) {
-		CHECK_RC(os_window_reserve(sizes[i], aligns[i], &base), 0);
+		CHECK_RC(sseg_os_window_reserve(sizes[i], aligns[i], &base), 0);
 		CHECK(((uintptr_t)base & (aligns[i] - 1)) == 0);
 		/* Exactly the window stays: the trimmed head and tail are free. */
 		CHECK(mmap((uint8_t *)base + sizes[i], 4096, PROT_NONE,
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) != MAP_FAILED ||
 		      errno != EEXIST);
 		munmap((uint8_t *)base + sizes[i], 4096);
-		CHECK_RC(os_window_release(base, sizes[i]), 0);
+		CHECK_RC(sseg_os_window_release(base, sizes[i]), 0);
 	}
-	CHECK_RC(os_window_reserve(MiB, 3 * MiB, &base), -EINVAL);
+	CHECK_RC(sseg_os_window_reserve(MiB, 3 * MiB, &base), -EINVAL);
 
 	p = map_new(4 * MiB, 0, &fd);
 	p[4 * MiB - 1] = 0x5a;
-	CHECK_RC(os_window_reserve(4 * MiB, SSEG_2M, &base), 0);
-	CHECK_RC(os_window_map(base, 4 * MiB, fd, true), 0);
+	CHECK_RC(sseg_os_window_reserve(4 * MiB, SSEG_2M, &base), 0);
+	CHECK_RC(sseg_os_window_map(base, 4 * MiB, fd, true), 0);
 	CHECK(((uint8_t *)base)[4 * MiB - 1] == 0x5a); /* one object, two views */
-	CHECK_RC(os_window_release(base, 4 * MiB), 0);
+	CHECK_RC(sseg_os_window_release(base, 4 * MiB), 0);
 	close(fd);
 	sseg_test_fault("munmap", 0, 1, -EIO);
-	CHECK_RC(os_window_release(p, 4 * MiB), -EIO);
+	CHECK_RC(sseg_os_window_release(p, 4 * MiB), -EIO);
 	CHECK(p[4 * MiB - 1] == 0x5a); /* a failed release leaves the mapping */
-	CHECK_RC(os_window_release(p, 4 * MiB), 0);
+	CHECK_RC(sseg_os_window_release(p, 4 * MiB), 0);
 	sseg_test_fault(NULL, 0, 0, 0);
 }
 
@@ -120,19 +126,19 @@ static int peer_side(void *arg)
 	int sock, fd;
 	void *base;
 
-	CHECK_RC(os_connect_abstract(name, &sock), 0);
-	CHECK_RC(os_recv_fd(sock, &fd, data, sizeof(data), 5000), 0);
+	CHECK_RC(sseg_os_connect_abstract(name, &sock), 0);
+	CHECK_RC(sseg_os_recv_fd(sock, &fd, data, sizeof(data), sseg_os_deadline(5000)), 0);
 	CHECK(memcmp(data, "owner", 5) == 0);
-	CHECK_RC(os_memfd_check(fd, 8 * MiB, &page), 0);
-	CHECK_RC(os_window_reserve(8 * MiB, SSEG_2M, &base), 0);
-	CHECK_RC(os_window_map(base, 8 * MiB, fd, false), 0);
+	CHECK_RC(sseg_os_memfd_check(fd, 8 * MiB, &page), 0);
+	CHECK_RC(sseg_os_window_reserve(8 * MiB, SSEG_2M, &base), 0);
+	CHECK_RC(sseg_os_window_map(base, 8 * MiB, fd, false), 0);
 	close(fd);
 	for (uint64_t off = 0; off < 8 * MiB; off += 4093)
 		CHECK(((uint8_t *)base)[off] == tu_pattern(0, off));
 	((uint8_t *)base)[0] = 0xee;
 	/* Data without an fd must be refused, not mistaken for one. */
-	CHECK_RC(os_recv_fd(sock, &fd, data, sizeof(data), 5000), -EPROTO);
-	CHECK_RC(os_write_full(sock, "done", 4, 5000), 0);
+	CHECK_RC(sseg_os_recv_fd(sock, &fd, data, sizeof(data), sseg_os_deadline(5000)), -EPROTO);
+	CHECK_RC(sseg_os_send_all(sock, "done", 4, sseg_os_deadline(5000)), 0);
 	close(sock);
 	return 0;
 }
@@ -146,29 +152,29 @@ static void test_fd_passing(void)
 	pid_t pid;
 
 	tu_name(name, sizeof(name), "sseg-test-os");
-	CHECK_RC(os_connect_abstract(name, &sock), -ECONNREFUSED);
-	CHECK_RC(os_listen_abstract(name, 4, &lsock), 0);
-	CHECK_RC(os_listen_abstract(name, 4, &sock), -EADDRINUSE);
+	CHECK_RC(sseg_os_connect_abstract(name, &sock), -ECONNREFUSED);
+	CHECK_RC(sseg_os_listen_abstract(name, 4, &lsock), 0);
+	CHECK_RC(sseg_os_listen_abstract(name, 4, &sock), -EADDRINUSE);
 	p = map_new(8 * MiB, 0, &fd);
 	for (uint64_t off = 0; off < 8 * MiB; off += 4093)
 		p[off] = tu_pattern(0, off);
 	pid = tu_fork(peer_side, name);
-	CHECK_RC(os_accept(lsock, 5000, &sock), 0);
-	CHECK_RC(os_peer_uid(sock, &uid), 0);
+	CHECK_RC(sseg_os_accept(lsock, sseg_os_deadline(5000), &sock), 0);
+	CHECK_RC(sseg_os_peer_cred(sock, NULL, &uid), 0);
 	CHECK(uid == getuid());
-	CHECK_RC(os_send_fd(sock, fd, "owner", 5), 0);
-	CHECK_RC(os_write_full(sock, "plain", 5, 5000), 0);
-	CHECK_RC(os_read_full(sock, reply, 4, 5000), 0);
+	CHECK_RC(sseg_os_send_fd(sock, fd, "owner", 5, sseg_os_deadline(5000)), 0);
+	CHECK_RC(sseg_os_send_all(sock, "plain", 5, sseg_os_deadline(5000)), 0);
+	CHECK_RC(sseg_os_recv_all(sock, reply, 4, sseg_os_deadline(5000)), 0);
 	CHECK(memcmp(reply, "done", 4) == 0);
 	CHECK(tu_wait(pid, 10000) == 0);
 	CHECK(p[0] == 0xee); /* the peer wrote into the same pages */
-	CHECK_RC(os_read_full(sock, reply, 1, 1000), -ECONNRESET);
-	CHECK_RC(os_write_full(sock, reply, 1, 1000), -EPIPE); /* not SIGPIPE */
-	CHECK_RC(os_accept(lsock, 50, &fd), -ETIMEDOUT);
+	CHECK_RC(sseg_os_recv_all(sock, reply, 1, sseg_os_deadline(1000)), -ECONNRESET);
+	CHECK_RC(sseg_os_send_all(sock, reply, 1, sseg_os_deadline(1000)), -EPIPE); /* not SIGPIPE */
+	CHECK_RC(sseg_os_accept(lsock, sseg_os_deadline(50), &fd), -ETIMEDOUT);
 	close(sock);
 	close(lsock);
 	close(fd);
-	os_window_release(p, 8 * MiB);
+	sseg_os_window_release(p, 8 * MiB);
 }
 
 static int open_fds(void)
@@ -196,9 +202,9 @@ static void test_socket_edges(void)
 
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == 0);
 	t0 = sseg_now();
-	CHECK_RC(os_read_full(pair[0], &c, 1, 100), -ETIMEDOUT);
+	CHECK_RC(sseg_os_recv_all(pair[0], &c, 1, sseg_os_deadline(100)), -ETIMEDOUT);
 	CHECK(sseg_now() - t0 >= 0.09);
-	CHECK_RC(os_recv_fd(pair[0], &got, &c, 1, 50), -ETIMEDOUT);
+	CHECK_RC(sseg_os_recv_fd(pair[0], &got, &c, 1, sseg_os_deadline(50)), -ETIMEDOUT);
 
 	/* Two fds in one message: one is taken, the other closed. */
 	CHECK(pipe2(fds, O_CLOEXEC) == 0);
@@ -208,7 +214,7 @@ static void test_socket_edges(void)
 	cmsg->cmsg_len = CMSG_LEN(2 * sizeof(int));
 	memcpy(CMSG_DATA(cmsg), fds, sizeof(fds));
 	CHECK(sendmsg(pair[1], &msg, 0) == 1);
-	CHECK_RC(os_recv_fd(pair[0], &got, &c, 1, 1000), 0);
+	CHECK_RC(sseg_os_recv_fd(pair[0], &got, &c, 1, sseg_os_deadline(1000)), 0);
 	CHECK(fcntl(got, F_GETFD) & FD_CLOEXEC);
 	close(got);
 	CHECK(open_fds() == before); /* the second fd was closed, not leaked */
@@ -216,9 +222,9 @@ static void test_socket_edges(void)
 	close(fds[1]);
 
 	sseg_test_fault("send_fd", 0, 1, -EIO);
-	CHECK_RC(os_send_fd(pair[1], 0, "x", 1), -EIO);
+	CHECK_RC(sseg_os_send_fd(pair[1], 0, "x", 1, sseg_os_deadline(1000)), -EIO);
 	sseg_test_fault("connect", 0, 1, -EAGAIN);
-	CHECK_RC(os_connect_abstract("anything", &got), -EAGAIN);
+	CHECK_RC(sseg_os_connect_abstract("anything", &got), -EAGAIN);
 	sseg_test_fault(NULL, 0, 0, 0);
 	close(pair[0]);
 	close(pair[1]);
@@ -228,25 +234,25 @@ static void test_knobs(void)
 {
 	char value[16], global[16], per2m[16], reason[256];
 
-	CHECK_RC(os_knob_choice("always within_size advise [never] deny force", value, 16), 0);
+	CHECK_RC(sseg_os_knob_choice("always within_size advise [never] deny force", value, 16), 0);
 	CHECK(strcmp(value, "never") == 0);
-	CHECK_RC(os_knob_choice("always inherit", value, 16), -EINVAL);
-	CHECK_RC(os_knob_choice("[]", value, 16), -EINVAL);
+	CHECK_RC(sseg_os_knob_choice("always inherit", value, 16), -EINVAL);
+	CHECK_RC(sseg_os_knob_choice("[]", value, 16), -EINVAL);
 
-	CHECK(!os_thp_shmem_allows("never", "", reason, sizeof(reason)));
+	CHECK(!sseg_os_thp_shmem_allows("never", "", reason, sizeof(reason)));
 	CHECK(strstr(reason, THP_GLOBAL " is [never]: write advise to it"));
-	CHECK(os_thp_shmem_allows("advise", "", reason, sizeof(reason)));
-	CHECK(os_thp_shmem_allows("within_size", "inherit", reason, sizeof(reason)));
-	CHECK(os_thp_shmem_allows("force", "", reason, sizeof(reason)));
-	CHECK(!os_thp_shmem_allows("deny", "always", reason, sizeof(reason)));
-	CHECK(os_thp_shmem_allows("never", "advise", reason, sizeof(reason)));
-	CHECK(!os_thp_shmem_allows("always", "never", reason, sizeof(reason)));
+	CHECK(sseg_os_thp_shmem_allows("advise", "", reason, sizeof(reason)));
+	CHECK(sseg_os_thp_shmem_allows("within_size", "inherit", reason, sizeof(reason)));
+	CHECK(sseg_os_thp_shmem_allows("force", "", reason, sizeof(reason)));
+	CHECK(!sseg_os_thp_shmem_allows("deny", "always", reason, sizeof(reason)));
+	CHECK(sseg_os_thp_shmem_allows("never", "advise", reason, sizeof(reason)));
+	CHECK(!sseg_os_thp_shmem_allows("always", "never", reason, sizeof(reason)));
 	CHECK(strstr(reason, THP_PER2M " is [never]"));
-	CHECK(!os_thp_shmem_allows("never", "inherit", reason, sizeof(reason)));
+	CHECK(!sseg_os_thp_shmem_allows("never", "inherit", reason, sizeof(reason)));
 	CHECK(strstr(reason, "[inherit]"));
 
 	if (access(THP_GLOBAL, R_OK) == 0) {
-		CHECK_RC(os_thp_shmem_knobs(global, per2m), 0);
+		CHECK_RC(sseg_os_thp_shmem_knobs(global, per2m), 0);
 		CHECK(global[0] && strchr(global, '[') == NULL);
 	}
 }
@@ -257,30 +263,30 @@ static void test_populate_numa_meminfo(void)
 	unsigned char vec[64 * MiB / 4096];
 	uint8_t *p, *q;
 
-	CHECK_RC(os_meminfo(&shmem0, &huge), 0);
+	CHECK_RC(sseg_os_meminfo(&shmem0, &huge), 0);
 	p = map_new(64 * MiB, 0, NULL);
-	CHECK_RC(os_populate(p, 64 * MiB, 4096, 1, true), 0);
-	CHECK_RC(os_meminfo(&shmem1, &huge), 0);
+	CHECK_RC(sseg_os_populate(p, 64 * MiB, 4096, 1, true), 0);
+	CHECK_RC(sseg_os_meminfo(&shmem1, &huge), 0);
 	CHECK(shmem1 >= shmem0 + 60 * MiB);
-	CHECK_RC(os_numa_where(p, 64 * MiB, 4096, &where), 0);
+	CHECK_RC(sseg_os_numa_where(p, 64 * MiB, 4096, &where), 0);
 	CHECK(where & 1);
 
 	q = map_new(64 * MiB, 0, NULL);
-	CHECK_RC(os_numa_nodes(&nodes), 0);
+	CHECK_RC(sseg_os_numa_nodes(&nodes), 0);
 	CHECK(nodes & 1);
-	CHECK_RC(os_numa_bind(q, 64 * MiB, 0), 0);
-	CHECK_RC(os_numa_bind(q, 64 * MiB, 63), -EINVAL);
+	CHECK_RC(sseg_os_numa_bind(q, 64 * MiB, 0), 0);
+	CHECK_RC(sseg_os_numa_bind(q, 64 * MiB, 63), -EINVAL);
 	CHECK_ERR_HAS("nodes with memory: 0");
-	CHECK_RC(os_numa_interleave(q, 64 * MiB, nodes), 0);
-	CHECK_RC(os_numa_where(q, 64 * MiB, 4096, &where), 0);
+	CHECK_RC(sseg_os_numa_interleave(q, 64 * MiB, nodes), 0);
+	CHECK_RC(sseg_os_numa_where(q, 64 * MiB, 4096, &where), 0);
 	CHECK(where == 0); /* nothing faulted yet */
 	for (uint64_t off = 0; off < 64 * MiB; off += 64 * 4096 + 1)
 		q[off] = tu_pattern(1, off);
-	CHECK_RC(os_populate(q, 64 * MiB, 4096, 2, true), 0);
+	CHECK_RC(sseg_os_populate(q, 64 * MiB, 4096, 2, true), 0);
 	CHECK(mincore(q, 64 * MiB, vec) == 0);
 	for (size_t i = 0; i < sizeof(vec); i++)
 		CHECK(vec[i] & 1);
-	CHECK_RC(os_populate(q, 64 * MiB - 12288, 4096, 3, false), 0);
+	CHECK_RC(sseg_os_populate(q, 64 * MiB - 12288, 4096, 3, false), 0);
 	for (uint64_t off = 0; off < 64 * MiB; off += 4096) {
 		bool written = off % (64 * 4096 + 1) == 0;
 
@@ -288,11 +294,11 @@ static void test_populate_numa_meminfo(void)
 	}
 	for (uint64_t off = 0; off < 64 * MiB; off += 64 * 4096 + 1)
 		CHECK(q[off] == tu_pattern(1, off));
-	CHECK_RC(os_numa_where(q, 64 * MiB, 4096, &where), 0);
+	CHECK_RC(sseg_os_numa_where(q, 64 * MiB, 4096, &where), 0);
 	CHECK(where == (nodes & where) && where != 0);
-	CHECK_RC(os_populate(q, 4096, 3000, 1, true), -EINVAL);
-	os_window_release(p, 64 * MiB);
-	os_window_release(q, 64 * MiB);
+	CHECK_RC(sseg_os_populate(q, 4096, 3000, 1, true), -EINVAL);
+	sseg_os_window_release(p, 64 * MiB);
+	sseg_os_window_release(q, 64 * MiB);
 }
 
 /* 8 MiB of memfd THP: all of it on PMDs with advise, none with never. */
@@ -301,10 +307,10 @@ static uint64_t thp_bytes(void)
 	uint64_t bytes;
 	uint8_t *p = map_new(8 * MiB, 0, NULL);
 
-	CHECK_RC(os_madvise_hugepage(p, 8 * MiB), 0);
-	CHECK_RC(os_populate(p, 8 * MiB, SSEG_2M, 2, true), 0);
-	CHECK_RC(os_huge_bytes(p, 8 * MiB, &bytes), 0);
-	os_window_release(p, 8 * MiB);
+	CHECK_RC(sseg_os_madvise_hugepage(p, 8 * MiB), 0);
+	CHECK_RC(sseg_os_populate(p, 8 * MiB, SSEG_2M, 2, true), 0);
+	CHECK_RC(sseg_os_huge_bytes(p, 8 * MiB, &bytes), 0);
+	sseg_os_window_release(p, 8 * MiB);
 	return bytes;
 }
 
@@ -319,18 +325,18 @@ static void test_thp(void)
 	}
 	if (per2m)
 		CHECK_RC(tu_knob_set(THP_PER2M, "inherit"), 0);
-	CHECK(os_thp_shmem_usable(reason, sizeof(reason)));
+	CHECK(sseg_os_thp_shmem_usable(reason, sizeof(reason)));
 	CHECK(thp_bytes() == 8 * MiB);
 
 	CHECK_RC(tu_knob_set(THP_GLOBAL, "never"), 0);
-	CHECK(!os_thp_shmem_usable(reason, sizeof(reason)));
+	CHECK(!sseg_os_thp_shmem_usable(reason, sizeof(reason)));
 	CHECK(strstr(reason, "is [never]"));
 	CHECK(thp_bytes() == 0);
 	if (!per2m)
 		return;
 	/* The per-size knob overrides a global never, even for a memfd. */
 	CHECK_RC(tu_knob_set(THP_PER2M, "advise"), 0);
-	CHECK(os_thp_shmem_usable(reason, sizeof(reason)));
+	CHECK(sseg_os_thp_shmem_usable(reason, sizeof(reason)));
 	CHECK(thp_bytes() == 8 * MiB);
 }
 
@@ -341,10 +347,10 @@ static void populate_beyond_pool(uint64_t size)
 	int fd;
 	void *p;
 
-	CHECK_RC(os_memfd_create("test", size, SSEG_2M, &fd), 0);
+	CHECK_RC(sseg_os_memfd_create("test", size, SSEG_2M, &fd), 0);
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
 	CHECK(p != MAP_FAILED);
-	CHECK_RC(os_populate(p, size, SSEG_2M, 2, true), -ENOMEM);
+	CHECK_RC(sseg_os_populate(p, size, SSEG_2M, 2, true), -ENOMEM);
 	CHECK_ERR_HAS("out of memory (HugeTLB pool or memory limit)");
 	munmap(p, size);
 	close(fd);
@@ -357,49 +363,49 @@ static void test_hugetlb(void)
 	int fd, n;
 	uint8_t *p;
 
-	n = os_hugetlb_pools(pools, 8);
+	n = sseg_os_hugetlb_pools(pools, 8);
 	for (int i = 1; i < n; i++)
 		CHECK(pools[i - 1].page_size < pools[i].page_size);
-	CHECK_RC(os_hugetlb_pool(3 * MiB, &pool), -ENOENT);
+	CHECK_RC(sseg_os_hugetlb_pool(3 * MiB, &pool), -ENOENT);
 	if (tu_hugetlb_reserve(4) != 0) {
 		fprintf(stderr, "skipping HugeTLB: no 4 free 2 MiB pages\n");
 		return;
 	}
-	CHECK_RC(os_hugetlb_pool(SSEG_2M, &pool), 0);
+	CHECK_RC(sseg_os_hugetlb_pool(SSEG_2M, &pool), 0);
 	CHECK(pool.page_size == SSEG_2M && pool.free >= 4);
-	CHECK_RC(os_memfd_create("test", 3 * MiB, SSEG_2M, &fd), -EINVAL);
+	CHECK_RC(sseg_os_memfd_create("test", 3 * MiB, SSEG_2M, &fd), -EINVAL);
 	CHECK_ERR_HAS("multiple of its 2097152-byte pages");
 	p = map_new(8 * MiB, SSEG_2M, &fd);
-	CHECK_RC(os_memfd_check(fd, 8 * MiB, &page), 0);
+	CHECK_RC(sseg_os_memfd_check(fd, 8 * MiB, &page), 0);
 	CHECK(page == SSEG_2M);
-	CHECK_RC(os_populate(p, 8 * MiB, SSEG_2M, 2, true), 0);
-	CHECK_RC(os_huge_bytes(p, 8 * MiB, &bytes), 0);
+	CHECK_RC(sseg_os_populate(p, 8 * MiB, SSEG_2M, 2, true), 0);
+	CHECK_RC(sseg_os_huge_bytes(p, 8 * MiB, &bytes), 0);
 	CHECK(bytes == 8 * MiB);
-	CHECK_RC(os_meminfo(&shmem, &used), 0);
+	CHECK_RC(sseg_os_meminfo(&shmem, &used), 0);
 	CHECK(used >= 8 * MiB);
 	close(fd);
-	os_window_release(p, 8 * MiB);
-	CHECK_RC(os_hugetlb_pool(SSEG_2M, &pool), 0);
+	sseg_os_window_release(p, 8 * MiB);
+	CHECK_RC(sseg_os_hugetlb_pool(SSEG_2M, &pool), 0);
 	if (pool.free - pool.reserved < 64)
 		populate_beyond_pool((pool.free - pool.reserved + 1) * SSEG_2M);
 }
 
 static void test_host(void)
 {
-	struct os_host_id a, b;
+	struct sseg_os_host_id a, b;
 	static const uint8_t zero[16];
 	uint8_t r1[32], r2[32];
 
-	CHECK_RC(os_host_id(&a), 0);
-	CHECK_RC(os_host_id(&b), 0);
+	CHECK_RC(sseg_os_host_id(&a), 0);
+	CHECK_RC(sseg_os_host_id(&b), 0);
 	CHECK(memcmp(&a, &b, sizeof(a)) == 0);
 	CHECK(memcmp(a.boot_id, zero, 16) != 0 && a.netns && a.pidns && a.uid == getuid());
-	CHECK_RC(os_random(r1, sizeof(r1)), 0);
-	CHECK_RC(os_random(r2, sizeof(r2)), 0);
+	CHECK_RC(sseg_os_random(r1, sizeof(r1)), 0);
+	CHECK_RC(sseg_os_random(r2, sizeof(r2)), 0);
 	CHECK(memcmp(r1, r2, sizeof(r1)) != 0);
-	CHECK(os_base_page_size() >= 4096 && os_cpu_count() >= 1);
-	CHECK_RC(os_read_u64("/proc/sys/kernel/random/boot_id", &b.netns), -EINVAL);
-	CHECK_RC(os_read_text("/nonexistent/knob", (char *)r1, sizeof(r1)), -ENOENT);
+	CHECK(sseg_os_base_page_size() >= 4096 && sseg_os_cpu_count() >= 1);
+	CHECK_RC(sseg_os_read_u64("/proc/sys/kernel/random/boot_id", &b.netns), -EINVAL);
+	CHECK_RC(sseg_os_read_text("/nonexistent/knob", (char *)r1, sizeof(r1)), -ENOENT);
 	CHECK_ERR_HAS("/nonexistent/knob");
 }
 

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "blob.h"
-#include "os/os.h"
+#include "os/sock.h"
 #include "testutil.h"
 
 #define HELLO_MAGIC 0x4f4c4548u /* the channel's hello, as a peer sends it */
@@ -32,12 +32,12 @@ static int intrude(const char *sock, uint32_t rank, const uint8_t *token)
 	uint32_t magic = HELLO_MAGIC;
 	int s, fd = -1, rc;
 
-	CHECK_RC(os_connect_abstract(sock, &s), 0);
+	CHECK_RC(sseg_os_connect_abstract(sock, &s), 0);
 	memcpy(hello, &magic, 4);
 	memcpy(hello + 4, &rank, 4);
 	memcpy(hello + 8, token, SSEG_TOKEN_LEN);
-	CHECK_RC(os_write_full(s, hello, sizeof(hello), 1000), 0);
-	rc = os_recv_fd(s, &fd, reply, sizeof(reply), 3000);
+	CHECK_RC(sseg_os_send_all(s, hello, sizeof(hello), sseg_os_deadline(1000)), 0);
+	rc = sseg_os_recv_fd(s, &fd, reply, sizeof(reply), sseg_os_deadline(3000));
 	if (fd >= 0)
 		close(fd);
 	close(s);
@@ -101,7 +101,7 @@ int main(void)
 	CHECK(pthread_create(&tid, NULL, owner_complete, &job) == 0);
 
 	/* A connection that never speaks costs the owner at most a second. */
-	CHECK_RC(os_connect_abstract(owner.handle.sock, &silent), 0);
+	CHECK_RC(sseg_os_connect_abstract(owner.handle.sock, &silent), 0);
 	memcpy(wrong, owner.handle.token, sizeof(wrong));
 	wrong[7] ^= 1;
 	rc = intrude(owner.handle.sock, 1, wrong);

@@ -72,7 +72,10 @@ static void declared_fields(void)
 	r[0].opts.layout = l1;
 	r[1].opts.layout = l1;
 	r[2].opts.layout = l2;
-	expect_mismatch(r, 3, 1, -EINVAL, "rank 2 declared layout=");
+	/* The first differing block and field, with both values. */
+	expect_mismatch(r, 3, 1, -EINVAL,
+			"the layouts differ: block 'k': rank 2 declared count=5, rank 0 declared "
+			"count=4");
 
 	base_ranks(r, 3, "verify-name");
 	r[1].opts.name = "verify-other";

@@ -209,7 +209,7 @@ int tu_hugetlb_reserve(unsigned n)
 #include <stdint.h>
 #include <pthread.h>
 
-#include "segment.h"
+#include "host.h"
 
 struct inproc {
 	struct tu_rank *rank;

@@ -94,6 +94,8 @@ void json_double(struct json *j, const char *key, double value); /* non-finite: 
 void json_bool(struct json *j, const char *key, bool value);
 /* Ends the document with a newline. */
 void json_finish(struct json *j);
+/* Writes a compact JSON text (the library's) indented, with a newline. */
+void json_pretty(FILE *out, const char *text);
 
 /* ---- host memory (meminfo.c) ---- */
 

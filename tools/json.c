@@ -145,3 +145,40 @@ void json_finish(struct json *j)
 	fputc('\n', j->out);
 	fflush(j->out);
 }
+
+/* Indents a compact JSON text (the library's) two spaces a level. */
+void json_pretty(FILE *out, const char *text)
+{
+	bool in_string = false, escaped = false;
+	int depth = 0;
+
+	for (const char *p = text; *p; p++) {
+		char c = *p;
+
+		if (in_string) {
+			fputc(c, out);
+			escaped = !escaped && c == '\\';
+			in_string = escaped || c != '"';
+			continue;
+		}
+		if (c == '"') {
+			in_string = true;
+			fputc(c, out);
+		} else if ((c == '{' || c == '[') && (p[1] == '}' || p[1] == ']')) {
+			fputc(c, out);
+			fputc(*++p, out);
+		} else if (c == '{' || c == '[') {
+			fputc(c, out);
+			fprintf(out, "\n%*s", 2 * ++depth, "");
+		} else if (c == '}' || c == ']') {
+			fprintf(out, "\n%*s%c", 2 * --depth, "", c);
+		} else if (c == ',') {
+			fprintf(out, ",\n%*s", 2 * depth, "");
+		} else if (c == ':') {
+			fputs(": ", out);
+		} else {
+			fputc(c, out);
+		}
+	}
+	fputc('\n', out);
+}

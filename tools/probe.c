@@ -1,4 +1,6 @@
 /* sharedseg probe: the facts sseg_probe() gathers, as a table or JSON. */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -27,11 +29,18 @@ void probe_help(FILE *out)
 		"options:\n"
 		"  --size SIZE  segment size pages=auto is decided for (default 1GiB);\n"
 		"               SIZE is bytes or a binary unit: 4096, 256MiB, 256M, 4G, 1.5GiB\n"
-		"  --json       one JSON object: kernel, memfd, sealing, memfd_hugetlb,\n"
+		"  --json       one JSON object (the same as Python's sharedseg.probe()):\n"
+		"               schema (its version), kernel, memfd, sealing, memfd_hugetlb,\n"
 		"               thp {shmem_enabled, shmem_2m_enabled, usable},\n"
 		"               hugetlb_pools [{page_size, total, free, reserved}],\n"
-		"               numa {nodes}, auto {size, pages, reason},\n"
-		"               backends {memfd, cuda, ascend: {available, reason}}, advice []\n"
+		"               numa {nodes}, memory {available, cgroup_limit, cgroup_usage},\n"
+		"               auto {size, pages, reason},\n"
+		"               backends {memfd, cuda, ascend: {available, reason, driver,\n"
+		"                 driver_version, pinned, crosses_hosts, host_register,\n"
+		"                 devices [{ordinal, uuid, vmm, host_vmm, host_vmm_works,\n"
+		"                 ipc_fd, fabric_claimed, fabric_works, host_register,\n"
+		"                 host_register_readonly, host_numa_id}]}},\n"
+		"               advice [lines]; device facts are true, false or null (unknown)\n"
 		"  -h, --help   this text\n"
 		"\n"
 		"examples:\n"
@@ -73,21 +82,40 @@ static void print_nodes(const struct sseg_probe *p)
 	printf("\n");
 }
 
-/* Each advice line, indented; the library separates them with '\n'. */
+static const char *tri(int v)
+{
+	return v < 0 ? "?" : v ? "yes" : "no";
+}
+
 /* The fabric attribute can claim support that a real create-and-export
  * then refuses (no IMEX channel): both are shown. */
-static void print_gpus(const struct sseg_probe *p)
+static void print_devices(const struct sseg_probe_backend *b)
 {
-	if (!p->cuda_driver_version)
-		return;
-	printf("\ncuda driver %d, %d device(s)\n", p->cuda_driver_version, p->cuda_ndevices);
-	for (int d = 0; d < p->cuda_ndevices; d++) {
-		const struct sseg_probe_gpu *g = &p->cuda[d];
+	for (int d = 0; d < b->ndevices; d++) {
+		struct sseg_probe_device g = { .sz = sizeof(g) };
 
-		printf("  gpu %d  vmm %s, host-numa vmm %s, posix fd %s, fabric attribute %s, "
+		if (sseg_probe_device(b->backend, d, &g))
+			continue;
+		printf("    device %d  vmm %s, host vmm %s, ipc fd %s, fabric claimed %s, "
 		       "fabric works %s, host node %d\n",
-		       d, yes_no(g->vmm), yes_no(g->host_numa_vmm), yes_no(g->posix_fd),
-		       yes_no(g->fabric_attr), yes_no(g->fabric_works), g->host_numa_id);
+		       d, tri(g.vmm), tri(g.host_vmm), tri(g.ipc_fd), tri(g.fabric_claimed),
+		       tri(g.fabric_works), g.host_numa_id);
+	}
+}
+
+static void print_backends(void)
+{
+	printf("\nbackends\n");
+	for (int b = SSEG_BACKEND_MEMFD;; b++) {
+		struct sseg_probe_backend f = { .sz = sizeof(f) };
+
+		if (sseg_probe_backend((enum sseg_backend)b, &f))
+			break;
+		printf("  %-7s %-3s  %s\n", f.name, yes_no(f.available), f.reason);
+		if (f.driver[0])
+			printf("    driver %s, version %d, %d device(s)\n", f.driver,
+			       f.driver_version, f.ndevices);
+		print_devices(&f);
 	}
 }
 
@@ -133,108 +161,27 @@ static void print_table(const struct sseg_probe *p)
 	cli_format_size(p->auto_size, sz, sizeof(sz));
 	printf("\npages=auto for %s: %s\n  because %s\n", sz, sseg_pages_name(p->auto_pages),
 	       p->auto_reason);
-	printf("\nbackends\n");
-	for (int b = SSEG_BACKEND_MEMFD; b < SSEG_PROBE_BACKENDS; b++)
-		printf("  %-7s %-3s  %s\n", sseg_backend_name((enum sseg_backend)b),
-		       yes_no(p->backend_ok[b]), p->backend_reason[b]);
-	print_gpus(p);
+	print_backends();
 	if (p->advice[0])
 		print_advice(p->advice);
 }
 
-static void json_gpus(struct json *j, const struct sseg_probe *p)
+/* The library writes the JSON: one schema for the CLI and Python. */
+static int print_json(uint64_t size)
 {
-	json_object_begin(j, "cuda");
-	json_i64(j, "driver_version", p->cuda_driver_version);
-	json_array_begin(j, "devices");
-	for (int d = 0; d < p->cuda_ndevices; d++) {
-		const struct sseg_probe_gpu *g = &p->cuda[d];
+	int n = sseg_probe_json(size, NULL, 0);
+	char *text;
 
-		json_object_begin(j, NULL);
-		json_i64(j, "ordinal", d);
-		json_bool(j, "vmm", g->vmm);
-		json_bool(j, "host_numa_vmm", g->host_numa_vmm);
-		json_bool(j, "posix_fd", g->posix_fd);
-		json_bool(j, "fabric_attribute", g->fabric_attr);
-		json_bool(j, "fabric_works", g->fabric_works);
-		json_i64(j, "host_numa_id", g->host_numa_id);
-		json_object_end(j);
-	}
-	json_array_end(j);
-	json_object_end(j);
-}
-
-static void json_advice(struct json *j, const char *advice)
-{
-	char line[sizeof(((struct sseg_probe *)0)->advice)];
-	const char *at = advice;
-
-	json_array_begin(j, "advice");
-	while (*at) {
-		const char *nl = strchr(at, '\n');
-		size_t n = nl ? (size_t)(nl - at) : strlen(at);
-
-		snprintf(line, sizeof(line), "%.*s", (int)n, at);
-		json_string(j, NULL, line);
-		at += n + (nl ? 1 : 0);
-	}
-	json_array_end(j);
-}
-
-static void json_host(struct json *j, const struct sseg_probe *p)
-{
-	json_string(j, "kernel", p->kernel);
-	json_bool(j, "memfd", p->memfd_ok);
-	json_bool(j, "sealing", p->sealing_ok);
-	json_bool(j, "memfd_hugetlb", p->memfd_hugetlb_ok);
-	json_object_begin(j, "thp");
-	json_string(j, "shmem_enabled", p->thp_shmem_enabled);
-	json_string(j, "shmem_2m_enabled", p->thp_shmem_2m_enabled);
-	json_bool(j, "usable", p->thp_shmem_usable);
-	json_object_end(j);
-	json_array_begin(j, "hugetlb_pools");
-	for (int i = 0; i < p->npools; i++) {
-		json_object_begin(j, NULL);
-		json_u64(j, "page_size", p->pools[i].page_size);
-		json_u64(j, "total", p->pools[i].total);
-		json_u64(j, "free", p->pools[i].free);
-		json_u64(j, "reserved", p->pools[i].reserved);
-		json_object_end(j);
-	}
-	json_array_end(j);
-	json_object_begin(j, "numa");
-	json_array_begin(j, "nodes");
-	for (int n = 0; n < 64; n++)
-		if (p->node_mask & (1ull << n))
-			json_i64(j, NULL, n);
-	json_array_end(j);
-	json_object_end(j);
-}
-
-static void print_json(const struct sseg_probe *p)
-{
-	struct json j;
-
-	json_init(&j, stdout);
-	json_object_begin(&j, NULL);
-	json_host(&j, p);
-	json_object_begin(&j, "auto");
-	json_u64(&j, "size", p->auto_size);
-	json_string(&j, "pages", sseg_pages_name(p->auto_pages));
-	json_string(&j, "reason", p->auto_reason);
-	json_object_end(&j);
-	json_object_begin(&j, "backends");
-	for (int b = SSEG_BACKEND_MEMFD; b < SSEG_PROBE_BACKENDS; b++) {
-		json_object_begin(&j, sseg_backend_name((enum sseg_backend)b));
-		json_bool(&j, "available", p->backend_ok[b]);
-		json_string(&j, "reason", p->backend_reason[b]);
-		json_object_end(&j);
-	}
-	json_object_end(&j);
-	json_gpus(&j, p);
-	json_advice(&j, p->advice);
-	json_object_end(&j);
-	json_finish(&j);
+	if (n < 0)
+		return n;
+	text = malloc((size_t)n + 1);
+	if (!text)
+		return -ENOMEM;
+	n = sseg_probe_json(size, text, (size_t)n + 1);
+	if (n >= 0)
+		json_pretty(stdout, text);
+	free(text);
+	return n < 0 ? n : 0;
 }
 
 int probe_main(int argc, char **argv)
@@ -258,13 +205,11 @@ int probe_main(int argc, char **argv)
 		else if (id == OPT_SIZE && cli_parse_size("probe", "--size", v, &size))
 			return CLI_USAGE;
 	}
-	if (sseg_probe(size, &p)) {
+	if (as_json ? print_json(size) : sseg_probe(size, &p)) {
 		fprintf(stderr, "sharedseg probe: %s\n", sseg_last_error());
 		return CLI_FAIL;
 	}
-	if (as_json)
-		print_json(&p);
-	else
+	if (!as_json)
 		print_table(&p);
 	return CLI_OK;
 }

@@ -3,6 +3,7 @@
  * live in segment.c and layout.c. */
 #include <errno.h>
 #include <string.h>
+#include <stdlib.h>
 
 #include "native.h"
 
@@ -189,44 +190,6 @@ static PyObject *py_host_owner(PyObject *self, PyObject *args)
 
 /* ---- host facts ---- */
 
-static PyObject *probe_pools(const struct sseg_probe *p)
-{
-	PyObject *pools = PyList_New(0);
-
-	for (int i = 0; pools && i < p->npools && i < SSEG_PROBE_MAX_POOLS; i++) {
-		const struct sseg_hugetlb_pool *h = &p->pools[i];
-		PyObject *pool = Py_BuildValue("{s:K,s:K,s:K,s:K}", "page_size",
-					       (unsigned long long)h->page_size, "total",
-					       (unsigned long long)h->total, "free",
-					       (unsigned long long)h->free, "reserved",
-					       (unsigned long long)h->reserved);
-
-		if (!pool || PyList_Append(pools, pool) < 0) {
-			Py_XDECREF(pool);
-			Py_CLEAR(pools);
-		}
-		Py_XDECREF(pool);
-	}
-	return pools;
-}
-
-static PyObject *probe_backends(const struct sseg_probe *p)
-{
-	PyObject *backends = PyDict_New();
-
-	for (int b = 0; backends && b < SSEG_PROBE_BACKENDS; b++) {
-		PyObject *entry = Py_BuildValue("{s:O,s:s}", "ok",
-						p->backend_ok[b] ? Py_True : Py_False, "reason",
-						p->backend_reason[b]);
-
-		if (!entry ||
-		    PyDict_SetItemString(backends, sseg_backend_name((enum sseg_backend)b), entry) < 0)
-			Py_CLEAR(backends);
-		Py_XDECREF(entry);
-	}
-	return backends;
-}
-
 PyObject *sseg_py_node_list(uint64_t mask)
 {
 	PyObject *nodes = PyList_New(0);
@@ -244,42 +207,35 @@ PyObject *sseg_py_node_list(uint64_t mask)
 	return nodes;
 }
 
-PyDoc_STRVAR(probe_doc, "probe(size=0) -> dict: what this host can do (sseg_probe); size is the\n"
-			"segment size pages=auto is decided for (0: 1 GiB).");
+PyDoc_STRVAR(probe_json_doc, "probe_json(size=0) -> str: sseg_probe_json, the schema of\n"
+			     "`sharedseg probe --json`; size is the segment size pages=auto is\n"
+			     "decided for (0: 1 GiB).");
 
-static PyObject *py_probe(PyObject *self, PyObject *args)
+static PyObject *py_probe_json(PyObject *self, PyObject *args)
 {
 	unsigned long long size = 0;
-	struct sseg_probe p;
-	PyObject *pools, *backends, *nodes, *out = NULL;
-	int rc;
+	PyObject *out = NULL;
+	char *text = NULL;
+	int n, need = 0;
 
-	if (!PyArg_ParseTuple(args, "|K:probe", &size))
+	if (!PyArg_ParseTuple(args, "|K:probe_json", &size))
 		return NULL;
-	memset(&p, 0, sizeof(p));
-	p.sz = sizeof(p);
-	Py_BEGIN_ALLOW_THREADS
-	rc = sseg_probe(size, &p);
-	Py_END_ALLOW_THREADS
-	if (rc)
-		return sseg_py_raise(sseg_py_error, rc);
-	pools = probe_pools(&p);
-	backends = probe_backends(&p);
-	nodes = sseg_py_node_list(p.node_mask);
-	if (pools && backends && nodes)
-		out = Py_BuildValue(
-			"{s:s,s:O,s:O,s:O,s:s,s:s,s:O,s:O,s:O,s:K,s:s,s:s,s:O,s:s}", "kernel",
-			p.kernel, "memfd_ok", p.memfd_ok ? Py_True : Py_False, "sealing_ok",
-			p.sealing_ok ? Py_True : Py_False, "memfd_hugetlb_ok",
-			p.memfd_hugetlb_ok ? Py_True : Py_False, "thp_shmem_enabled",
-			p.thp_shmem_enabled, "thp_shmem_2m_enabled", p.thp_shmem_2m_enabled,
-			"thp_shmem_usable", p.thp_shmem_usable ? Py_True : Py_False, "hugetlb_pools",
-			pools, "numa_nodes", nodes, "auto_size", (unsigned long long)p.auto_size,
-			"auto_pages", sseg_pages_name(p.auto_pages), "auto_reason", p.auto_reason,
-			"backends", backends, "advice", p.advice);
-	Py_XDECREF(pools);
-	Py_XDECREF(backends);
-	Py_XDECREF(nodes);
+	/* The facts can change between the two calls: ask until they fit. */
+	do {
+		free(text);
+		need = need ? need * 2 : 16384;
+		text = malloc((size_t)need);
+		if (!text)
+			return PyErr_NoMemory();
+		Py_BEGIN_ALLOW_THREADS
+		n = sseg_probe_json(size, text, (size_t)need);
+		Py_END_ALLOW_THREADS
+	} while (n >= need);
+	if (n < 0)
+		sseg_py_raise(sseg_py_error, n);
+	else
+		out = PyUnicode_FromStringAndSize(text, n);
+	free(text);
 	return out;
 }
 
@@ -311,7 +267,7 @@ static PyMethodDef module_methods[] = {
 	{ "name", py_name, METH_VARARGS, name_doc },
 	{ "host_identity", py_host_identity, METH_NOARGS, host_identity_doc },
 	{ "host_owner", py_host_owner, METH_VARARGS, host_owner_doc },
-	{ "probe", py_probe, METH_VARARGS, probe_doc },
+	{ "probe_json", py_probe_json, METH_VARARGS, probe_json_doc },
 	{ "supported", py_supported, METH_VARARGS, supported_doc },
 	{ "create", (PyCFunction)(void (*)(void))sseg_py_create, METH_VARARGS | METH_KEYWORDS,
 	  create_doc },

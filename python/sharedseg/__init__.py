@@ -9,6 +9,8 @@ every rank of a group (a tensor-parallel group, an MPI job, ...).
 
 Importing this package needs neither torch nor numpy.
 """
+import json
+
 from . import _native
 from ._native import SharedSegmentError
 from .segment import SharedSegment, create_shared_segment
@@ -28,7 +30,7 @@ def probe(size=0):
     (0: 1 GiB) and why, each backend's availability, and the knobs to change."""
     if isinstance(size, str):
         size = _native.parse("size", size)
-    return _native.probe(int(size))
+    return json.loads(_native.probe_json(int(size)))
 
 
 def supported(backend="auto", pages="auto"):

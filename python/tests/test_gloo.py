@@ -59,12 +59,15 @@ def test_comm_group_alias_and_default_group(ranks):
 
 
 # A larger shape changes the size too; the layout is named, being the cause.
-@pytest.mark.parametrize("variant,field", [("transposed", "layout"), ("larger", "layout")])
+@pytest.mark.parametrize("variant,field", [("transposed", "shape"), ("larger", "shape")])
 def test_a_different_shape_on_one_rank_fails_every_rank_naming_it(ranks, variant, field):
     for r, d in enumerate(each(ranks, "mismatch")):
         d = d[variant]
         assert d["raised"], f"rank {r} did not raise"
-        assert f"rank 2 declared {field}=" in d["message"], d["message"]
+        # The first differing block and field, with both values.
+        assert f"the layouts differ: block 'k': rank 2 declared {field}=" in d["message"], \
+            d["message"]
+        assert f", rank 0 declared {field}=" in d["message"], d["message"]
         assert d["message"].startswith(f"segment 'py-gloo-mismatch-{variant}': ranks 0-3 "
                                        "failed in complete"), d["message"]
         assert sorted(d["failures"]) == ["0", "1", "2", "3"]

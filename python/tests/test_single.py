@@ -263,8 +263,9 @@ def test_size_without_blocks_and_buffer():
 
 def test_probe_and_supported():
     facts = sharedseg.probe()
-    assert facts["memfd_ok"] and facts["backends"]["memfd"]["ok"]
-    assert facts["auto_pages"] in ("base", "thp", "hugetlb-2M", "hugetlb-1G")
+    assert facts["schema"] == 1
+    assert facts["memfd"] and facts["backends"]["memfd"]["available"]
+    assert facts["auto"]["pages"] in ("base", "thp", "hugetlb-2M", "hugetlb-1G")
     assert sharedseg.supported() == (True, "")
     ok, why = sharedseg.supported("cuda")
     assert not ok and "cuda" in why

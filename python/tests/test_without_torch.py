@@ -18,7 +18,7 @@ sys.meta_path.insert(0, NotInstalled())
 
 SCRIPT = BLOCKED + '''
 import sharedseg
-assert sharedseg.probe()["memfd_ok"]
+assert sharedseg.probe()["memfd"]
 assert sharedseg.supported("memfd", "base") == (True, "")
 seg = sharedseg.create_shared_segment(
     "py-notorch", {"k": dict(count=2, shape=(4, 4), dtype="bfloat16")}, pages="base")

@@ -1,45 +1,128 @@
-/* Backend selection and the wrappers that give every missing op a safe
- * -EOPNOTSUPP answer. */
+/* The backend table, and the wrappers that give every missing op a safe
+ * answer: -EOPNOTSUPP naming the backend and the op, or the neutral
+ * default an optional op documents. */
 #include <stdio.h>
+#include <string.h>
 
 #include "backend/backend.h"
-#include "backend/cuda_device.h"
+#include "backend/table.h"
 
-static int unsupported(const struct sseg *seg, const char *op)
-{
-	return sseg_err(-EOPNOTSUPP, "the %s backend does not support %s",
-			seg->ops ? seg->ops->name : "selected", op);
-}
-
-static int probe_unbuilt(char *why, size_t len)
-{
-	snprintf(why, len, "not available: this build of sharedseg has no driver for it yet");
-	return -EOPNOTSUPP;
-}
-
-static const struct sseg_backend_ops ascend_ops = { .name = "ascend", .probe = probe_unbuilt };
+#define ENTRY(kind, ops) [kind] = &ops,
+static const struct sseg_backend_ops *const table[] = { SSEG_BACKEND_TABLE(ENTRY) };
+#undef ENTRY
 
 const struct sseg_backend_ops *sseg_backend_get(enum sseg_backend backend)
 {
-	switch (backend) {
-	case SSEG_BACKEND_AUTO:
-	case SSEG_BACKEND_MEMFD:
-		return &sseg_memfd_ops;
-	case SSEG_BACKEND_CUDA:
-		return &sseg_cuda_ops;
-	case SSEG_BACKEND_ASCEND:
-		return &ascend_ops;
+	if (backend == SSEG_BACKEND_AUTO)
+		backend = SSEG_BACKEND_MEMFD;
+	if ((unsigned)backend >= ARRAY_SIZE(table))
+		return NULL;
+	return table[backend];
+}
+
+static int hostreg_usable(const struct sseg_backend_ops *ops, char *why, size_t len)
+{
+	if (!ops->hostreg) {
+		snprintf(why, len, "the %s backend has no host-registration driver", ops->name);
+		return -EOPNOTSUPP;
 	}
+	return ops->hostreg->usable(why, len);
+}
+
+const struct sseg_backend_ops *sseg_backend_for_hostreg(enum sseg_backend kind)
+{
+	char why[SSEG_ERR_MAX - 96], all[SSEG_ERR_MAX - 64] = "";
+	size_t used = 0;
+
+	if (kind != SSEG_BACKEND_AUTO) {
+		const struct sseg_backend_ops *ops = sseg_backend_get(kind);
+
+		if (ops && !hostreg_usable(ops, why, sizeof(why)))
+			return ops;
+		sseg_err(-EOPNOTSUPP, "needs the %s driver: %s", ops ? ops->name : "given",
+			 ops ? why : "no such backend");
+		return NULL;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(table); i++) {
+		if (!table[i] || !table[i]->hostreg)
+			continue;
+		if (!hostreg_usable(table[i], why, sizeof(why)))
+			return table[i];
+		if (used < sizeof(all))
+			used += (size_t)snprintf(all + used, sizeof(all) - used, "%s%s: %s",
+						 used ? "; " : "", table[i]->name, why);
+	}
+	sseg_err(-EOPNOTSUPP, "needs a device driver that can pin host memory, and none is "
+		 "usable here (%s)", all);
 	return NULL;
 }
 
-int sseg_backend_probe(const struct sseg_backend_ops *ops, char *why, size_t len)
+static int unsupported(const struct sseg *seg, const char *op)
 {
-	if (!ops->probe) {
-		snprintf(why, len, "available");
-		return 0;
+	return sseg_err(-EOPNOTSUPP, "the %s backend does not support %s", seg->ops->name, op);
+}
+
+int sseg_backend_probe(const struct sseg_backend_ops *ops, struct sseg_probe_backend *facts)
+{
+	struct sseg_probe_backend f;
+	size_t n = facts->sz < sizeof(f) ? facts->sz : sizeof(f);
+	int rc;
+
+	memset(&f, 0, sizeof(f));
+	f.sz = sizeof(f);
+	f.backend = ops->kind;
+	snprintf(f.name, sizeof(f.name), "%s", ops->name);
+	f.pinned = (ops->caps & SSEG_CAP_PINNED) != 0;
+	f.crosses_hosts = 0;
+	f.host_register = -1;
+	if (ops->probe) {
+		rc = ops->probe(&f);
+	} else {
+		snprintf(f.reason, sizeof(f.reason), "available");
+		rc = 0;
 	}
-	return ops->probe(why, len);
+	f.available = rc == 0;
+	if (!f.reason[0])
+		snprintf(f.reason, sizeof(f.reason), "%s", f.available ? "available"
+									: "not available");
+	memcpy(facts, &f, n);
+	facts->sz = n;
+	return rc;
+}
+
+int sseg_backend_probe_device(const struct sseg_backend_ops *ops, int index,
+			      struct sseg_probe_device *facts)
+{
+	struct sseg_probe_device d;
+	size_t n = facts->sz < sizeof(d) ? facts->sz : sizeof(d);
+	int rc;
+
+	if (!ops->probe_device)
+		return sseg_err(-EOPNOTSUPP, "the %s backend has no devices", ops->name);
+	memset(&d, 0, sizeof(d));
+	d.sz = sizeof(d);
+	d.ordinal = index;
+	d.host_numa_id = -1;
+	rc = ops->probe_device(index, &d);
+	if (rc)
+		return rc;
+	memcpy(facts, &d, n);
+	facts->sz = n;
+	return 0;
+}
+
+int sseg_backend_choose_pages(const struct sseg_backend_ops *ops, enum sseg_pages req,
+			      uint64_t size, struct sseg_page_choice *choice)
+{
+	if (!ops->choose_pages)
+		return sseg_err(-EOPNOTSUPP, "the %s backend does not choose page kinds",
+				ops->name);
+	return ops->choose_pages(req, size, choice);
+}
+
+int sseg_backend_check_opts(const struct sseg_backend_ops *ops, const struct sseg_opts *opts)
+{
+	return ops->check_opts ? ops->check_opts(opts) : 0;
 }
 
 int sseg_backend_create_owner(struct sseg *seg)
@@ -50,7 +133,7 @@ int sseg_backend_create_owner(struct sseg *seg)
 
 int sseg_backend_reserve(struct sseg *seg)
 {
-	return seg->ops->reserve ? seg->ops->reserve(seg) : unsupported(seg, "peer windows");
+	return seg->ops->reserve ? seg->ops->reserve(seg) : unsupported(seg, "peers");
 }
 
 int sseg_backend_export(struct sseg *seg, struct sseg_blob_handle *handle)
@@ -68,6 +151,24 @@ int sseg_backend_import(struct sseg *seg, const struct sseg_blob *blobs)
 {
 	return seg->ops->import_and_map ? seg->ops->import_and_map(seg, blobs)
 					: unsupported(seg, "importing a handle");
+}
+
+void sseg_backend_settle(struct sseg *seg)
+{
+	if (seg->ops->settle)
+		seg->ops->settle(seg);
+}
+
+void sseg_backend_describe(const struct sseg *seg, struct sseg_info *info)
+{
+	if (seg->ops->describe)
+		seg->ops->describe(seg, info);
+}
+
+void sseg_backend_forget_in_child(struct sseg *seg)
+{
+	if (seg->ops && seg->ops->forget_in_child && (seg->held & SSEG_HELD_BACKEND))
+		seg->ops->forget_in_child(seg);
 }
 
 int sseg_backend_release(struct sseg *seg)

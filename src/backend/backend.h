@@ -1,38 +1,120 @@
-/* One vtable per backend. A NULL op answers -EOPNOTSUPP through the
- * sseg_backend_* wrappers; no caller ever calls an op directly. */
+/* The backend contract. A backend is one struct sseg_backend_ops and the
+ * files behind it (src/backend/NAME.c, src/driver/NAME.c); the core never
+ * asks which backend it has, never includes a driver header and never calls
+ * a backend by name. Whatever differs between backends is an op or a
+ * capability bit here. A NULL op answers through the sseg_backend_*
+ * wrappers (-EOPNOTSUPP, or a documented neutral default); nothing calls an
+ * op directly. See docs/backends.md. */
 #ifndef SSEG_BACKEND_H
 #define SSEG_BACKEND_H
 
-#include "segment.h"
+#include "blob.h"
+#include "object.h"
+#include "pages.h"
+
+/* Capability bits. */
+enum sseg_backend_caps {
+	SSEG_CAP_PINNED = 1u << 0,     /* its memory is pinned for device DMA by construction */
+	SSEG_CAP_DEVICES = 1u << 1,    /* it has devices: opts.device, numa=device-local */
+	SSEG_CAP_FABRIC = 1u << 2,     /* it may export fabric handles (cross-host) */
+};
+
+/* Host registration of a memfd segment for a device's DMA, implemented by
+ * a backend whose driver can pin host memory. dev is the driver's state for
+ * one device, made by open and freed by close. */
+struct sseg_hostreg_ops {
+	/* 0 when the driver is present; else -errno and why. */
+	int (*usable)(char *why, size_t len);
+	/* Validates the ordinal, takes what registration needs on it. */
+	int (*open)(int device, void **dev);
+	/* Makes dev's context current for this thread; leave restores the
+	 * caller's own (a framework's context is never left changed). */
+	int (*enter)(void *dev, void **saved);
+	void (*leave)(void *dev, void *saved);
+	int (*register_range)(void *dev, void *addr, uint64_t len, bool readonly);
+	int (*unregister_range)(void *dev, void *addr);
+	int (*device_pointer)(void *dev, void *addr, uint64_t *device_addr);
+	/* Waits for the device's work that may still read or write the pages
+	 * (before unregistering under an in-flight copy). Optional. */
+	int (*quiesce)(void *dev);
+	/* Releases what open took; resumable (0 once nothing is held). */
+	int (*close)(void *dev);
+};
 
 struct sseg_backend_ops {
+	enum sseg_backend kind;
 	const char *name;
-	/* 0 when usable on this system; else -errno and the reason. */
-	int (*probe)(char *why, size_t len);
-	/* Owner, in create: allocate, map, place and populate; sets page_size,
-	 * pages and mapped_size. */
+	uint32_t caps;                          /* enum sseg_backend_caps */
+	const struct sseg_hostreg_ops *hostreg; /* NULL: cannot pin memfd segments */
+
+	/* ---- facts (sseg_probe_backend, sseg_probe_device, sseg_supported) ---- */
+	/* Fills facts; 0 when the backend can create segments here, else
+	 * -errno with facts->reason saying why not. */
+	int (*probe)(struct sseg_probe_backend *facts);
+	int (*probe_device)(int index, struct sseg_probe_device *facts);
+	/* The one decision on page kinds: what pages=req gets for size bytes
+	 * (size 0: the smallest segment), or why it cannot. supported() and
+	 * the owner's create both ask it. */
+	int (*choose_pages)(enum sseg_pages req, uint64_t size, struct sseg_page_choice *choice);
+	/* Options only this backend judges, on every rank in create. */
+	int (*check_opts)(const struct sseg_opts *opts);
+
+	/* ---- create (phase 1) ---- */
+	/* Owner: allocate, map, place and populate; sets base, pages,
+	 * page_size and mapped_size. Takes SSEG_HELD_BACKEND first. */
 	int (*create_owner)(struct sseg *seg);
-	/* Peer, in create: reserve an address window for the mapping. */
+	/* Peer: prepare to map (an address window, a driver context). */
 	int (*reserve)(struct sseg *seg);
-	/* Owner, in create: fill the handle section of its blob. */
+	/* Owner: the handle section of its blob. */
 	int (*export_handle)(struct sseg *seg, struct sseg_blob_handle *handle);
-	/* Owner, in complete: hand the pages to the local peers. */
+
+	/* ---- complete (phase 3) ---- */
+	/* Owner: hand the pages to the local peers (the fd channel). */
 	int (*serve)(struct sseg *seg, const struct sseg_blob *blobs);
-	/* Peer, in complete: import the owner's pages and map them. */
+	/* Peer: import the owner's pages and map them. */
 	int (*import_and_map)(struct sseg *seg, const struct sseg_blob *blobs);
-	/* Backend-private stages (SSEG_HELD_BACKEND); resumable. */
+	/* Every rank, once mapped: measure what was obtained (page kind,
+	 * NUMA nodes). Optional. */
+	void (*settle)(struct sseg *seg);
+
+	/* ---- while alive ---- */
+	/* sseg_info's backend part: device address, handle type, huge bytes
+	 * measured now. Optional. */
+	void (*describe)(const struct sseg *seg, struct sseg_info *info);
+	/* In a child after fork(): close the descriptors the backend holds
+	 * (no driver call). Optional. */
+	void (*forget_in_child)(struct sseg *seg);
+
+	/* ---- destroy ---- */
+	/* Releases SSEG_HELD_BACKEND stage by stage; resumable. */
 	int (*release)(struct sseg *seg);
 };
 
+/* The backend table: by enum value; NULL for a number that is no backend.
+ * AUTO resolves to memfd. */
 SSEG_HIDDEN const struct sseg_backend_ops *sseg_backend_get(enum sseg_backend backend);
-SSEG_HIDDEN extern const struct sseg_backend_ops sseg_memfd_ops;
+/* The backend for host registration: kind if it has a host-registration
+ * driver, or for AUTO the first in the table whose driver is usable.
+ * NULL with the sentence set when there is none. */
+SSEG_HIDDEN const struct sseg_backend_ops *sseg_backend_for_hostreg(enum sseg_backend kind);
 
-SSEG_HIDDEN int sseg_backend_probe(const struct sseg_backend_ops *ops, char *why, size_t len);
+SSEG_HIDDEN int sseg_backend_probe(const struct sseg_backend_ops *ops,
+				   struct sseg_probe_backend *facts);
+SSEG_HIDDEN int sseg_backend_probe_device(const struct sseg_backend_ops *ops, int index,
+					  struct sseg_probe_device *facts);
+SSEG_HIDDEN int sseg_backend_choose_pages(const struct sseg_backend_ops *ops,
+					  enum sseg_pages req, uint64_t size,
+					  struct sseg_page_choice *choice);
+SSEG_HIDDEN int sseg_backend_check_opts(const struct sseg_backend_ops *ops,
+					const struct sseg_opts *opts);
 SSEG_HIDDEN int sseg_backend_create_owner(struct sseg *seg);
 SSEG_HIDDEN int sseg_backend_reserve(struct sseg *seg);
 SSEG_HIDDEN int sseg_backend_export(struct sseg *seg, struct sseg_blob_handle *handle);
 SSEG_HIDDEN int sseg_backend_serve(struct sseg *seg, const struct sseg_blob *blobs);
 SSEG_HIDDEN int sseg_backend_import(struct sseg *seg, const struct sseg_blob *blobs);
+SSEG_HIDDEN void sseg_backend_settle(struct sseg *seg);
+SSEG_HIDDEN void sseg_backend_describe(const struct sseg *seg, struct sseg_info *info);
+SSEG_HIDDEN void sseg_backend_forget_in_child(struct sseg *seg);
 SSEG_HIDDEN int sseg_backend_release(struct sseg *seg);
 
 #endif

@@ -11,6 +11,8 @@
 
 #include "backend/backend.h"
 #include "backend/cuda_device.h"
+#include "fdchannel.h"
+#include "registry.h"
 
 enum cuda_stage {
 	CU_HELD_CTX = 1u << 0,
@@ -38,9 +40,45 @@ static struct cuda_state *state(struct sseg *seg)
 	return seg->backend_state;
 }
 
-static int cuda_probe(char *why, size_t len)
+static int cuda_probe(struct sseg_probe_backend *facts)
 {
-	return sseg_cuda_usable(why, len);
+	const struct sseg_cuda *cu;
+	int rc = sseg_cuda_usable(facts->reason, sizeof(facts->reason));
+	int count = 0;
+
+	facts->host_register = 0;
+	if (sseg_cuda_get(&cu))
+		return rc;
+	snprintf(facts->driver, sizeof(facts->driver), "%s", cu->path);
+	facts->driver_version = cu->version;
+	facts->host_register = 1;
+	if (cu->cuDeviceGetCount(&count) == CUDA_SUCCESS)
+		facts->ndevices = count;
+	return rc;
+}
+
+/* VMM host memory comes at the driver's granularity, pinned: the page kinds
+ * of host memory do not apply, so only auto is honest. */
+static int cuda_choose_pages(enum sseg_pages req, uint64_t size, struct sseg_page_choice *c)
+{
+	memset(c, 0, sizeof(*c));
+	if (req != SSEG_PAGES_AUTO)
+		return sseg_err(-EOPNOTSUPP,
+				"pages=%s: the cuda backend allocates pinned VMM host memory at the "
+				"driver's granularity; pages must be auto (sseg_info reports the "
+				"granularity obtained)",
+				sseg_pages_name(req));
+	c->pages = SSEG_PAGES_AUTO;
+	snprintf(c->reason, sizeof(c->reason), "CUDA VMM pinned host memory");
+	(void)size;
+	return 0;
+}
+
+static int cuda_check_opts(const struct sseg_opts *o)
+{
+	struct sseg_page_choice c;
+
+	return cuda_choose_pages(o->pages, 0, &c);
 }
 
 /* Takes the backend state and retains this rank's device context; each
@@ -57,7 +95,7 @@ static int enter(struct sseg *seg)
 	seg->held |= SSEG_HELD_BACKEND;
 	rc = sseg_cuda_get(&st->cu);
 	if (!rc)
-		rc = sseg_cuda_device(st->cu, seg->opts.device, &st->device);
+		rc = sseg_cuda_device(st->cu, seg->opts.device, SSEG_CUDA_NEED_VMM_HOST, &st->device);
 	if (!rc)
 		rc = sseg_cuda_result(st->cu->cuDevicePrimaryCtxRetain(&st->ctx, st->device),
 				      "cuDevicePrimaryCtxRetain");
@@ -96,6 +134,9 @@ static int size_segment(struct sseg *seg, const CUmemAllocationProp *prop)
 				(unsigned long long)seg->size, gran);
 	seg->page_size = gran;
 	seg->pages = SSEG_PAGES_AUTO;
+	rc = sseg_memory_fits(seg->mapped_size, "the segment (pinned host memory)");
+	if (rc)
+		return rc;
 	snprintf(seg->pages_reason, sizeof(seg->pages_reason),
 		 "CUDA VMM pinned host memory on node %d, granularity %zu", st->node, gran);
 	return 0;
@@ -105,7 +146,7 @@ static int size_segment(struct sseg *seg, const CUmemAllocationProp *prop)
 static int map_handle(struct sseg *seg)
 {
 	struct cuda_state *st = state(seg);
-	CUmemAccessDesc desc[1 + SSEG_PROBE_MAX_GPUS];
+	CUmemAccessDesc *desc;
 	size_t n;
 	int rc;
 
@@ -121,13 +162,15 @@ static int map_handle(struct sseg *seg)
 	if (rc)
 		return rc;
 	st->held |= CU_HELD_MAPPED;
-	n = sseg_cuda_access_list(st->cu, st->node, seg->readonly, desc, ARRAY_SIZE(desc));
-	rc = sseg_cuda_result(st->cu->cuMemSetAccess(st->ptr, seg->mapped_size, desc, n),
-			      "cuMemSetAccess");
+	rc = sseg_cuda_access_list(st->cu, st->node, seg->readonly, &desc, &n);
 	if (rc)
 		return rc;
-	seg->window = (void *)(uintptr_t)st->ptr;
-	seg->window_size = seg->mapped_size;
+	rc = sseg_cuda_result(st->cu->cuMemSetAccess(st->ptr, seg->mapped_size, desc, n),
+			      "cuMemSetAccess");
+	free(desc);
+	if (rc)
+		return rc;
+	seg->base = (void *)(uintptr_t)st->ptr;
 	return 0;
 }
 
@@ -195,7 +238,7 @@ static int cuda_export(struct sseg *seg, struct sseg_blob_handle *h)
 	CUcontext saved;
 	int rc;
 
-	h->kind = st->fabric ? SSEG_HANDLE_CUDA_FABRIC : SSEG_HANDLE_FD_CHANNEL;
+	h->kind = st->fabric ? SSEG_HANDLE_FABRIC : SSEG_HANDLE_FD_CHANNEL;
 	sseg_channel_describe(seg, h);
 	if (!st->fabric)
 		return 0;
@@ -234,7 +277,7 @@ static int import_handle(struct sseg *seg, const struct sseg_blob *owner, int fd
 	CUmemFabricHandle fabric;
 	int rc;
 
-	if (owner->handle.kind == SSEG_HANDLE_CUDA_FABRIC) {
+	if (owner->handle.kind == SSEG_HANDLE_FABRIC) {
 		memcpy(&fabric, owner->handle.data, sizeof(fabric));
 		rc = sseg_cuda_result(st->cu->cuMemImportFromShareableHandle(
 					      &st->handle, &fabric, CU_MEM_HANDLE_TYPE_FABRIC),
@@ -248,7 +291,7 @@ static int import_handle(struct sseg *seg, const struct sseg_blob *owner, int fd
 	if (rc)
 		return rc;
 	st->held |= CU_HELD_HANDLE;
-	st->fabric = owner->handle.kind == SSEG_HANDLE_CUDA_FABRIC;
+	st->fabric = owner->handle.kind == SSEG_HANDLE_FABRIC;
 	seg->mapped_size = owner->handle.mapped_size;
 	seg->page_size = owner->handle.page_size;
 	seg->pages = (enum sseg_pages)owner->handle.pages;
@@ -258,7 +301,7 @@ static int import_handle(struct sseg *seg, const struct sseg_blob *owner, int fd
 static int cuda_import(struct sseg *seg, const struct sseg_blob *blobs)
 {
 	const struct sseg_blob *owner = &blobs[seg->opts.owner_rank];
-	bool fabric = owner->handle.kind == SSEG_HANDLE_CUDA_FABRIC;
+	bool fabric = owner->handle.kind == SSEG_HANDLE_FABRIC;
 	int fd = -1, sock, rc;
 	CUcontext saved;
 
@@ -300,18 +343,24 @@ static int release_stage(struct cuda_state *st, uint32_t stage, CUresult r, cons
 	return rc;
 }
 
-/* cuMemRelease at most once per handle: marked consumed before the call,
- * so a failure is reported as ambiguous and never retried. */
+/* cuMemRelease at most once per handle: marked consumed before the call.
+ * A failure is returned and counted (sseg_abandoned_handles), and the next
+ * destroy goes on with the stages after it: the handle's state is
+ * unknown, so it is never released again. */
 static int release_handle(struct sseg *seg, struct cuda_state *st)
 {
 	int rc;
 
 	st->held &= ~CU_HELD_HANDLE;
 	rc = sseg_cuda_result(st->cu->cuMemRelease(st->handle), "cuMemRelease");
-	if (rc)
+	if (rc) {
+		sseg_registry_abandoned();
 		sseg_log(SSEG_LOG_ERROR,
 			 "segment '%s': %s; the handle is not released again (its state is unknown)",
 			 seg->name, sseg_last_error());
+		return sseg_err_wrap(rc, "segment '%s': the driver handle was abandoned",
+				     seg->name);
+	}
 	return 0;
 }
 
@@ -361,34 +410,51 @@ static int cuda_release(struct sseg *seg)
 		return rc;
 	free(st);
 	seg->backend_state = NULL;
-	seg->window = NULL;
+	seg->base = NULL;
 	seg->held &= ~SSEG_HELD_BACKEND;
 	return 0;
 }
 
-uint64_t sseg_cuda_segment_device_addr(const struct sseg *seg)
+static void cuda_describe(const struct sseg *seg, struct sseg_info *info)
 {
 	const struct cuda_state *st = seg->backend_state;
 
-	return st && (st->held & CU_HELD_MAPPED) ? st->ptr : 0;
+	info->device = seg->opts.device;
+	info->pinned = 1;
+	info->pages_verified = st && (st->held & CU_HELD_MAPPED);
+	if (!st)
+		return;
+	info->device_addr = (st->held & CU_HELD_MAPPED) ? st->ptr : 0;
+	snprintf(info->handle_type, sizeof(info->handle_type), "%s",
+		 st->fabric ? "cuda-fabric" : "cuda-fd");
 }
 
-const char *sseg_cuda_segment_handle_type(const struct sseg *seg)
+/* The exported fd only: driver state does not survive fork anyway. */
+static void cuda_forget_in_child(struct sseg *seg)
 {
-	const struct cuda_state *st = seg->backend_state;
+	struct cuda_state *st = state(seg);
 
-	if (!st)
-		return "";
-	return st->fabric ? "cuda-fabric" : "cuda-fd";
+	if (st && (st->held & CU_HELD_FD)) {
+		close(st->export_fd);
+		st->held &= ~CU_HELD_FD;
+	}
 }
 
 const struct sseg_backend_ops sseg_cuda_ops = {
+	.kind = SSEG_BACKEND_CUDA,
 	.name = "cuda",
+	.caps = SSEG_CAP_PINNED | SSEG_CAP_DEVICES | SSEG_CAP_FABRIC,
+	.hostreg = &sseg_cuda_hostreg_ops,
 	.probe = cuda_probe,
+	.probe_device = sseg_cuda_probe_device,
+	.choose_pages = cuda_choose_pages,
+	.check_opts = cuda_check_opts,
 	.create_owner = cuda_create_owner,
 	.reserve = cuda_reserve,
 	.export_handle = cuda_export,
 	.serve = cuda_serve,
 	.import_and_map = cuda_import,
+	.describe = cuda_describe,
+	.forget_in_child = cuda_forget_in_child,
 	.release = cuda_release,
 };

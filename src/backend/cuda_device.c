@@ -1,93 +1,117 @@
-/* Device capabilities, placement and access for the CUDA backend. */
+/* Device capabilities, placement and access for the CUDA backend and its
+ * host registration. */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "backend/backend.h"
 #include "backend/cuda_device.h"
+#include "object.h"
+#include "os/numa.h"
 
-static int attribute(const struct sseg_cuda *cu, CUdevice dev, int attr, int *value)
+int sseg_cuda_attribute(const struct sseg_cuda *cu, CUdevice dev, int attr)
 {
-	*value = 0;
-	return cu->cuDeviceGetAttribute(value, attr, dev) == CUDA_SUCCESS ? 0 : -EIO;
+	int value = 0;
+	CUresult r = cu->cuDeviceGetAttribute(&value, attr, dev);
+
+	if (r == CUDA_ERROR_INVALID_VALUE)
+		return -1; /* older than the attribute: unknown, not "no" */
+	return r == CUDA_SUCCESS ? value : 0;
 }
 
-int sseg_cuda_device(const struct sseg_cuda *cu, int ordinal, CUdevice *dev)
+/* A capability the path needs: a failed query is named as such, an
+ * attribute the driver does not know means a driver too old for it. */
+static int require(const struct sseg_cuda *cu, CUdevice dev, int ordinal, int attr,
+		   const char *missing)
+{
+	int value = 0;
+	CUresult r = cu->cuDeviceGetAttribute(&value, attr, dev);
+	char call[64];
+
+	if (r == CUDA_SUCCESS && value)
+		return 0;
+	if (r == CUDA_SUCCESS)
+		return sseg_err(-EOPNOTSUPP, "device %d %s", ordinal, missing);
+	if (r == CUDA_ERROR_INVALID_VALUE)
+		return sseg_err(-EOPNOTSUPP, "device %d %s (the driver does not know attribute "
+				"%d: too old)", ordinal, missing, attr);
+	snprintf(call, sizeof(call), "cuDeviceGetAttribute(%d) of device %d", attr, ordinal);
+	return sseg_cuda_result(r, call);
+}
+
+int sseg_cuda_device(const struct sseg_cuda *cu, int ordinal, int need, CUdevice *dev)
 {
 	int count = 0, rc;
 
 	rc = sseg_cuda_result(cu->cuDeviceGetCount(&count), "cuDeviceGetCount");
 	if (rc)
 		return rc;
-	if (ordinal >= count)
-		return sseg_err(-ENODEV, "device=%d, but the driver sees %d device(s)", ordinal, count);
-	return sseg_cuda_result(cu->cuDeviceGet(dev, ordinal), "cuDeviceGet");
-}
-
-/* 0 when device 0 has the capability; else why not, naming a failed query. */
-static int require(const struct sseg_cuda *cu, CUdevice dev, int attr, const char *missing,
-		   char *why, size_t len)
-{
-	int value = 0;
-	CUresult r = cu->cuDeviceGetAttribute(&value, attr, dev);
-
-	if (r != CUDA_SUCCESS) {
-		snprintf(why, len, "not available: cuDeviceGetAttribute(%d) failed: %s (%d)", attr,
-			 sseg_cuda_error_name(r), r);
-		return -EIO;
-	}
-	if (!value) {
-		snprintf(why, len, "not available: device 0 %s", missing);
-		return -EOPNOTSUPP;
-	}
-	return 0;
-}
-
-static int usable_device(const struct sseg_cuda *cu, char *why, size_t len)
-{
-	CUdevice dev;
-	int count = 0, rc;
-	CUresult r;
-
-	r = cu->cuDeviceGetCount(&count);
-	if (r == CUDA_SUCCESS && count == 0) {
-		snprintf(why, len, "not available: no CUDA device");
-		return -ENODEV;
-	}
-	if (r == CUDA_SUCCESS)
-		r = cu->cuDeviceGet(&dev, 0);
-	if (r != CUDA_SUCCESS) {
-		snprintf(why, len, "not available: listing devices failed: %s (%d)",
-			 sseg_cuda_error_name(r), r);
-		return -EIO;
-	}
-	rc = require(cu, dev, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
-		     "does not support VMM", why, len);
+	if (ordinal < 0 || ordinal >= count)
+		return sseg_err(-ENODEV, "device=%d, but the driver sees %d device(s)", ordinal,
+				count);
+	rc = sseg_cuda_result(cu->cuDeviceGet(dev, ordinal), "cuDeviceGet");
+	if (rc || !(need & SSEG_CUDA_NEED_VMM_HOST))
+		return rc;
+	rc = require(cu, *dev, ordinal, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+		     "does not support VMM");
 	if (!rc)
-		rc = require(cu, dev, CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+		rc = require(cu, *dev, ordinal,
+			     CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
 			     "cannot allocate VMM host memory (HOST_NUMA location; driver 12.2 or "
-			     "newer needed)",
-			     why, len);
-	if (!rc)
-		snprintf(why, len, "available: %d device(s), driver %d", count, cu->version);
+			     "newer needed)");
 	return rc;
+}
+
+/* Usable when some device can allocate VMM host memory; else device 0's
+ * reason (the one a default segment would meet). */
+static int any_device(const struct sseg_cuda *cu, int count, char *why, size_t len)
+{
+	char first[SSEG_ERR_MAX];
+	int first_rc = 0;
+
+	for (int d = 0; d < count; d++) {
+		CUdevice dev;
+		int rc = sseg_cuda_device(cu, d, SSEG_CUDA_NEED_VMM_HOST, &dev);
+
+		if (!rc) {
+			snprintf(why, len, "available: %d device(s), driver %d", count, cu->version);
+			sseg_err_clear();
+			return 0;
+		}
+		if (!first_rc) {
+			first_rc = rc;
+			snprintf(first, sizeof(first), "%s", sseg_last_error());
+		}
+	}
+	snprintf(why, len, "not available: %s", first);
+	return first_rc;
 }
 
 int sseg_cuda_usable(char *why, size_t len)
 {
 	const struct sseg_cuda *cu;
-	int rc = sseg_cuda_get(&cu);
+	int count = 0, rc = sseg_cuda_get(&cu);
+	CUresult r;
 
 	if (rc) {
 		snprintf(why, len, "not available: %s", sseg_last_error());
 		return rc;
 	}
 	if (!cu->vmm) {
-		snprintf(why, len, "not available: driver %d lacks the VMM entry points",
-			 cu->version);
+		snprintf(why, len, "not available: driver %d lacks the VMM entry points", cu->version);
 		return -EOPNOTSUPP;
 	}
-	return usable_device(cu, why, len);
+	r = cu->cuDeviceGetCount(&count);
+	if (r != CUDA_SUCCESS) {
+		snprintf(why, len, "not available: cuDeviceGetCount failed: %s (%d)",
+			 sseg_cuda_error_name(r), r);
+		return -EIO;
+	}
+	if (count == 0) {
+		snprintf(why, len, "not available: no CUDA device");
+		return -ENODEV;
+	}
+	return any_device(cu, count, why, len);
 }
 
 int sseg_cuda_placement(const struct sseg_cuda *cu, struct sseg *seg, CUdevice dev, int *node)
@@ -99,7 +123,7 @@ int sseg_cuda_placement(const struct sseg_cuda *cu, struct sseg *seg, CUdevice d
 	case SSEG_NUMA_NODE:
 		/* Only the node asked for is checked: another GPU's or node's
 		 * trouble does not concern this allocation. */
-		os_numa_nodes(&nodes);
+		sseg_os_numa_nodes(&nodes);
 		if (!(nodes & (1ull << seg->opts.numa_node)))
 			return sseg_err(-EINVAL, "numa node %d has no memory on this host",
 					seg->opts.numa_node);
@@ -123,8 +147,19 @@ int sseg_cuda_placement(const struct sseg_cuda *cu, struct sseg *seg, CUdevice d
 			"lives on one host node");
 }
 
+/* ---- the fabric probe, cached per (device, node) ---- */
+
+#define FABRIC_CACHE 64
+
+struct fabric_answer {
+	CUdevice dev;
+	int node;
+	bool works;
+};
+
 static pthread_mutex_t fabric_lock = PTHREAD_MUTEX_INITIALIZER;
-static signed char fabric_cache[64]; /* 0 unknown, 1 works, -1 does not */
+static struct fabric_answer fabric_cache[FABRIC_CACHE];
+static int fabric_cached;
 
 static bool try_fabric(const struct sseg_cuda *cu, int node)
 {
@@ -148,82 +183,104 @@ static bool try_fabric(const struct sseg_cuda *cu, int node)
 	return ok;
 }
 
+static const struct fabric_answer *cached(CUdevice dev, int node)
+{
+	for (int i = 0; i < fabric_cached; i++)
+		if (fabric_cache[i].dev == dev && fabric_cache[i].node == node)
+			return &fabric_cache[i];
+	return NULL;
+}
+
 int sseg_cuda_fabric_works(const struct sseg_cuda *cu, CUdevice dev, int node)
 {
-	int attr = 0, slot = dev & 63;
+	const struct fabric_answer *known;
 	bool works;
+	int attr;
 
 	pthread_mutex_lock(&fabric_lock);
-	if (!fabric_cache[slot]) {
-		attribute(cu, dev, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, &attr);
-		works = attr && try_fabric(cu, node);
-		fabric_cache[slot] = works ? 1 : -1;
-		if (attr && !works)
-			sseg_log(SSEG_LOG_INFO,
-				 "device %d claims fabric handles but creating one failed (no IMEX "
-				 "channel?): peers get POSIX fds",
-				 dev);
+	known = cached(dev, node);
+	if (known) {
+		works = known->works;
+		goto out;
 	}
-	works = fabric_cache[slot] > 0;
+	attr = sseg_cuda_attribute(cu, dev, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED);
+	works = attr > 0 && try_fabric(cu, node);
+	if (attr > 0 && !works)
+		sseg_log(SSEG_LOG_INFO,
+			 "device %d claims fabric handles but creating one on node %d failed (no "
+			 "IMEX channel?): peers get POSIX fds",
+			 dev, node);
+	if (fabric_cached < FABRIC_CACHE)
+		fabric_cache[fabric_cached++] = (struct fabric_answer){ dev, node, works };
+out:
 	pthread_mutex_unlock(&fabric_lock);
 	return works;
 }
 
-size_t sseg_cuda_access_list(const struct sseg_cuda *cu, int node, bool readonly,
-			     CUmemAccessDesc *desc, size_t max)
+/* ---- access ---- */
+
+int sseg_cuda_access_list(const struct sseg_cuda *cu, int node, bool readonly,
+			  CUmemAccessDesc **list, size_t *n)
 {
 	CUmemAccess_flags flags = readonly ? CU_MEM_ACCESS_FLAGS_PROT_READ
 					   : CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-	int count = 0;
-	size_t n = 0;
+	CUmemAccessDesc *desc;
+	int count = 0, rc;
 
+	rc = sseg_cuda_result(cu->cuDeviceGetCount(&count), "cuDeviceGetCount");
+	if (rc)
+		return rc;
+	desc = calloc((size_t)count + 1, sizeof(*desc));
+	if (!desc)
+		return sseg_err(-ENOMEM, "out of memory");
 	/* CPU access to a HOST_NUMA allocation is granted on a HOST_NUMA
 	 * location (the driver ignores its id); until then CPU loads fault. */
-	desc[n].location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
-	desc[n].location.id = node;
-	desc[n++].flags = flags;
-	cu->cuDeviceGetCount(&count);
-	for (int d = 0; d < count && n < max; d++) {
+	*n = 0;
+	desc[*n].location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+	desc[*n].location.id = node;
+	desc[(*n)++].flags = flags;
+	for (int d = 0; d < count; d++) {
 		CUdevice dev;
-		int vmm = 0;
 
-		if (cu->cuDeviceGet(&dev, d) || attribute(cu, dev,
-			CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, &vmm) || !vmm)
+		if (cu->cuDeviceGet(&dev, d) ||
+		    sseg_cuda_attribute(cu, dev, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED) <= 0)
 			continue;
-		desc[n].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-		desc[n].location.id = dev;
-		desc[n++].flags = flags;
+		desc[*n].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+		desc[*n].location.id = dev;
+		desc[(*n)++].flags = flags;
 	}
-	return n;
+	*list = desc;
+	return 0;
 }
 
-void sseg_cuda_probe_devices(struct sseg_probe *p)
+/* ---- the probe's device section ---- */
+
+int sseg_cuda_probe_device(int index, struct sseg_probe_device *g)
 {
 	const struct sseg_cuda *cu;
-	int count = 0;
+	CUdevice dev;
+	int count = 0, node;
 
 	if (sseg_cuda_get(&cu))
-		return;
-	p->cuda_driver_version = cu->version;
-	if (cu->cuDeviceGetCount(&count) != CUDA_SUCCESS)
-		return;
-	p->cuda_ndevices = count < SSEG_PROBE_MAX_GPUS ? count : SSEG_PROBE_MAX_GPUS;
-	for (int d = 0; d < p->cuda_ndevices; d++) {
-		struct sseg_probe_gpu *g = &p->cuda[d];
-		CUdevice dev;
-
-		if (cu->cuDeviceGet(&dev, d) != CUDA_SUCCESS)
-			continue;
-		attribute(cu, dev, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, &g->vmm);
-		attribute(cu, dev, CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
-			  &g->host_numa_vmm);
-		attribute(cu, dev, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, &g->fabric_attr);
-		attribute(cu, dev, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
-			  &g->posix_fd);
-		if (attribute(cu, dev, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, &g->host_numa_id))
-			g->host_numa_id = -1;
-		g->fabric_works = cu->vmm && g->vmm &&
-				  sseg_cuda_fabric_works(cu, dev, g->host_numa_id < 0 ? 0
-										  : g->host_numa_id);
-	}
+		return sseg_err(-ENOENT, "no CUDA driver");
+	if (cu->cuDeviceGetCount(&count) != CUDA_SUCCESS || index < 0 || index >= count)
+		return sseg_err(-ENOENT, "no CUDA device %d", index);
+	if (cu->cuDeviceGet(&dev, index) != CUDA_SUCCESS)
+		return sseg_err(-EIO, "cuDeviceGet(%d) failed", index);
+	g->vmm = sseg_cuda_attribute(cu, dev, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED);
+	g->host_vmm = sseg_cuda_attribute(cu, dev,
+					  CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED);
+	g->host_vmm_works = -1;
+	g->fabric_claimed = sseg_cuda_attribute(cu, dev, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED);
+	g->ipc_fd = sseg_cuda_attribute(cu, dev,
+					CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED);
+	g->host_register = -1;
+	g->host_register_readonly = -1;
+	node = -1;
+	if (cu->cuDeviceGetAttribute(&node, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, dev) != CUDA_SUCCESS)
+		node = -1;
+	g->host_numa_id = node;
+	g->fabric_works = cu->vmm && g->vmm > 0 &&
+			  sseg_cuda_fabric_works(cu, dev, node < 0 ? 0 : node);
+	return 0;
 }

@@ -1,24 +1,36 @@
 /* The memfd backend: the owner's pages live in a sealed, unnamed memfd that
- * the fd channel hands to the peers on its host. */
+ * the fd channel hands to the peers on its host. Its state: the memfd (the
+ * owner's, until every peer has mapped) and the address window each rank
+ * maps it into. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "fdchannel.h"
+#include "os/hugepage.h"
+#include "os/memfd.h"
+#include "os/numa.h"
+#include "os/window.h"
 
-static int memfd_probe(char *why, size_t len)
+enum memfd_stage {
+	MEMFD_HELD_FD = 1u << 0,
+	MEMFD_HELD_WINDOW = 1u << 1,
+};
+
+struct memfd_state {
+	uint32_t held;
+	int fd;
+	void *window;
+	uint64_t window_size; /* reserved address space */
+	char label[SSEG_NAME_MAX + 8];
+};
+
+static struct memfd_state *state(const struct sseg *seg)
 {
-	int fd, rc;
-
-	rc = os_memfd_create("sharedseg-probe", 4096, 0, &fd);
-	if (rc) {
-		snprintf(why, len, "memfd with sealing unavailable: %s", sseg_last_error());
-		return rc;
-	}
-	close(fd);
-	snprintf(why, len, "available");
-	return 0;
+	return seg->backend_state;
 }
 
 static bool is_hugetlb(uint32_t pages)
@@ -26,23 +38,49 @@ static bool is_hugetlb(uint32_t pages)
 	return pages == SSEG_PAGES_HUGETLB_2M || pages == SSEG_PAGES_HUGETLB_1G;
 }
 
+static int memfd_probe(struct sseg_probe_backend *facts)
+{
+	int fd, rc;
+
+	facts->host_register = 0;
+	rc = sseg_os_memfd_create("sseg:probe", 4096, 0, &fd);
+	if (rc) {
+		snprintf(facts->reason, sizeof(facts->reason),
+			 "memfd with sealing unavailable: %s", sseg_last_error());
+		return rc;
+	}
+	close(fd);
+	snprintf(facts->reason, sizeof(facts->reason), "available");
+	return 0;
+}
+
+static int take_state(struct sseg *seg)
+{
+	struct memfd_state *st = calloc(1, sizeof(*st));
+
+	if (!st)
+		return sseg_err(-ENOMEM, "out of memory");
+	st->fd = -1;
+	seg->backend_state = st;
+	seg->held |= SSEG_HELD_BACKEND;
+	return 0;
+}
+
 /* Peers advise too: a page faulted through a peer's mapping (populate
  * spread or lazy) is allocated by the rules of that mapping. */
 static int advise_pages(struct sseg *seg)
 {
 	if (seg->pages == SSEG_PAGES_THP)
-		return os_madvise_hugepage(seg->window, seg->mapped_size);
+		return sseg_os_madvise_hugepage(seg->base, seg->mapped_size);
 	/* Keep shmem_enabled=always from turning a base request into THP. */
 	if (seg->pages == SSEG_PAGES_BASE)
-		madvise(seg->window, seg->mapped_size, MADV_NOHUGEPAGE);
+		madvise(seg->base, seg->mapped_size, MADV_NOHUGEPAGE);
 	return 0;
 }
 
-static int memfd_create_owner(struct sseg *seg)
+static int choose(struct sseg *seg)
 {
 	struct sseg_page_choice choice;
-	uint64_t hugetlb_size, align;
-	char label[SSEG_NAME_MAX + 16];
 	int rc;
 
 	rc = sseg_pages_choose(seg->opts.pages, seg->size, &choice);
@@ -56,35 +94,64 @@ static int memfd_create_owner(struct sseg *seg)
 	if (sseg_round_up(seg->size, seg->page_size, &seg->mapped_size))
 		return sseg_err(-EOVERFLOW, "size %llu cannot be rounded up to the page size",
 				(unsigned long long)seg->size);
-	hugetlb_size = is_hugetlb(seg->pages) ? seg->page_size : 0;
-	snprintf(label, sizeof(label), "sharedseg:%s", seg->name);
-	rc = os_memfd_create(label, seg->mapped_size, hugetlb_size, &seg->memfd);
-	if (rc)
-		return rc;
-	seg->held |= SSEG_HELD_MEMFD;
+	/* HugeTLB pages come from the pool checked above; other pages from
+	 * memory that a populated segment must fit in. */
+	if (!is_hugetlb(seg->pages) && seg->opts.populate != SSEG_POPULATE_LAZY)
+		return sseg_memory_fits(seg->mapped_size, "the segment");
+	return 0;
+}
+
+/* A HugeTLB pool drained between the check and the allocation fails here,
+ * at mmap (the pages are reserved then), not at a later first touch. */
+static int map_owner(struct sseg *seg, struct memfd_state *st)
+{
+	uint64_t align = seg->page_size > SSEG_2M ? seg->page_size : SSEG_2M;
+	int rc;
+
 	/* 2 MiB alignment at least, so THP can map the pages with PMDs. */
-	align = seg->page_size > SSEG_2M ? seg->page_size : SSEG_2M;
-	rc = os_window_reserve(seg->mapped_size, align, &seg->window);
+	rc = sseg_os_window_reserve(seg->mapped_size, align, &st->window);
 	if (rc)
 		return rc;
-	seg->window_size = seg->mapped_size;
-	seg->held |= SSEG_HELD_WINDOW;
-	rc = os_window_map(seg->window, seg->mapped_size, seg->memfd, false);
+	st->window_size = seg->mapped_size;
+	st->held |= MEMFD_HELD_WINDOW;
+	seg->base = st->window;
+	rc = sseg_os_window_map(st->window, seg->mapped_size, st->fd, false);
+	if (rc == -ENOMEM && is_hugetlb(seg->pages))
+		return sseg_err_wrap(rc, "pages=%s: the %s HugeTLB pool could not reserve %llu pages "
+				     "(taken by another process since it was checked?)",
+				     sseg_pages_name(seg->pages),
+				     seg->pages == SSEG_PAGES_HUGETLB_1G ? "1 GiB" : "2 MiB",
+				     (unsigned long long)(seg->mapped_size / seg->page_size));
+	return rc;
+}
+
+static int memfd_create_owner(struct sseg *seg)
+{
+	struct memfd_state *st;
+	int rc;
+
+	rc = take_state(seg);
 	if (!rc)
-		rc = os_memfd_seal(seg->memfd, seg->opts.flags & SSEG_F_READONLY_PEERS);
+		rc = choose(seg);
 	if (rc)
 		return rc;
-	rc = advise_pages(seg);
+	st = state(seg);
+	snprintf(st->label, sizeof(st->label), "sseg:%s", seg->name);
+	rc = sseg_os_memfd_create(st->label, seg->mapped_size,
+				  is_hugetlb(seg->pages) ? seg->page_size : 0, &st->fd);
+	if (rc)
+		return rc;
+	st->held |= MEMFD_HELD_FD;
+	rc = map_owner(seg, st);
+	if (!rc)
+		rc = sseg_os_memfd_seal(st->fd, seg->opts.flags & SSEG_F_READONLY_PEERS);
+	if (!rc)
+		rc = advise_pages(seg);
 	if (!rc)
 		rc = sseg_place(seg);
-	if (rc)
-		return rc;
-	if (seg->opts.populate == SSEG_POPULATE_OWNER) {
+	if (!rc && seg->opts.populate == SSEG_POPULATE_OWNER)
 		rc = sseg_populate_range(seg, 0, seg->mapped_size, seg->opts.populate_threads);
-		if (rc)
-			return rc;
-	}
-	return sseg_channel_listen(seg);
+	return rc ? rc : sseg_channel_listen(seg);
 }
 
 /* A peer does not know the owner's page size yet: the window is aligned and
@@ -92,17 +159,23 @@ static int memfd_create_owner(struct sseg *seg)
 static int memfd_reserve(struct sseg *seg)
 {
 	uint64_t align = SSEG_2M;
+	struct memfd_state *st;
 	int rc;
 
-	if (seg->opts.pages == SSEG_PAGES_AUTO || seg->opts.pages == SSEG_PAGES_HUGETLB_1G)
-		align = SSEG_1G;
-	if (sseg_round_up(seg->size, align, &seg->window_size))
-		return sseg_err(-EOVERFLOW, "size %llu is too large for an address window",
-				(unsigned long long)seg->size);
-	rc = os_window_reserve(seg->window_size, align, &seg->window);
+	rc = take_state(seg);
 	if (rc)
 		return rc;
-	seg->held |= SSEG_HELD_WINDOW;
+	st = state(seg);
+	if (seg->opts.pages == SSEG_PAGES_AUTO || seg->opts.pages == SSEG_PAGES_HUGETLB_1G)
+		align = SSEG_1G;
+	if (sseg_round_up(seg->size, align, &st->window_size))
+		return sseg_err(-EOVERFLOW, "size %llu is too large for an address window",
+				(unsigned long long)seg->size);
+	rc = sseg_os_window_reserve(st->window_size, align, &st->window);
+	if (rc)
+		return rc;
+	st->held |= MEMFD_HELD_WINDOW;
+	seg->base = st->window;
 	return 0;
 }
 
@@ -113,41 +186,50 @@ static int memfd_export(struct sseg *seg, struct sseg_blob_handle *handle)
 	return 0;
 }
 
+static void close_fd(struct memfd_state *st)
+{
+	if (st->held & MEMFD_HELD_FD) {
+		close(st->fd);
+		st->fd = -1;
+		st->held &= ~MEMFD_HELD_FD;
+	}
+}
+
 static int memfd_serve(struct sseg *seg, const struct sseg_blob *blobs)
 {
 	int rc;
 
-	rc = sseg_channel_hand_over(seg, blobs, seg->memfd);
+	rc = sseg_channel_hand_over(seg, blobs, state(seg)->fd);
 	if (rc)
 		return rc;
 	/* Every local peer holds a mapping now: no fd needs to stay open. */
-	close(seg->memfd);
-	seg->memfd = -1;
-	seg->held &= ~SSEG_HELD_MEMFD;
+	close_fd(state(seg));
 	return 0;
 }
 
 static int map_received(struct sseg *seg, const struct sseg_blob_handle *h, int fd)
 {
+	struct memfd_state *st = state(seg);
 	uint64_t page_size;
 	int rc;
 
-	rc = os_memfd_check(fd, h->mapped_size, &page_size);
+	rc = sseg_os_memfd_check(fd, h->mapped_size, &page_size);
 	if (rc)
 		return sseg_err_wrap(rc, "the fd received from the owner was refused");
 	/* THP lives on tmpfs, whose block size stays the base page. */
-	if (is_hugetlb(h->pages) ? page_size != h->page_size : page_size != os_base_page_size())
+	if (is_hugetlb(h->pages) ? page_size != h->page_size
+				 : page_size != sseg_os_base_page_size())
 		return sseg_err(-EPROTO,
 				"the owner's blob says %s pages of %llu bytes but its fd has %llu-byte "
 				"pages",
 				sseg_pages_name(h->pages), (unsigned long long)h->page_size,
 				(unsigned long long)page_size);
-	if (h->mapped_size > seg->window_size)
+	if (h->mapped_size > st->window_size)
 		return sseg_err(-EPROTO,
 				"the owner mapped %llu bytes, more than this rank's window of %llu",
 				(unsigned long long)h->mapped_size,
-				(unsigned long long)seg->window_size);
-	rc = os_window_map(seg->window, h->mapped_size, fd, seg->readonly);
+				(unsigned long long)st->window_size);
+	rc = sseg_os_window_map(st->window, h->mapped_size, fd, seg->readonly);
 	if (rc)
 		return rc;
 	seg->mapped_size = h->mapped_size;
@@ -179,12 +261,65 @@ static int memfd_import(struct sseg *seg, const struct sseg_blob *blobs)
 	return 0;
 }
 
+static void memfd_settle(struct sseg *seg)
+{
+	sseg_pages_verify(seg);
+	sseg_os_numa_where(seg->base, seg->mapped_size, seg->page_size, &seg->numa_nodes);
+}
+
+/* Huge pages show in smaps as they are faulted: measured now. */
+static void memfd_describe(const struct sseg *seg, struct sseg_info *info)
+{
+	if (seg->completed)
+		sseg_os_huge_bytes(seg->base, seg->mapped_size, &info->huge_bytes);
+	info->pages_verified = seg->pages_verified || info->huge_bytes > 0;
+	snprintf(info->handle_type, sizeof(info->handle_type), "%s",
+		 seg->opts.world_size > 1 ? "fd" : "");
+	snprintf(info->memfd_name, sizeof(info->memfd_name), "/memfd:sseg:%s", seg->name);
+}
+
+static void memfd_forget_in_child(struct sseg *seg)
+{
+	struct memfd_state *st = state(seg);
+
+	if (st && (st->held & MEMFD_HELD_FD)) {
+		close(st->fd);
+		st->held &= ~MEMFD_HELD_FD;
+	}
+}
+
+static int memfd_release(struct sseg *seg)
+{
+	struct memfd_state *st = state(seg);
+	int rc;
+
+	close_fd(st);
+	if (st->held & MEMFD_HELD_WINDOW) {
+		rc = sseg_os_window_release(st->window, st->window_size);
+		if (rc)
+			return rc;
+		st->held &= ~MEMFD_HELD_WINDOW;
+	}
+	free(st);
+	seg->backend_state = NULL;
+	seg->base = NULL;
+	seg->held &= ~SSEG_HELD_BACKEND;
+	return 0;
+}
+
 const struct sseg_backend_ops sseg_memfd_ops = {
+	.kind = SSEG_BACKEND_MEMFD,
 	.name = "memfd",
+	.caps = 0,
 	.probe = memfd_probe,
+	.choose_pages = sseg_pages_choose,
 	.create_owner = memfd_create_owner,
 	.reserve = memfd_reserve,
 	.export_handle = memfd_export,
 	.serve = memfd_serve,
 	.import_and_map = memfd_import,
+	.settle = memfd_settle,
+	.describe = memfd_describe,
+	.forget_in_child = memfd_forget_in_child,
+	.release = memfd_release,
 };

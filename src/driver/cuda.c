@@ -118,6 +118,7 @@ static void load(void)
 		load_rc = fail(-ENOENT, "no CUDA driver: %s", dlerror());
 		return;
 	}
+	snprintf(table.path, sizeof(table.path), "%s", path);
 	load_rc = resolve_all(lib, path);
 	if (load_rc)
 		return;

@@ -6,7 +6,8 @@
 #include "internal.h"
 
 struct sseg_cuda {
-	int version; /* cuDriverGetVersion */
+	char path[160]; /* the library loaded */
+	int version;    /* cuDriverGetVersion */
 	int vmm;     /* every VMM entry point resolved */
 	PFN_cuGetErrorName cuGetErrorName;
 	PFN_cuInit cuInit;

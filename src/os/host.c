@@ -12,9 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "os/os.h"
+#include "os/host.h"
+#include "os/hugepage.h"
 
-int os_read_text(const char *path, char *buf, size_t len)
+int sseg_os_read_text(const char *path, char *buf, size_t len)
 {
 	ssize_t n;
 	int fd, err;
@@ -37,12 +38,12 @@ int os_read_text(const char *path, char *buf, size_t len)
 	return 0;
 }
 
-int os_read_u64(const char *path, uint64_t *value)
+int sseg_os_read_u64(const char *path, uint64_t *value)
 {
 	char text[64], *end;
 	int rc;
 
-	rc = os_read_text(path, text, sizeof(text));
+	rc = sseg_os_read_text(path, text, sizeof(text));
 	if (rc)
 		return rc;
 	errno = 0;
@@ -94,14 +95,14 @@ static int ns_inode(const char *path, uint64_t *ino)
 	return 0;
 }
 
-int os_host_id(struct os_host_id *id)
+int sseg_os_host_id(struct sseg_os_host_id *id)
 {
 	const char *boot = "/proc/sys/kernel/random/boot_id";
 	char text[64];
 	int rc;
 
 	memset(id, 0, sizeof(*id));
-	rc = os_read_text(boot, text, sizeof(text));
+	rc = sseg_os_read_text(boot, text, sizeof(text));
 	if (rc)
 		return rc;
 	if (parse_uuid(text, id->boot_id))
@@ -121,7 +122,7 @@ int os_host_id(struct os_host_id *id)
 static int hugetlb_used(uint64_t *bytes)
 {
 	struct sseg_hugetlb_pool pools[8];
-	int n = os_hugetlb_pools(pools, (int)ARRAY_SIZE(pools));
+	int n = sseg_os_hugetlb_pools(pools, (int)ARRAY_SIZE(pools));
 
 	if (n < 0)
 		return n;
@@ -131,7 +132,7 @@ static int hugetlb_used(uint64_t *bytes)
 	return 0;
 }
 
-int os_meminfo(uint64_t *shmem, uint64_t *hugetlb)
+int sseg_os_meminfo(uint64_t *shmem, uint64_t *hugetlb)
 {
 	char line[256];
 	unsigned long long kb;
@@ -154,7 +155,7 @@ int os_meminfo(uint64_t *shmem, uint64_t *hugetlb)
 	return hugetlb_used(hugetlb);
 }
 
-int os_random(void *buf, size_t len)
+int sseg_os_random(void *buf, size_t len)
 {
 	uint8_t *p = buf;
 
@@ -171,7 +172,7 @@ int os_random(void *buf, size_t len)
 	return 0;
 }
 
-uint64_t os_base_page_size(void)
+uint64_t sseg_os_base_page_size(void)
 {
 	long size = sysconf(_SC_PAGESIZE);
 
@@ -180,7 +181,7 @@ uint64_t os_base_page_size(void)
 
 /* The CPUs this process may run on, not the host's: population threads
  * beyond the affinity mask only queue. */
-int os_cpu_count(void)
+int sseg_os_cpu_count(void)
 {
 	cpu_set_t set;
 	long online;

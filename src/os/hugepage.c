@@ -10,14 +10,15 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "os/os.h"
+#include "os/host.h"
+#include "os/hugepage.h"
 
 #define THP_DIR "/sys/kernel/mm/transparent_hugepage"
 #define THP_GLOBAL THP_DIR "/shmem_enabled"
 #define THP_PER2M THP_DIR "/hugepages-2048kB/shmem_enabled"
 #define HUGETLB_DIR "/sys/kernel/mm/hugepages"
 
-int os_knob_choice(const char *text, char *value, size_t len)
+int sseg_os_knob_choice(const char *text, char *value, size_t len)
 {
 	const char *open = strchr(text, '[');
 	const char *close = open ? strchr(open, ']') : NULL;
@@ -36,17 +37,17 @@ int os_knob_choice(const char *text, char *value, size_t len)
 static int read_knob(const char *path, char value[16])
 {
 	char text[256];
-	int rc = os_read_text(path, text, sizeof(text));
+	int rc = sseg_os_read_text(path, text, sizeof(text));
 
 	if (rc)
 		return rc;
-	rc = os_knob_choice(text, value, 16);
+	rc = sseg_os_knob_choice(text, value, 16);
 	if (rc)
 		return sseg_err_wrap(rc, "%s", path);
 	return 0;
 }
 
-int os_thp_shmem_knobs(char global[16], char per2m[16])
+int sseg_os_thp_shmem_knobs(char global[16], char per2m[16])
 {
 	int rc = read_knob(THP_GLOBAL, global);
 
@@ -68,7 +69,7 @@ static bool allows_madvise(const char *value)
 /* Measured on 6.18 for a memfd mapping with MADV_HUGEPAGE: deny wins over
  * everything; a per-size value other than inherit decides on its own (even
  * over a global never); inherit defers to the global value. */
-bool os_thp_shmem_allows(const char *global, const char *per2m, char *reason, size_t len)
+bool sseg_os_thp_shmem_allows(const char *global, const char *per2m, char *reason, size_t len)
 {
 	if (!strcmp(global, "deny")) {
 		snprintf(reason, len, "%s is [deny]: write advise to it", THP_GLOBAL);
@@ -91,20 +92,20 @@ bool os_thp_shmem_allows(const char *global, const char *per2m, char *reason, si
 	return false;
 }
 
-bool os_thp_shmem_usable(char *reason, size_t len)
+bool sseg_os_thp_shmem_usable(char *reason, size_t len)
 {
 	char global[16], per2m[16];
 
-	if (os_thp_shmem_knobs(global, per2m)) {
+	if (sseg_os_thp_shmem_knobs(global, per2m)) {
 		snprintf(reason, len, "%s cannot be read: the kernel has no shmem THP",
 			 THP_GLOBAL);
 		sseg_err_clear();
 		return false;
 	}
-	return os_thp_shmem_allows(global, per2m, reason, len);
+	return sseg_os_thp_shmem_allows(global, per2m, reason, len);
 }
 
-int os_madvise_hugepage(void *addr, uint64_t len)
+int sseg_os_madvise_hugepage(void *addr, uint64_t len)
 {
 	if (madvise(addr, len, MADV_HUGEPAGE))
 		return sseg_err(-errno, "madvise(MADV_HUGEPAGE) of %" PRIu64 " bytes at %p "
@@ -125,14 +126,14 @@ static int read_pool(const char *dir, uint64_t page_size, struct sseg_hugetlb_po
 		int rc;
 
 		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
-		rc = os_read_u64(path, fields[i]);
+		rc = sseg_os_read_u64(path, fields[i]);
 		if (rc)
 			return rc;
 	}
 	return 0;
 }
 
-int os_hugetlb_pool(uint64_t page_size, struct sseg_hugetlb_pool *pool)
+int sseg_os_hugetlb_pool(uint64_t page_size, struct sseg_hugetlb_pool *pool)
 {
 	char dir[256];
 	int rc;
@@ -152,7 +153,7 @@ static int by_page_size(const void *a, const void *b)
 	return (x->page_size > y->page_size) - (x->page_size < y->page_size);
 }
 
-int os_hugetlb_pools(struct sseg_hugetlb_pool *pools, int max)
+int sseg_os_hugetlb_pools(struct sseg_hugetlb_pool *pools, int max)
 {
 	struct dirent *entry;
 	unsigned long long kb;
@@ -168,7 +169,7 @@ int os_hugetlb_pools(struct sseg_hugetlb_pool *pools, int max)
 		if (sscanf(entry->d_name, "hugepages-%llukB%n", &kb, &used) != 1 ||
 		    used == 0 || entry->d_name[used])
 			continue;
-		if (os_hugetlb_pool((uint64_t)kb << 10, &pools[n]) == 0)
+		if (sseg_os_hugetlb_pool((uint64_t)kb << 10, &pools[n]) == 0)
 			n++;
 	}
 	closedir(dir);
@@ -192,7 +193,7 @@ static void add_huge_field(const char *line, uint64_t *kb)
 	}
 }
 
-int os_huge_bytes(const void *addr, uint64_t len, uint64_t *bytes)
+int sseg_os_huge_bytes(const void *addr, uint64_t len, uint64_t *bytes)
 {
 	uintptr_t lo = (uintptr_t)addr, hi = lo + len;
 	unsigned long start, end;

@@ -12,7 +12,8 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "os/os.h"
+#include "os/host.h"
+#include "os/memfd.h"
 
 #ifndef MFD_HUGE_SHIFT
 #define MFD_HUGE_SHIFT 26
@@ -22,7 +23,7 @@
 #define F_SEAL_FUTURE_WRITE 0x0010
 #endif
 
-/* At creation: the size is fixed. os_memfd_seal adds the last seals once
+/* At creation: the size is fixed. sseg_os_memfd_seal adds the last seals once
  * the owner's own writable mapping exists. */
 #define SSEG_SIZE_SEALS (F_SEAL_SHRINK | F_SEAL_GROW)
 #define SSEG_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
@@ -57,7 +58,7 @@ static int size_and_seal(int fd, uint64_t size, uint64_t hugetlb_page_size)
 	return 0;
 }
 
-int os_memfd_seal(int fd, bool future_write)
+int sseg_os_memfd_seal(int fd, bool future_write)
 {
 	int seals = F_SEAL_SEAL | (future_write ? F_SEAL_FUTURE_WRITE : 0);
 
@@ -67,7 +68,7 @@ int os_memfd_seal(int fd, bool future_write)
 	return 0;
 }
 
-int os_memfd_create(const char *name, uint64_t size, uint64_t hugetlb_page_size, int *fd)
+int sseg_os_memfd_create(const char *name, uint64_t size, uint64_t hugetlb_page_size, int *fd)
 {
 	unsigned int flags = 0;
 	int rc, memfd;
@@ -126,7 +127,7 @@ static int check_fs(int fd, uint64_t *page_size)
 		return 0;
 	}
 	if ((unsigned long)sfs.f_type == TMPFS_MAGIC) {
-		*page_size = os_base_page_size();
+		*page_size = sseg_os_base_page_size();
 		return 0;
 	}
 	return sseg_err(-EBADF, "received fd is not a memfd: its filesystem type is 0x%lx, "
@@ -135,7 +136,7 @@ static int check_fs(int fd, uint64_t *page_size)
 			(unsigned long)HUGETLBFS_MAGIC);
 }
 
-int os_memfd_check(int fd, uint64_t expect_size, uint64_t *page_size)
+int sseg_os_memfd_check(int fd, uint64_t expect_size, uint64_t *page_size)
 {
 	char names[64];
 	struct stat st;

@@ -10,7 +10,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "os/os.h"
+#include "os/host.h"
+#include "os/numa.h"
 
 #define MPOL_BIND_MODE 2
 #define MPOL_INTERLEAVE_MODE 3
@@ -50,13 +51,13 @@ static int parse_node_list(const char *text, uint64_t *mask)
 	return 0;
 }
 
-int os_numa_nodes(uint64_t *mask)
+int sseg_os_numa_nodes(uint64_t *mask)
 {
 	const char *path = "/sys/devices/system/node/has_memory";
 	char text[256];
 
 	/* No file: a kernel without NUMA, where all memory is node 0. */
-	if (os_read_text(path, text, sizeof(text)) || parse_node_list(text, mask) || !*mask)
+	if (sseg_os_read_text(path, text, sizeof(text)) || parse_node_list(text, mask) || !*mask)
 		*mask = 1;
 	sseg_err_clear();
 	return 0;
@@ -88,7 +89,7 @@ static int check_nodes(uint64_t want)
 	char list[128];
 	uint64_t have;
 
-	os_numa_nodes(&have);
+	sseg_os_numa_nodes(&have);
 	if (want && (want & ~have) == 0)
 		return 0;
 	format_nodes(have, list, sizeof(list));
@@ -109,7 +110,7 @@ static int mbind_mask(void *addr, uint64_t len, int mode, uint64_t mask, const c
 	return 0;
 }
 
-int os_numa_bind(void *addr, uint64_t len, int node)
+int sseg_os_numa_bind(void *addr, uint64_t len, int node)
 {
 	char what[32];
 	int rc;
@@ -123,7 +124,7 @@ int os_numa_bind(void *addr, uint64_t len, int node)
 	return mbind_mask(addr, len, MPOL_BIND_MODE, 1ull << node, what);
 }
 
-int os_numa_interleave(void *addr, uint64_t len, uint64_t mask)
+int sseg_os_numa_interleave(void *addr, uint64_t len, uint64_t mask)
 {
 	int rc = check_nodes(mask);
 
@@ -132,7 +133,7 @@ int os_numa_interleave(void *addr, uint64_t len, uint64_t mask)
 	return mbind_mask(addr, len, MPOL_INTERLEAVE_MODE, mask, "MPOL_INTERLEAVE");
 }
 
-int os_numa_where(const void *addr, uint64_t len, uint64_t page_size, uint64_t *mask)
+int sseg_os_numa_where(const void *addr, uint64_t len, uint64_t page_size, uint64_t *mask)
 {
 	void *pages[WHERE_SAMPLES];
 	int status[WHERE_SAMPLES];

@@ -8,7 +8,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "os/os.h"
+#include "os/host.h"
+#include "os/populate.h"
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22
@@ -49,7 +50,7 @@ static bool have_populate(void *addr)
 	int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
 
 	if (k == 0) {
-		void *page = (void *)((uintptr_t)addr & ~(uintptr_t)(os_base_page_size() - 1));
+		void *page = (void *)((uintptr_t)addr & ~(uintptr_t)(sseg_os_base_page_size() - 1));
 
 		k = madvise(page, 0, MADV_POPULATE_READ) && errno == EINVAL ? 2 : 1;
 		__atomic_store_n(&known, k, __ATOMIC_RELAXED);
@@ -125,7 +126,7 @@ static int run_threads(struct chunk *chunks, int n)
 	return rc;
 }
 
-int os_populate(void *addr, uint64_t len, uint64_t page_size, int threads, bool writable)
+int sseg_os_populate(void *addr, uint64_t len, uint64_t page_size, int threads, bool writable)
 {
 	struct chunk chunks[64];
 	uint64_t pages;

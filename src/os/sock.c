@@ -1,18 +1,67 @@
 /* Abstract unix sockets and fd passing. Abstract names live in the network
  * namespace, not the filesystem, so nothing is left behind after SIGKILL.
- * Every wait is bounded: a peer that never shows up is an error, not a hang. */
+ * Every wait is bounded by a deadline: a peer that never shows up is an
+ * error, not a hang. */
 #define _GNU_SOURCE /* Linux interfaces beyond POSIX */
 #include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "os/os.h"
+#include "os/sock.h"
 
 #define NAME_MAX_BYTES 100
+/* How often a wait asks the interrupt check. */
+#define SLICE_MS 50
+
+static __thread sseg_interrupt_fn interrupt_fn;
+static __thread void *interrupt_ctx;
+
+void sseg_os_set_interrupt(sseg_interrupt_fn fn, void *ctx)
+{
+	interrupt_fn = fn;
+	interrupt_ctx = ctx;
+}
+
+int sseg_os_remaining_ms(double deadline)
+{
+	double left = deadline - sseg_now();
+
+	return left <= 0 ? 0 : (int)(left * 1000.0) + 1;
+}
+
+static bool interrupted(void)
+{
+	return interrupt_fn && interrupt_fn(interrupt_ctx);
+}
+
+int sseg_os_poll(struct pollfd *fds, nfds_t n, double deadline)
+{
+	for (;;) {
+		int left = sseg_os_remaining_ms(deadline);
+		int slice = interrupt_fn && left > SLICE_MS ? SLICE_MS : left;
+		int ready = poll(fds, n, slice);
+
+		if (ready > 0)
+			return ready;
+		if (ready < 0 && errno != EINTR)
+			return -errno;
+		if (interrupted())
+			return -EINTR;
+		if (ready == 0 && left == slice)
+			return -ETIMEDOUT;
+	}
+}
+
+int sseg_os_wait(int fd, short events, double deadline)
+{
+	struct pollfd pfd = { .fd = fd, .events = events };
+	int rc = sseg_os_poll(&pfd, 1, deadline);
+
+	return rc > 0 ? 0 : rc;
+}
 
 static int abstract_addr(const char *name, struct sockaddr_un *addr, socklen_t *addrlen)
 {
@@ -36,13 +85,13 @@ static int new_socket(const char *name, struct sockaddr_un *addr, socklen_t *add
 
 	if (rc)
 		return rc;
-	*fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	*fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (*fd < 0)
 		return sseg_err(-errno, "cannot create a unix socket: %s", strerror(errno));
 	return 0;
 }
 
-int os_listen_abstract(const char *name, int backlog, int *fd)
+int sseg_os_listen_abstract(const char *name, int backlog, int *fd)
 {
 	struct sockaddr_un addr;
 	socklen_t addrlen;
@@ -69,7 +118,7 @@ close_socket:
 	return rc;
 }
 
-int os_connect_abstract(const char *name, int *fd)
+int sseg_os_connect_abstract(const char *name, int *fd)
 {
 	struct sockaddr_un addr;
 	socklen_t addrlen;
@@ -83,12 +132,14 @@ int os_connect_abstract(const char *name, int *fd)
 		return rc;
 	/* Non-blocking: a listener whose backlog is full answers EAGAIN at
 	 * once instead of holding the caller past its deadline. */
-	fcntl(s, F_SETFL, fcntl(s, F_GETFL) | O_NONBLOCK);
 	if (connect(s, (struct sockaddr *)&addr, addrlen)) {
-		rc = sseg_err(-errno, "cannot connect to @%s: %s", name, strerror(errno));
+		if (errno == EAGAIN)
+			rc = sseg_err(-EAGAIN, "cannot connect to @%s: its accept backlog is full",
+				      name);
+		else
+			rc = sseg_err(-errno, "cannot connect to @%s: %s", name, strerror(errno));
 		goto close_socket;
 	}
-	fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK);
 	*fd = s;
 	return 0;
 close_socket:
@@ -96,44 +147,31 @@ close_socket:
 	return rc;
 }
 
-static int remaining_ms(double deadline)
+int sseg_os_abstract_holder(const char *name, pid_t *pid, uid_t *uid)
 {
-	double left = deadline - sseg_now();
+	int rc, s;
 
-	return left <= 0 ? 0 : (int)(left * 1000.0) + 1;
+	rc = sseg_os_connect_abstract(name, &s);
+	if (rc)
+		return rc;
+	rc = sseg_os_peer_cred(s, pid, uid);
+	close(s);
+	return rc;
 }
 
-/* Waits until fd has events or the deadline passes: -ETIMEDOUT (no
- * message: the caller knows what it waited for) or another error. */
-static int wait_for(int fd, short events, double deadline)
+int sseg_os_accept(int listen_fd, double deadline, int *fd)
 {
-	struct pollfd pfd = { .fd = fd, .events = events };
-
-	for (;;) {
-		int left = remaining_ms(deadline);
-		int n = poll(&pfd, 1, left);
-
-		if (n > 0)
-			return 0;
-		if (n < 0 && errno != EINTR)
-			return sseg_err(-errno, "poll failed: %s", strerror(errno));
-		if (n == 0 && left == 0)
-			return -ETIMEDOUT;
-	}
-}
-
-int os_accept(int listen_fd, int timeout_ms, int *fd)
-{
-	double deadline = sseg_now() + timeout_ms / 1000.0;
 	int rc, s;
 
 	for (;;) {
-		rc = wait_for(listen_fd, POLLIN, deadline);
+		rc = sseg_os_wait(listen_fd, POLLIN, deadline);
 		if (rc == -ETIMEDOUT)
-			return sseg_err(rc, "no connection came within %d ms", timeout_ms);
+			return sseg_err(rc, "no connection came in time");
+		if (rc == -EINTR)
+			return sseg_err(rc, "interrupted while waiting for a connection");
 		if (rc)
-			return rc;
-		s = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+			return sseg_err(rc, "poll failed: %s", strerror(-rc));
+		s = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (s >= 0)
 			break;
 		/* A connection that went away between poll and accept. */
@@ -144,50 +182,56 @@ int os_accept(int listen_fd, int timeout_ms, int *fd)
 	return 0;
 }
 
-/* One loop for both directions: wait, move what the socket takes, repeat
- * until len bytes moved or the deadline passed. */
-static int transfer(int fd, uint8_t *buf, size_t len, int timeout_ms, bool writing)
+static int wait_failed(int rc, size_t done, size_t len, const char *verb)
 {
-	double deadline = sseg_now() + timeout_ms / 1000.0;
+	if (rc == -ETIMEDOUT)
+		return sseg_err(rc, "timed out with %zu of %zu bytes %s", done, len, verb);
+	if (rc == -EINTR)
+		return sseg_err(rc, "interrupted with %zu of %zu bytes %s", done, len, verb);
+	return sseg_err(rc, "poll failed: %s", strerror(-rc));
+}
+
+/* One loop for both directions: move what the socket takes, wait, repeat
+ * until len bytes moved or the deadline passed. */
+static int transfer(int fd, uint8_t *buf, size_t len, double deadline, bool writing)
+{
 	const char *verb = writing ? "written" : "read";
 	size_t done = 0;
 
 	while (done < len) {
-		ssize_t n;
-		int rc = wait_for(fd, writing ? POLLOUT : POLLIN, deadline);
+		ssize_t n = writing ? send(fd, buf + done, len - done, MSG_DONTWAIT | MSG_NOSIGNAL)
+				    : recv(fd, buf + done, len - done, MSG_DONTWAIT);
+		int rc;
 
-		if (rc == -ETIMEDOUT)
-			return sseg_err(rc, "timed out after %d ms with %zu of %zu bytes %s",
-					timeout_ms, done, len, verb);
-		if (rc)
-			return rc;
-		/* MSG_NOSIGNAL: a vanished peer is an error, not SIGPIPE. */
-		n = writing ? send(fd, buf + done, len - done, MSG_DONTWAIT | MSG_NOSIGNAL)
-			    : recv(fd, buf + done, len - done, MSG_DONTWAIT);
+		if (n > 0) {
+			done += (size_t)n;
+			continue;
+		}
 		if (n == 0 && !writing)
 			return sseg_err(-ECONNRESET, "connection closed after %zu of %zu bytes",
 					done, len);
 		if (n < 0 && errno != EINTR && errno != EAGAIN)
 			return sseg_err(-errno, "%s failed after %zu of %zu bytes %s: %s",
 					writing ? "write" : "read", done, len, verb, strerror(errno));
-		if (n > 0)
-			done += (size_t)n;
+		rc = sseg_os_wait(fd, writing ? POLLOUT : POLLIN, deadline);
+		if (rc)
+			return wait_failed(rc, done, len, verb);
 	}
 	return 0;
 }
 
-int os_read_full(int fd, void *buf, size_t len, int timeout_ms)
+int sseg_os_recv_all(int fd, void *buf, size_t len, double deadline)
 {
-	return transfer(fd, buf, len, timeout_ms, false);
+	return transfer(fd, buf, len, deadline, false);
 }
 
-int os_write_full(int fd, const void *buf, size_t len, int timeout_ms)
+int sseg_os_send_all(int fd, const void *buf, size_t len, double deadline)
 {
 	/* transfer only reads from buf when writing. */
-	return transfer(fd, (uint8_t *)buf, len, timeout_ms, true);
+	return transfer(fd, (uint8_t *)buf, len, deadline, true);
 }
 
-int os_send_fd(int sock, int fd, const void *data, size_t len)
+int sseg_os_send_fd(int sock, int fd, const void *data, size_t len, double deadline)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
@@ -211,16 +255,20 @@ int os_send_fd(int sock, int fd, const void *data, size_t len)
 	cmsg->cmsg_type = SCM_RIGHTS;
 	cmsg->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
-	do
-		n = sendmsg(sock, &msg, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
+	for (;;) {
+		n = sendmsg(sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n >= 0 || (errno != EINTR && errno != EAGAIN))
+			break;
+		rc = sseg_os_wait(sock, POLLOUT, deadline);
+		if (rc)
+			return wait_failed(rc, 0, len, "written");
+	}
 	if (n < 0)
 		return sseg_err(-errno, "sending the fd (SCM_RIGHTS) failed: %s", strerror(errno));
 	/* Unix stream sockets send the ancillary data with the first byte; the
 	 * rest of the data can follow as plain writes. */
 	if ((size_t)n < len)
-		return os_write_full(sock, (const uint8_t *)data + n, len - (size_t)n,
-				     SSEG_DEFAULT_TIMEOUT_MS);
+		return sseg_os_send_all(sock, (const uint8_t *)data + n, len - (size_t)n, deadline);
 	return 0;
 }
 
@@ -249,7 +297,19 @@ static void take_fds(struct msghdr *msg, int *fd)
 	*fd = got;
 }
 
-int os_recv_fd(int sock, int *fd, void *data, size_t len, int timeout_ms)
+/* What a message without the expected fd means. The kernel sets MSG_CTRUNC
+ * and drops the fd when it cannot install it here: a full fd table. */
+static int missing_fd(const struct msghdr *msg, ssize_t n)
+{
+	if (msg->msg_flags & MSG_CTRUNC)
+		return sseg_err(-EMFILE,
+				"the fd sent with %zd bytes could not be received: this process has "
+				"no free file descriptor (raise RLIMIT_NOFILE, ulimit -n)",
+				n);
+	return sseg_err(-EPROTO, "%zd bytes arrived without the expected fd", n);
+}
+
+int sseg_os_recv_fd(int sock, int *fd, void *data, size_t len, double deadline)
 {
 	union {
 		char buf[CMSG_SPACE(4 * sizeof(int))];
@@ -258,33 +318,34 @@ int os_recv_fd(int sock, int *fd, void *data, size_t len, int timeout_ms)
 	struct iovec iov = { .iov_base = data, .iov_len = len };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
 			      .msg_control = control.buf, .msg_controllen = sizeof(control.buf) };
-	double deadline = sseg_now() + timeout_ms / 1000.0;
 	int received = -1, rc;
 	ssize_t n;
 
 	if (len == 0)
 		return sseg_err(-EINVAL, "an fd travels with at least one byte of data");
-	do {
-		rc = wait_for(sock, POLLIN, deadline);
-		if (rc == -ETIMEDOUT)
-			return sseg_err(rc, "no fd arrived within %d ms", timeout_ms);
-		if (rc)
-			return rc;
+	for (;;) {
 		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-	} while (n < 0 && (errno == EINTR || errno == EAGAIN));
+		if (n >= 0 || (errno != EINTR && errno != EAGAIN))
+			break;
+		rc = sseg_os_wait(sock, POLLIN, deadline);
+		if (rc == -ETIMEDOUT)
+			return sseg_err(rc, "no fd arrived in time");
+		if (rc)
+			return wait_failed(rc, 0, len, "read");
+	}
 	if (n < 0)
 		return sseg_err(-errno, "receiving an fd failed: %s", strerror(errno));
 	if (n == 0)
 		return sseg_err(-ECONNRESET, "connection closed before an fd arrived");
 	take_fds(&msg, &received);
 	if (received < 0)
-		return sseg_err(-EPROTO, "%zd bytes arrived without the expected fd", n);
+		return missing_fd(&msg, n);
 	if (msg.msg_flags & MSG_CTRUNC) {
 		rc = sseg_err(-EPROTO, "the fd message carried more control data than expected");
 		goto close_fd;
 	}
-	rc = (size_t)n < len ? os_read_full(sock, (uint8_t *)data + n, len - (size_t)n,
-					     remaining_ms(deadline)) : 0;
+	rc = (size_t)n < len ? sseg_os_recv_all(sock, (uint8_t *)data + n, len - (size_t)n,
+						deadline) : 0;
 	if (rc)
 		goto close_fd;
 	*fd = received;
@@ -294,32 +355,17 @@ close_fd:
 	return rc;
 }
 
-static int peer_cred(int sock, struct ucred *cred)
+int sseg_os_peer_cred(int sock, pid_t *pid, uid_t *uid)
 {
-	socklen_t len = sizeof(*cred);
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
 
-	if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, cred, &len))
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len))
 		return sseg_err(-errno, "cannot read the peer's credentials (SO_PEERCRED): %s",
 				strerror(errno));
-	return 0;
-}
-
-int os_peer_uid(int sock, uid_t *uid)
-{
-	struct ucred cred;
-	int rc = peer_cred(sock, &cred);
-
-	if (!rc)
-		*uid = cred.uid;
-	return rc;
-}
-
-int os_peer_pid(int sock, pid_t *pid)
-{
-	struct ucred cred;
-	int rc = peer_cred(sock, &cred);
-
-	if (!rc)
+	if (pid)
 		*pid = cred.pid;
-	return rc;
+	if (uid)
+		*uid = cred.uid;
+	return 0;
 }

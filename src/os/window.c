@@ -6,9 +6,10 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "os/os.h"
+#include "os/host.h"
+#include "os/window.h"
 
-int os_window_reserve(uint64_t size, uint64_t align, void **base)
+int sseg_os_window_reserve(uint64_t size, uint64_t align, void **base)
 {
 	uintptr_t start, aligned;
 	uint64_t span;
@@ -17,9 +18,9 @@ int os_window_reserve(uint64_t size, uint64_t align, void **base)
 	if (size == 0 || !sseg_is_pow2(align))
 		return sseg_err(-EINVAL, "cannot reserve %" PRIu64 " bytes aligned to %" PRIu64
 				": size must be > 0 and the alignment a power of two", size, align);
-	if (align < os_base_page_size())
-		align = os_base_page_size();
-	if (size > UINT64_MAX - align || size % os_base_page_size())
+	if (align < sseg_os_base_page_size())
+		align = sseg_os_base_page_size();
+	if (size > UINT64_MAX - align || size % sseg_os_base_page_size())
 		return sseg_err(-EINVAL, "cannot reserve %" PRIu64 " bytes: not a multiple of "
 				"the page size or too large", size);
 	/* Over-reserve by align, then trim: mmap has no alignment argument. */
@@ -38,7 +39,7 @@ int os_window_reserve(uint64_t size, uint64_t align, void **base)
 	return 0;
 }
 
-int os_window_map(void *base, uint64_t size, int fd, bool readonly)
+int sseg_os_window_map(void *base, uint64_t size, int fd, bool readonly)
 {
 	int prot = PROT_READ | (readonly ? 0 : PROT_WRITE);
 	void *addr;
@@ -50,7 +51,7 @@ int os_window_map(void *base, uint64_t size, int fd, bool readonly)
 	return 0;
 }
 
-int os_window_release(void *base, uint64_t size)
+int sseg_os_window_release(void *base, uint64_t size)
 {
 	int rc = sseg_fault("munmap");
 

@@ -1,0 +1,41 @@
+/* The owner's fd channel (fdchannel.c): an abstract unix socket opened in
+ * create and named in the owner's blob. Each local peer connects in
+ * complete, proves membership with the owner's random token, receives the
+ * fd (SCM_RIGHTS) or only the go-ahead, maps, and acks; the owner's
+ * complete returns once every local peer has acked, which is also the
+ * barrier that keeps the owner from tearing down too early. */
+#ifndef SSEG_FDCHANNEL_H
+#define SSEG_FDCHANNEL_H
+
+#include "blob.h"
+#include "internal.h"
+
+struct sseg;
+
+/* The channel's state inside the segment (owner only). */
+struct sseg_channel {
+	int fd;                       /* the listening socket; -1 */
+	int *peer_fds;                /* connections awaiting acks, indexed by rank */
+	char sock_name[SSEG_SOCK_NAME_MAX + 1];
+	uint8_t token[SSEG_TOKEN_LEN];
+};
+
+SSEG_HIDDEN void sseg_channel_init(struct sseg_channel *ch);
+/* Owner, in create: open the socket (SSEG_HELD_CHANNEL). */
+SSEG_HIDDEN int sseg_channel_listen(struct sseg *seg);
+/* The owner's handle section: obtained pages, sizes, socket name, token. */
+SSEG_HIDDEN void sseg_channel_describe(const struct sseg *seg, struct sseg_blob_handle *h);
+/* Owner, in complete: hand fd to every local peer (fd < 0: the peers import
+ * by handle and only need the barrier), then collect every ack. */
+SSEG_HIDDEN int sseg_channel_hand_over(struct sseg *seg, const struct sseg_blob *blobs, int fd);
+/* Peer, in complete: reach the owner, prove membership, receive its fd
+ * (fd NULL: only the go-ahead); *owner_sock stays open for the ack. */
+SSEG_HIDDEN int sseg_channel_fetch(struct sseg *seg, const struct sseg_blob *owner, int *fd,
+				   int *owner_sock);
+/* Peer: report the mapping's status to the owner and close the socket. */
+SSEG_HIDDEN int sseg_channel_ack(int owner_sock, int status, int timeout_ms);
+SSEG_HIDDEN int sseg_channel_release(struct sseg *seg);
+/* In a child after fork(): close the channel's descriptors. */
+SSEG_HIDDEN void sseg_channel_forget(struct sseg *seg);
+
+#endif

@@ -1,0 +1,29 @@
+/* A small JSON writer (json.c): one compact document into a memory stream,
+ * for the machine-readable facts the library gives (sseg_probe_json). The
+ * caller nests begin/end correctly; keys are NULL inside arrays. */
+#ifndef SSEG_JSON_H
+#define SSEG_JSON_H
+
+#include <stdio.h>
+
+#include "internal.h"
+
+#define SSEG_JSON_MAX_DEPTH 16
+
+struct sseg_json {
+	FILE *out;
+	int depth;
+	bool first[SSEG_JSON_MAX_DEPTH];
+};
+
+SSEG_HIDDEN void sseg_json_init(struct sseg_json *j, FILE *out);
+SSEG_HIDDEN void sseg_json_begin(struct sseg_json *j, const char *key, char bracket);
+SSEG_HIDDEN void sseg_json_end(struct sseg_json *j, char bracket);
+SSEG_HIDDEN void sseg_json_str(struct sseg_json *j, const char *key, const char *value);
+SSEG_HIDDEN void sseg_json_int(struct sseg_json *j, const char *key, long long value);
+SSEG_HIDDEN void sseg_json_u64(struct sseg_json *j, const char *key, uint64_t value);
+SSEG_HIDDEN void sseg_json_bool(struct sseg_json *j, const char *key, bool value);
+/* -1 (unknown) as null, else true/false. */
+SSEG_HIDDEN void sseg_json_tristate(struct sseg_json *j, const char *key, int value);
+
+#endif

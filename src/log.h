@@ -1,0 +1,25 @@
+/* Messages (log.c): through the application's callback (sseg_set_log), or
+ * to stderr without ever blocking; SSEG_LOG=off|error|warn|info|debug. */
+#ifndef SSEG_LOG_H
+#define SSEG_LOG_H
+
+#include "error.h"
+#include "sharedseg.h"
+
+SSEG_HIDDEN void sseg_log(enum sseg_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* One cause's rate limit: a message an outsider can trigger (a refused
+ * connection) is logged at most once per interval, and the next line says
+ * how many were held back. Zero-initialised; one per cause. */
+struct sseg_ratelimit {
+	double last;
+	unsigned held_back;
+};
+
+/* interval_s between lines of this cause; the first always passes. */
+SSEG_HIDDEN void sseg_log_limited(struct sseg_ratelimit *rl, double interval_s,
+				  enum sseg_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+#endif

@@ -1,0 +1,64 @@
+/* The segment object: what every part of the library knows of a segment.
+ * Only types and inline accessors live here; each unit that acts on a
+ * segment has its own header. */
+#ifndef SSEG_OBJECT_H
+#define SSEG_OBJECT_H
+
+#include "blob.h"
+#include "fdchannel.h"
+#include "internal.h"
+#include "os/host.h"
+
+/* Stages a segment holds; a bit is set when the stage was taken and
+ * cleared only after its release succeeded, so destroy resumes. */
+enum sseg_stage {
+	SSEG_HELD_CHANNEL = 1u << 0, /* the owner's listening fd channel */
+	SSEG_HELD_PEERS = 1u << 1,   /* connections to local peers awaiting their ack */
+	SSEG_HELD_BACKEND = 1u << 2, /* the backend's state: memory, mapping, driver handles */
+	SSEG_HELD_HOSTREG = 1u << 3, /* host registration chunks and their device */
+};
+
+struct sseg_backend_ops;
+struct sseg_hostreg;
+
+struct sseg {
+	char name[SSEG_NAME_MAX + 1];
+	struct sseg_opts opts;        /* copy; name and layout point into this object */
+	struct sseg_layout *layout;   /* own copy, or NULL */
+	const struct sseg_backend_ops *ops;
+	enum sseg_backend backend;
+
+	uint64_t size;                /* declared */
+	uint64_t mapped_size;         /* rounded up to page_size */
+	uint64_t page_size;           /* obtained */
+	enum sseg_pages pages;        /* obtained */
+	int pages_verified;
+	uint64_t huge_bytes;
+	char pages_reason[320];
+	uint64_t numa_nodes;
+
+	int is_owner;
+	int completed;
+	int readonly;
+	void *base;                   /* this rank's mapping, set by the backend */
+	void *backend_state;          /* the backend's own */
+	struct sseg_channel channel;  /* the owner's fd channel */
+	struct sseg_hostreg *hostreg;
+
+	uint8_t blob[SSEG_BLOB_SIZE]; /* what create gave the caller */
+	int failed;                   /* complete failed: destroy is all that is left */
+	uint32_t held;                /* enum sseg_stage bits */
+	int pins;
+	int destroy_failures;
+	double create_s, complete_s, populate_s;
+	struct sseg_os_host_id host;
+	struct sseg *next;            /* registry: the live or the pending list */
+	struct sseg *next_any;        /* registry: every segment not yet freed */
+};
+
+static inline int sseg_timeout_ms(const struct sseg *seg)
+{
+	return seg->opts.timeout_ms ? seg->opts.timeout_ms : SSEG_DEFAULT_TIMEOUT_MS;
+}
+
+#endif

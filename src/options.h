@@ -1,0 +1,13 @@
+/* The caller's options, validated into the segment's own copy (options.c). */
+#ifndef SSEG_OPTIONS_H
+#define SSEG_OPTIONS_H
+
+#include "internal.h"
+
+struct sseg;
+
+/* Checks every field (the backend's own through its check_opts) and fills
+ * seg's copy, name, layout, backend, size and role. */
+SSEG_HIDDEN int sseg_opts_load(struct sseg *seg, const struct sseg_opts *opts);
+
+#endif

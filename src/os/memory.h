@@ -1,0 +1,25 @@
+/* OS primitives: what can back new memory (memory.c): MemAvailable and the
+ * memory cgroup's limit, v1 (memory.limit_in_bytes) or v2 (memory.max),
+ * the tightest over the cgroup's ancestors. */
+#ifndef SSEG_OS_MEMORY_H
+#define SSEG_OS_MEMORY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+struct sseg_os_memory {
+	uint64_t available;     /* MemAvailable */
+	uint64_t cgroup_limit;  /* 0: no limit below the host's memory */
+	uint64_t cgroup_usage;  /* of the cgroup whose limit is the tightest */
+	char cgroup[160];       /* that cgroup's directory; "" without a limit */
+};
+
+SSEG_HIDDEN int sseg_os_memory(struct sseg_os_memory *m);
+/* The same, reading /proc/self/cgroup's text and the cgroup trees under
+ * root (normally /sys/fs/cgroup); meminfo is a /proc/meminfo path. */
+SSEG_HIDDEN int sseg_os_memory_at(const char *proc_cgroup, const char *root,
+				  const char *meminfo, struct sseg_os_memory *m);
+
+#endif

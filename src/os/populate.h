@@ -1,0 +1,19 @@
+/* OS primitives: population (populate.c). Each returns 0 or a negative errno and sets the
+ * error sentence on failure; no policy lives here. */
+#ifndef SSEG_OS_POPULATE_H
+#define SSEG_OS_POPULATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+/* Faults every page of [addr, addr+len) in with MADV_POPULATE_WRITE (READ
+ * when !writable), split over threads (>= 1) at page_size boundaries; a
+ * kernel without it gets a first-touch fallback. -ENOMEM when memory ran
+ * out (instead of a later SIGBUS). */
+SSEG_HIDDEN int sseg_os_populate(void *addr, uint64_t len, uint64_t page_size, int threads,
+			    bool writable);
+
+#endif

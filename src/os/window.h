@@ -1,0 +1,20 @@
+/* OS primitives: address windows (window.c). Each returns 0 or a negative errno and sets the
+ * error sentence on failure; no policy lives here. */
+#ifndef SSEG_OS_WINDOW_H
+#define SSEG_OS_WINDOW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+/* Reserves size bytes of address space (PROT_NONE, MAP_NORESERVE) whose
+ * start is a multiple of align (a power of two). */
+SSEG_HIDDEN int sseg_os_window_reserve(uint64_t size, uint64_t align, void **base);
+/* Maps size bytes of fd at offset 0 over the start of a reserved window
+ * (MAP_FIXED | MAP_SHARED), read-only when readonly. */
+SSEG_HIDDEN int sseg_os_window_map(void *base, uint64_t size, int fd, bool readonly);
+SSEG_HIDDEN int sseg_os_window_release(void *base, uint64_t size);
+
+#endif

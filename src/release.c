@@ -1,0 +1,23 @@
+/* Releasing a segment's stages, last taken first. */
+#include "backend/backend.h"
+#include "fdchannel.h"
+#include "hostreg.h"
+#include "layout.h"
+#include "object.h"
+#include "release.h"
+
+int sseg_release(struct sseg *seg)
+{
+	int rc;
+
+	rc = sseg_hostreg_release(seg);
+	if (!rc)
+		rc = sseg_channel_release(seg);
+	if (!rc)
+		rc = sseg_backend_release(seg);
+	if (!rc) {
+		sseg_layout_destroy(seg->layout);
+		seg->layout = NULL;
+	}
+	return rc;
+}
