@@ -260,7 +260,7 @@ static int cuda_serve(struct sseg *seg, const struct sseg_blob *blobs)
 	struct cuda_state *st = state(seg);
 	int rc;
 
-	rc = sseg_channel_hand_over(seg, blobs, st->fabric ? -1 : st->export_fd);
+	rc = sseg_channel_hand_over(seg, blobs, st->fabric ? -1 : st->export_fd, NULL);
 	if (rc)
 		return rc;
 	if (st->held & CU_HELD_FD) {

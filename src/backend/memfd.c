@@ -199,7 +199,7 @@ static int memfd_serve(struct sseg *seg, const struct sseg_blob *blobs)
 {
 	int rc;
 
-	rc = sseg_channel_hand_over(seg, blobs, state(seg)->fd);
+	rc = sseg_channel_hand_over(seg, blobs, state(seg)->fd, NULL);
 	if (rc)
 		return rc;
 	/* Every local peer holds a mapping now: no fd needs to stay open. */
