@@ -4,7 +4,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "internal.h"
+#include "fault.h"
 
 static pthread_mutex_t fault_lock = PTHREAD_MUTEX_INITIALIZER;
 static int fault_armed;

@@ -4,7 +4,7 @@
 #ifndef SSEG_FAULT_H
 #define SSEG_FAULT_H
 
-#include "error.h"
+#include "hidden.h"
 
 SSEG_HIDDEN int sseg_fault(const char *site);
 /* Fail the site's calls number skip+1 .. skip+count with err (negative);

@@ -13,14 +13,7 @@
 #include "internal.h"
 
 struct sseg;
-
-/* The channel's state inside the segment (owner only). */
-struct sseg_channel {
-	int fd;                       /* the listening socket; -1 */
-	int *peer_fds;                /* connections awaiting acks, indexed by rank */
-	char sock_name[SSEG_SOCK_NAME_MAX + 1];
-	uint8_t token[SSEG_TOKEN_LEN];
-};
+struct sseg_channel; /* its state inside the segment: object.h */
 
 SSEG_HIDDEN void sseg_channel_init(struct sseg_channel *ch);
 /* Owner, in create: open the socket (SSEG_HELD_CHANNEL). */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "json.h"
 
 #define PROBE_SCHEMA 1
@@ -110,12 +111,11 @@ static void document(struct sseg_json *j, const struct sseg_probe *p)
 	sseg_json_int(j, "schema", PROBE_SCHEMA);
 	host_facts(j, p);
 	sseg_json_begin(j, "backends", '{');
-	for (int b = SSEG_BACKEND_MEMFD;; b++) {
+	for (int i = 0; sseg_backend_nth(i); i++) {
 		struct sseg_probe_backend facts = { .sz = sizeof(facts) };
 
-		if (sseg_probe_backend((enum sseg_backend)b, &facts))
-			break;
-		backend_facts(j, &facts);
+		if (!sseg_probe_backend(sseg_backend_nth(i)->kind, &facts))
+			backend_facts(j, &facts);
 	}
 	sseg_json_end(j, '}');
 	advice(j, p->advice);

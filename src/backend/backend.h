@@ -93,6 +93,9 @@ struct sseg_backend_ops {
 /* The backend table: by enum value; NULL for a number that is no backend.
  * AUTO resolves to memfd. */
 SSEG_HIDDEN const struct sseg_backend_ops *sseg_backend_get(enum sseg_backend backend);
+/* The i-th backend of the table (from 0), NULL past the last: how the
+ * core lists backends without naming one. */
+SSEG_HIDDEN const struct sseg_backend_ops *sseg_backend_nth(int i);
 /* The backend for host registration: kind if it has a host-registration
  * driver, or for AUTO the first in the table whose driver is usable.
  * NULL with the sentence set when there is none. */
