@@ -89,7 +89,15 @@
 	  CUresult (*)(void *, size_t, unsigned int))                                   \
 	P(PFN_cuMemHostUnregister, PFN_cuMemHostUnregister_v4000, CUresult (*)(void *)) \
 	P(PFN_cuMemHostGetDevicePointer, PFN_cuMemHostGetDevicePointer_v3020,           \
-	  CUresult (*)(CUdeviceptr *, void *, unsigned int))
+	  CUresult (*)(CUdeviceptr *, void *, unsigned int))                            \
+	P(PFN_cuMemAlloc, PFN_cuMemAlloc_v3020, CUresult (*)(CUdeviceptr *, size_t))    \
+	P(PFN_cuMemFree, PFN_cuMemFree_v3020, CUresult (*)(CUdeviceptr))                \
+	P(PFN_cuMemHostAlloc, PFN_cuMemHostAlloc_v2020,                                 \
+	  CUresult (*)(void **, size_t, unsigned int))                                  \
+	P(PFN_cuMemFreeHost, PFN_cuMemFreeHost_v2000, CUresult (*)(void *))             \
+	P(PFN_cuMemcpyHtoD, PFN_cuMemcpyHtoD_v3020,                                     \
+	  CUresult (*)(CUdeviceptr, const void *, size_t))                              \
+	P(PFN_cuMemcpyDtoH, PFN_cuMemcpyDtoH_v3020, CUresult (*)(void *, CUdeviceptr, size_t))
 
 struct sseg_abi_item {
 	const char *name;

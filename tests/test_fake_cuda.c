@@ -62,7 +62,13 @@ typedef PFN_cuDeviceGetUuid_v2 PFN_cuDeviceGetUuid;
 	X(cuMemImportFromShareableHandle) \
 	X(cuMemHostRegister)             \
 	X(cuMemHostUnregister)           \
-	X(cuMemHostGetDevicePointer)
+	X(cuMemHostGetDevicePointer)     \
+	X(cuMemAlloc)                    \
+	X(cuMemFree)                     \
+	X(cuMemHostAlloc)                \
+	X(cuMemFreeHost)                 \
+	X(cuMemcpyHtoD)                  \
+	X(cuMemcpyDtoH)
 
 #define CONTROL_ENTRIES(X)             \
 	X(sseg_fake_cuda_fail)         \
@@ -1133,6 +1139,37 @@ static int case_host_register(void *arg)
 	return 0;
 }
 
+/* ---- device memory and copies ---- */
+
+/* A copy needs a context, and a device end the device can address. */
+static int case_copies(void *arg)
+{
+	unsigned char *host = NULL, back[4096], pageable[4096];
+	CUdeviceptr dev = 0;
+
+	load("", NULL);
+	CU_OK(cu.cuInit(0));
+	CHECK_CU(cu.cuMemAlloc(&dev, MiB), CUDA_ERROR_INVALID_CONTEXT);
+	enter_device(0);
+	CU_OK(cu.cuMemAlloc(&dev, MiB));
+	CU_OK(cu.cuMemHostAlloc((void **)&host, MiB, 0));
+	fill(host, sizeof(back), 0);
+	CU_OK(cu.cuMemcpyHtoD(dev + 4096, host, sizeof(back)));
+	CU_OK(cu.cuMemcpyDtoH(back, dev + 4096, sizeof(back)));
+	CHECK(holds(back, sizeof(back), 0));
+	CU_OK(cu.cuMemcpyHtoD(va_of(host), back, sizeof(back))); /* pinned: addressable */
+	CHECK_CU(cu.cuMemcpyHtoD(va_of(pageable), back, sizeof(back)), CUDA_ERROR_INVALID_VALUE);
+	CHECK_CU(cu.cuMemcpyDtoH(back, dev + MiB - 100, sizeof(back)), CUDA_ERROR_INVALID_VALUE);
+	CHECK_CU(cu.cuMemHostAlloc((void **)&host, MiB, 0x80), CUDA_ERROR_INVALID_VALUE);
+	CU_OK(cu.cuMemFreeHost(host));
+	CU_OK(cu.cuMemFree(dev));
+	CHECK_CU(cu.cuMemFree(dev), CUDA_ERROR_INVALID_VALUE);
+	CHECK(cu.sseg_fake_cuda_bugs() == 1);
+	cu.sseg_fake_cuda_reset();
+	finish();
+	return 0;
+}
+
 /* ---- several threads at once ---- */
 
 /* The current context is per thread: each takes its own. */
@@ -1194,6 +1231,7 @@ int main(void)
 	run("scripted", case_scripted);
 	run("bugs", case_bugs);
 	run("host_register", case_host_register);
+	run("copies", case_copies);
 	run("threads", case_threads);
 	return 0;
 }

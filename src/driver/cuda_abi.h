@@ -155,5 +155,13 @@ typedef CUresult (*PFN_cuMemImportFromShareableHandle)(CUmemGenericAllocationHan
 typedef CUresult (*PFN_cuMemHostRegister)(void *p, size_t bytes, unsigned int flags);
 typedef CUresult (*PFN_cuMemHostUnregister)(void *p);
 typedef CUresult (*PFN_cuMemHostGetDevicePointer)(CUdeviceptr *dptr, void *p, unsigned int flags);
+/* Device memory and copies: what tests/gpu measures against. _v2 (3.2)
+ * for cuMemAlloc, cuMemFree and the copies. */
+typedef CUresult (*PFN_cuMemAlloc)(CUdeviceptr *dptr, size_t bytesize);
+typedef CUresult (*PFN_cuMemFree)(CUdeviceptr dptr);
+typedef CUresult (*PFN_cuMemHostAlloc)(void **pp, size_t bytesize, unsigned int flags);
+typedef CUresult (*PFN_cuMemFreeHost)(void *p);
+typedef CUresult (*PFN_cuMemcpyHtoD)(CUdeviceptr dst, const void *src, size_t bytes);
+typedef CUresult (*PFN_cuMemcpyDtoH)(void *dst, CUdeviceptr src, size_t bytes);
 
 #endif

@@ -40,7 +40,13 @@
 	X(cuMemImportFromShareableHandle, 10020, 1) \
 	X(cuMemHostRegister, 6050, 1)               \
 	X(cuMemHostUnregister, 4000, 1)             \
-	X(cuMemHostGetDevicePointer, 3020, 1)
+	X(cuMemHostGetDevicePointer, 3020, 1)       \
+	X(cuMemAlloc, 3020, 1)                      \
+	X(cuMemFree, 3020, 1)                       \
+	X(cuMemHostAlloc, 2020, 1)                  \
+	X(cuMemFreeHost, 2000, 1)                   \
+	X(cuMemcpyHtoD, 3020, 1)                    \
+	X(cuMemcpyDtoH, 3020, 1)
 
 enum fake_entry {
 #define FAKE_ENUM(name, version, init) FE_##name,
@@ -56,6 +62,7 @@ enum fake_entry {
 #define FAKE_MAX_RESERVATIONS 1024
 #define FAKE_MAX_MAPPINGS 4096
 #define FAKE_MAX_REGISTRATIONS 4096
+#define FAKE_MAX_ALLOCATIONS 256
 
 /* cuDeviceGetUuid answers _v2 from this driver version on. */
 #define FAKE_UUID_V2_VERSION 11040
@@ -73,7 +80,7 @@ struct fake_config {
 	int host_numa_vmm;
 	int host_numa_blocked; /* HOST_NUMA creation fails (seccomp get_mempolicy) */
 	int posix_fd;
-	int need_ctx; /* host registration needs a current context */
+	int need_ctx; /* the calls documented to need a context need one */
 	int vmm_ctx;  /* VMM calls need a current context */
 	uint32_t peer[FAKE_MAX_DEVICES]; /* bit j of peer[i]: i may access j's memory */
 	int host_register;    /* attribute 99 */
@@ -133,6 +140,8 @@ struct fake_state {
 	struct fake_range reservations[FAKE_MAX_RESERVATIONS];
 	struct fake_range mappings[FAKE_MAX_MAPPINGS];
 	struct fake_range registrations[FAKE_MAX_REGISTRATIONS];
+	struct fake_range device_memory[FAKE_MAX_ALLOCATIONS]; /* cuMemAlloc */
+	struct fake_range host_memory[FAKE_MAX_ALLOCATIONS];   /* cuMemHostAlloc */
 };
 
 extern struct fake_state fake;

@@ -11,7 +11,8 @@
  *   vmm=1 host_numa_vmm=1 posix_fd=1 fabric=0 host_register=1 ro_register=1
  *                      attributes 102, 141, 103, 128, 99, 113
  *   vmm_ctx=1          every VMM call needs a current context (201)
- *   need_ctx=1         host registration calls need a current context (201)
+ *   need_ctx=1         host registration, device memory and copies need a
+ *                      current context (201), as documented
  *   peer=all           peer access matrix: peer=0-1,2-3 (only those pairs) or
  *                      nopeer=0-2 (take pairs away); cuDeviceCanAccessPeer,
  *                      and cuMemSetAccess / import across a missing pair
