@@ -169,6 +169,8 @@ static const struct {
 } attributes[] = {
 #define ATTR(name, since, field) \
 	{ CU_DEVICE_ATTRIBUTE_##name, since, offsetof(struct fake_config, field) }
+	ATTR(UNIFIED_ADDRESSING, 0, uva),
+	ATTR(CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, 0, uva), /* device pointer == host's */
 	ATTR(HOST_REGISTER_SUPPORTED, 0, host_register),
 	ATTR(VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0, vmm),
 	ATTR(HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, 0, posix_fd),

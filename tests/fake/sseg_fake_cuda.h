@@ -23,7 +23,8 @@
  *   host_numa_blocked=0  HOST_NUMA cuMemCreate fails with 304 (seccomp)
  *   map_offset=0       cuMemMap offsets other than 0 accepted
  *   fork_works=0       a forked child of an initialized process may go on
- *   uva=1              cuMemHostGetDevicePointer without DEVICEMAP
+ *   uva=1              cuMemHostGetDevicePointer without DEVICEMAP;
+ *                      attributes 41 and 91
  *   register_aligned=0 cuMemHostRegister refuses unaligned addresses
  *   granularity=2097152 max_register=549755813887
  * Scripted failures:
