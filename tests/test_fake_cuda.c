@@ -13,7 +13,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "driver/cuda_abi.h"
@@ -492,48 +492,32 @@ struct shared {
 };
 
 /* A peer process, forked before this one initializes the driver (a child
- * forked after could not use it); it gets the handle over a socket. */
+ * forked after could not use it); it gets the handle over a pipe. */
 struct peer {
 	const char *config;
 	int device;
 	CUresult import_rc; /* what its import must answer */
-	int sock[2];
+	int pipe[2];
 	pid_t pid;
 };
 
-static void send_shared(int sock, const struct shared *s)
+/* The handle travels over a pipe; a POSIX fd is opened again through
+ * /proc (the peer is the owner's child), as it would arrive over a socket. */
+static void send_shared(int out, const struct shared *s)
 {
-	char control[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { (void *)s, sizeof(*s) };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct cmsghdr *cmsg;
-
-	if (s->type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
-		msg.msg_control = control;
-		msg.msg_controllen = sizeof(control);
-		cmsg = CMSG_FIRSTHDR(&msg);
-		cmsg->cmsg_level = SOL_SOCKET;
-		cmsg->cmsg_type = SCM_RIGHTS;
-		cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cmsg), &s->fd, sizeof(int));
-	}
-	CHECK(sendmsg(sock, &msg, 0) == (ssize_t)sizeof(*s));
+	CHECK(write(out, s, sizeof(*s)) == (ssize_t)sizeof(*s));
 }
 
-static void recv_shared(int sock, struct shared *s)
+static void recv_shared(int in, struct shared *s)
 {
-	char control[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { s, sizeof(*s) };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
-			      .msg_controllen = sizeof(control) };
-	struct cmsghdr *cmsg;
+	char path[64];
 
-	CHECK(recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) == (ssize_t)sizeof(*s));
-	cmsg = CMSG_FIRSTHDR(&msg);
-	if (s->type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
-		CHECK(cmsg && cmsg->cmsg_type == SCM_RIGHTS);
-		memcpy(&s->fd, CMSG_DATA(cmsg), sizeof(int));
-	}
+	CHECK(read(in, s, sizeof(*s)) == (ssize_t)sizeof(*s));
+	if (s->type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)getppid(), s->fd);
+	s->fd = open(path, O_RDWR | O_CLOEXEC);
+	CHECK(s->fd >= 0);
 }
 
 /* Imports, maps, checks the owner's bytes and writes its own in the second
@@ -562,8 +546,8 @@ static int peer_main(void *arg)
 	struct peer *peer = arg;
 	struct shared s;
 
-	close(peer->sock[0]);
-	recv_shared(peer->sock[1], &s);
+	close(peer->pipe[1]);
+	recv_shared(peer->pipe[0], &s);
 	load(peer->config, NULL);
 	CU_OK(cu.cuInit(0));
 	enter_device(peer->device);
@@ -577,15 +561,15 @@ static int peer_main(void *arg)
 
 static void peer_start(struct peer *peer)
 {
-	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, peer->sock) == 0);
+	CHECK(pipe2(peer->pipe, O_CLOEXEC) == 0);
 	peer->pid = tu_fork(peer_main, peer);
-	close(peer->sock[1]);
+	close(peer->pipe[0]);
 }
 
 static int peer_finish(struct peer *peer, const struct shared *s)
 {
-	send_shared(peer->sock[0], s);
-	close(peer->sock[0]);
+	send_shared(peer->pipe[1], s);
+	close(peer->pipe[1]);
 	return tu_wait(peer->pid, 30000);
 }
 

@@ -57,15 +57,21 @@ CUresult fake_cuMemAlloc(CUdeviceptr *dptr, size_t bytes)
 	return fake_leave(rc);
 }
 
-CUresult fake_cuMemFree(CUdeviceptr dptr)
+/* cuMemFree and cuMemFreeHost: the same release from their own tables. */
+static CUresult free_call(enum fake_entry entry, struct fake_range *table, uintptr_t start)
 {
-	CUresult rc = fake_enter(FE_cuMemFree);
+	CUresult rc = fake_enter(entry);
 
 	if (rc == CUDA_SUCCESS)
 		rc = fake_need_context(fake.cfg.need_ctx);
 	if (rc == CUDA_SUCCESS)
-		rc = release(fake.device_memory, FAKE_MAX_ALLOCATIONS, (uintptr_t)dptr, "cuMemFree");
+		rc = release(table, FAKE_MAX_ALLOCATIONS, start, fake_entry_name(entry));
 	return fake_leave(rc);
+}
+
+CUresult fake_cuMemFree(CUdeviceptr dptr)
+{
+	return free_call(FE_cuMemFree, fake.device_memory, (uintptr_t)dptr);
 }
 
 /* PORTABLE, DEVICEMAP, WRITECOMBINED */
@@ -86,13 +92,7 @@ CUresult fake_cuMemHostAlloc(void **pp, size_t bytes, unsigned int flags)
 
 CUresult fake_cuMemFreeHost(void *p)
 {
-	CUresult rc = fake_enter(FE_cuMemFreeHost);
-
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.need_ctx);
-	if (rc == CUDA_SUCCESS)
-		rc = release(fake.host_memory, FAKE_MAX_ALLOCATIONS, (uintptr_t)p, "cuMemFreeHost");
-	return fake_leave(rc);
+	return free_call(FE_cuMemFreeHost, fake.host_memory, (uintptr_t)p);
 }
 
 static int covered(const struct fake_range *table, int n, uintptr_t start, size_t bytes)
