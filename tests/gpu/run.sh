@@ -240,18 +240,25 @@ nccl_hook() {
 # ---- summary ----
 
 summary() {
-	local fails skips mismatches refused
+	local fails skips mismatches refused driver_refused driver
 	fails=$(grep -c '"result": "fail"' "$out")
 	skips=$(grep -c '"result": "skipped"' "$out")
+	driver=$(grep '"check": "driver"' "$out" | sed -n 's/.*"driver_version": \([0-9]*\).*"devices": \([0-9]*\).*/driver \1, \2 device(s)/p')
+	driver_refused=$(grep '"check": "rule"' "$out" | grep -v '"result": "CUDA_SUCCESS"' | sed 's/.*"call": "\([^"]*\)", "result": "\([^"]*\)".*/\1: \2/')
 	mismatches=$(grep '"matches_fake": false' "$out" | sed 's/.*"rule": "\([^"]*\)".*"result": "\([^"]*\)".*"fake": "\([^"]*\)".*/\1: driver \2, fake \3/')
 	refused=$(grep -E '"result": "refused"' "$out" | sed 's/.*"what": "\([^"]*\)".*"error": "\([^"]*\)".*/\1 (\2)/' | tr '\n' ' ')
 	emit "{\"check\": \"summary\", \"failed\": $fails, \"skipped\": $skips, \"seconds\": $((SECONDS - started))}"
 	echo
 	echo "== summary: $fails failed, $skips skipped, $((SECONDS - started)) s; results in $out"
+	echo "${driver:-no CUDA driver}; $(grep '"check": "machine"' "$out" | sed 's/.*\("gvisor": [a-z]*, "firecracker": [a-z]*\).*/\1/' | tr -d '"')"
 	[ -n "$refused" ] && echo "refused by the OS: $refused"
+	if [ -n "$driver_refused" ]; then
+		echo "refused by the driver:"
+		printf '%s\n' "$driver_refused" | sed 's/^/  /'
+	fi
 	if [ -n "$mismatches" ]; then
 		echo "where the fake driver differs from this driver:"
-		printf '  %s\n' "$mismatches"
+		printf '%s\n' "$mismatches" | sed 's/^/  /'
 	fi
 	grep '"schema": 1' "$out" | sed 's/.*"bench": "\([^"]*\)", "mechanism": "\([^"]*\)", "ranks": \([0-9]*\), "size": \([0-9]*\).*"pages_obtained": "\([^"]*\)".*"unit": "\([^"]*\)".*"median": \([^,]*\),.*/  \1 \2 ranks=\3 size=\4 pages=\5: median \7 \6/'
 	[ "$fails" -eq 0 ]
