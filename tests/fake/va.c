@@ -221,10 +221,11 @@ static int host_located(struct fake_owner owner, int unused)
 }
 
 /* A device granted access needs peer access to each allocation's device.
- * The docs list INVALID_DEVICE and NOT_SUPPORTED; NCCL issue 1838 and the
- * reports after it (T4, L4) saw CUDA_ERROR_PEER_ACCESS_UNSUPPORTED from
- * the cuMem host path, and the fake answers that. PROT_NONE revokes and
- * needs no peer access. */
+ * The docs list INVALID_DEVICE and NOT_SUPPORTED and say nothing of peers;
+ * the field reports (NCCL issue 1838 on L4, Ray on T4) saw
+ * CUDA_ERROR_PEER_ACCESS_UNSUPPORTED from NCCL's cuMem host path, at the
+ * import (alloc.c); the fake answers the same code here, the stricter
+ * reading. PROT_NONE revokes and needs no peer access. */
 static CUresult check_device_access(uintptr_t start, size_t size, const CUmemAccessDesc *d)
 {
 	if (!fake_device_valid(d->location.id))
