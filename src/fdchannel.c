@@ -367,11 +367,19 @@ int sseg_channel_fetch(struct sseg *seg, const struct sseg_blob *owner, int *fd,
 	if (rc)
 		return sseg_err_wrap(rc, "could not reach owner rank %u", owner->rank);
 	rc = check_listener(seg, owner, sock);
-	if (!rc)
-		rc = exchange_hello(seg, owner, sock, fd);
 	if (rc) {
 		close(sock);
 		return rc;
+	}
+	rc = exchange_hello(seg, owner, sock, fd);
+	if (rc) {
+		/* Tell the owner why (a full fd table, say), as a mapping
+		 * failure would be told; the sentence stays ours. */
+		char why[SSEG_ERR_MAX];
+
+		snprintf(why, sizeof(why), "%s", sseg_last_error());
+		sseg_channel_ack(sock, rc, 100);
+		return sseg_err(rc, "%s", why);
 	}
 	*owner_sock = sock;
 	return 0;

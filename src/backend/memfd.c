@@ -13,6 +13,7 @@
 #include "os/hugepage.h"
 #include "os/memfd.h"
 #include "os/numa.h"
+#include "os/populate.h"
 #include "os/window.h"
 
 enum memfd_stage {
@@ -125,6 +126,18 @@ static int map_owner(struct sseg *seg, struct memfd_state *st)
 	return rc;
 }
 
+/* Kernels before 5.14 populate by first touch, which memory running out
+ * answers with a signal: the file's pages are allocated first, so that it
+ * answers with an error instead. */
+static int populate_owner(struct sseg *seg, struct memfd_state *st)
+{
+	int rc = 0;
+
+	if (!sseg_os_populate_supported())
+		rc = sseg_os_memfd_allocate(st->fd, seg->mapped_size);
+	return rc ? rc : sseg_populate_range(seg, 0, seg->mapped_size, seg->opts.populate_threads);
+}
+
 static int memfd_create_owner(struct sseg *seg)
 {
 	struct memfd_state *st;
@@ -150,7 +163,7 @@ static int memfd_create_owner(struct sseg *seg)
 	if (!rc)
 		rc = sseg_place(seg);
 	if (!rc && seg->opts.populate == SSEG_POPULATE_OWNER)
-		rc = sseg_populate_range(seg, 0, seg->mapped_size, seg->opts.populate_threads);
+		rc = populate_owner(seg, st);
 	return rc ? rc : sseg_channel_listen(seg);
 }
 

@@ -45,6 +45,10 @@ int sseg_os_window_map(void *base, uint64_t size, int fd, bool readonly)
 	void *addr;
 
 	addr = mmap(base, size, prot, MAP_SHARED | MAP_FIXED, fd, 0);
+	if (addr == MAP_FAILED && errno == EPERM && !readonly)
+		return sseg_err(-EPERM, "cannot map %" PRIu64 " bytes of the segment writable: the "
+				"memfd is sealed against writing (F_SEAL_WRITE or F_SEAL_FUTURE_WRITE); "
+				"map it read-only", size);
 	if (addr == MAP_FAILED)
 		return sseg_err(-errno, "cannot map %" PRIu64 " bytes of the segment at %p: %s",
 				size, base, strerror(errno));
