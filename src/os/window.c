@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "os/host.h"
 #include "os/window.h"
@@ -66,4 +67,16 @@ int sseg_os_window_release(void *base, uint64_t size)
 		return sseg_err(-errno, "munmap of %" PRIu64 " bytes at %p failed: %s", size,
 				base, strerror(errno));
 	return 0;
+}
+
+int sseg_os_window_tag(void *addr, uint64_t len, const char *tag)
+{
+	int fd = memfd_create(tag, MFD_CLOEXEC);
+	void *at;
+
+	if (fd < 0)
+		return -errno;
+	at = mmap(addr, len, PROT_NONE, MAP_SHARED | MAP_FIXED | MAP_NORESERVE, fd, 0);
+	close(fd);
+	return at == MAP_FAILED ? -errno : 0;
 }
