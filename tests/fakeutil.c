@@ -46,6 +46,7 @@ void tu_fake_load(const char *config, struct tu_fake *fake)
 	SYM(live_contexts, "sseg_fake_cuda_live_contexts");
 	SYM(bugs, "sseg_fake_cuda_bugs");
 	SYM(registration, "sseg_fake_cuda_registration");
+	SYM(granted, "sseg_fake_cuda_granted");
 	SYM(reset, "sseg_fake_cuda_reset");
 	{
 		int (*proc)(const char *, void **, int, unsigned long long) =

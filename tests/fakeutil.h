@@ -16,6 +16,7 @@ struct tu_fake {
 	__typeof__(sseg_fake_cuda_live_contexts) *live_contexts;
 	__typeof__(sseg_fake_cuda_bugs) *bugs;
 	__typeof__(sseg_fake_cuda_registration) *registration;
+	__typeof__(sseg_fake_cuda_granted) *granted;
 	__typeof__(sseg_fake_cuda_reset) *reset;
 	/* The driver's own cuCtxGetCurrent: which context this thread has. */
 	int (*ctx_get_current)(void **ctx);
