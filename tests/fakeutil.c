@@ -74,3 +74,19 @@ int tu_fake_clean(const struct tu_fake *fake)
 		handles, reservations, mappings, registrations, contexts, bugs);
 	return 0;
 }
+
+int tu_solo(const struct sseg_opts *opts, struct sseg_info *info)
+{
+	unsigned char blob[SSEG_BLOB_SIZE];
+	sseg_t *seg;
+	int rc;
+
+	rc = sseg_create(opts, &seg, blob);
+	if (rc)
+		return rc;
+	CHECK_RC(sseg_complete(seg, blob), 0);
+	info->sz = sizeof(*info);
+	CHECK_RC(sseg_info(seg, info), 0);
+	CHECK_RC(sseg_destroy(seg), 0);
+	return 0;
+}

@@ -16,36 +16,16 @@ static int solo(enum sseg_numa numa, int node, int device, struct sseg_info *inf
 {
 	SSEG_OPTS(o, .name = "placement", .size = 3 << 20, .world_size = 1,
 		  .backend = SSEG_BACKEND_CUDA, .numa = numa, .numa_node = node, .device = device);
-	unsigned char blob[SSEG_BLOB_SIZE];
-	sseg_t *seg;
-	int rc;
 
-	rc = sseg_create(&o, &seg, blob);
-	if (rc)
-		return rc;
-	CHECK_RC(sseg_complete(seg, blob), 0);
-	info->sz = sizeof(*info);
-	CHECK_RC(sseg_info(seg, info), 0);
-	CHECK_RC(sseg_destroy(seg), 0);
-	return 0;
+	return tu_solo(&o, info);
 }
 
 static int with_pages(enum sseg_pages pages, enum sseg_populate populate, struct sseg_info *info)
 {
 	SSEG_OPTS(o, .name = "pages", .size = 3 << 20, .world_size = 1,
 		  .backend = SSEG_BACKEND_CUDA, .pages = pages, .populate = populate);
-	unsigned char blob[SSEG_BLOB_SIZE];
-	sseg_t *seg;
-	int rc;
 
-	rc = sseg_create(&o, &seg, blob);
-	if (rc)
-		return rc;
-	CHECK_RC(sseg_complete(seg, blob), 0);
-	info->sz = sizeof(*info);
-	CHECK_RC(sseg_info(seg, info), 0);
-	CHECK_RC(sseg_destroy(seg), 0);
-	return 0;
+	return tu_solo(&o, info);
 }
 
 static void pages_and_population(void)

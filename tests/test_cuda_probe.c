@@ -18,18 +18,8 @@ static int solo(int device, struct sseg_info *info)
 {
 	SSEG_OPTS(o, .name = "probe", .size = 2 << 20, .world_size = 1,
 		  .backend = SSEG_BACKEND_CUDA, .device = device);
-	unsigned char blob[SSEG_BLOB_SIZE];
-	sseg_t *seg;
-	int rc;
 
-	rc = sseg_create(&o, &seg, blob);
-	if (rc)
-		return rc;
-	CHECK_RC(sseg_complete(seg, blob), 0);
-	info->sz = sizeof(*info);
-	CHECK_RC(sseg_info(seg, info), 0);
-	CHECK_RC(sseg_destroy(seg), 0);
-	return 0;
+	return tu_solo(&o, info);
 }
 
 static struct sseg_probe_device device_facts(int index)

@@ -1274,6 +1274,15 @@ static void rules_without_context(const CUmemAllocationProp *prop, size_t gran)
 	rule_line("vmm_needs_context", "cuMemAddressReserve", rr, CUDA_ERROR_INVALID_CONTEXT);
 }
 
+/* Device 0's host node, as the library places its segments (-1: 0). */
+static int host_node(void)
+{
+	CUresult r;
+	int node = attribute(0, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, &r);
+
+	return r != CUDA_SUCCESS || node < 0 ? 0 : node;
+}
+
 /* One HOST_NUMA allocation of 2 granules, reserved and mapped at va. */
 struct vmm {
 	CUmemAllocationProp prop;
@@ -1403,9 +1412,7 @@ static void rules_host_numa(int helper)
 				   .location = { CU_MEM_LOCATION_TYPE_HOST_NUMA, 0 } } };
 	CUresult r;
 
-	m.prop.location.id = attribute(0, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, &r);
-	if (r != CUDA_SUCCESS || m.prop.location.id < 0)
-		m.prop.location.id = 0;
+	m.prop.location.id = host_node();
 	r = cu.cuMemGetAllocationGranularity(&m.gran, &m.prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
 	if (r != CUDA_SUCCESS)
 		m.gran = 2 * MiB;
@@ -1422,6 +1429,21 @@ static void rules_host_numa(int helper)
 
 /* Fabric handles: the fake's model is a channel for create and export,
  * and importing from another process needs the same channel (imex=0). */
+/* One granule with a fabric handle type: what the attribute promises. */
+static CUresult fabric_create(const CUmemAllocationProp *prop, CUmemGenericAllocationHandle *h,
+			      const char *rule, const char *call)
+{
+	size_t gran = 2 * MiB;
+	CUresult r;
+	int attr = attribute(0, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, &r);
+
+	attr = r == CUDA_SUCCESS && attr;
+	cu.cuMemGetAllocationGranularity(&gran, prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+	r = cu.cuMemCreate(h, gran, prop, 0);
+	rule_line(rule, call, r, attr ? CUDA_SUCCESS : CUDA_ERROR_NOT_SUPPORTED);
+	return r;
+}
+
 static void rules_fabric(int helper)
 {
 	CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
@@ -1429,16 +1451,9 @@ static void rules_fabric(int helper)
 				     .location = { CU_MEM_LOCATION_TYPE_DEVICE, 0 } };
 	CUmemGenericAllocationHandle h = 0, imported;
 	CUmemFabricHandle fabric;
-	size_t gran = 2 * MiB;
 	CUresult r;
-	int attr = attribute(0, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, &r);
 
-	attr = r == CUDA_SUCCESS && attr;
-	cu.cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
-	r = cu.cuMemCreate(&h, gran, &prop, 0);
-	rule_line("fabric_create", "cuMemCreate(FABRIC)", r,
-		  attr ? CUDA_SUCCESS : CUDA_ERROR_NOT_SUPPORTED);
-	if (r != CUDA_SUCCESS)
+	if (fabric_create(&prop, &h, "fabric_create", "cuMemCreate(FABRIC)") != CUDA_SUCCESS)
 		return;
 	r = cu.cuMemExportToShareableHandle(&fabric, h, CU_MEM_HANDLE_TYPE_FABRIC, 0);
 	rule_line("fabric_export", "cuMemExportToShareableHandle(FABRIC)", r, CUDA_SUCCESS);
@@ -1465,19 +1480,11 @@ static void rules_fabric_host_numa(void)
 				     .location = { CU_MEM_LOCATION_TYPE_HOST_NUMA, 0 } };
 	CUmemGenericAllocationHandle h = 0, imported;
 	CUmemFabricHandle fabric;
-	size_t gran = 2 * MiB;
 	CUresult r;
-	int attr = attribute(0, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, &r);
 
-	attr = r == CUDA_SUCCESS && attr;
-	prop.location.id = attribute(0, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, &r);
-	if (r != CUDA_SUCCESS || prop.location.id < 0)
-		prop.location.id = 0;
-	cu.cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
-	r = cu.cuMemCreate(&h, gran, &prop, 0);
-	rule_line("fabric_fd_host_numa_create", "cuMemCreate(HOST_NUMA, FABRIC|POSIX_FD)", r,
-		  attr ? CUDA_SUCCESS : CUDA_ERROR_NOT_SUPPORTED);
-	if (r != CUDA_SUCCESS)
+	prop.location.id = host_node();
+	if (fabric_create(&prop, &h, "fabric_fd_host_numa_create",
+			  "cuMemCreate(HOST_NUMA, FABRIC|POSIX_FD)") != CUDA_SUCCESS)
 		return;
 	r = cu.cuMemExportToShareableHandle(&fabric, h, CU_MEM_HANDLE_TYPE_FABRIC, 0);
 	if (r == CUDA_SUCCESS)
