@@ -269,10 +269,11 @@ static void grant(uintptr_t start, size_t size, const CUmemAccessDesc *desc, siz
 		if (prot >= 0)
 			m->prot = prot;
 		for (size_t k = 0; k < n; k++) {
-			uint32_t bit = 1u << desc[k].location.id;
+			uint32_t bit;
 
 			if (desc[k].location.type != CU_MEM_LOCATION_TYPE_DEVICE)
 				continue;
+			bit = 1u << desc[k].location.id; /* checked: a device of the fake */
 			if (desc[k].flags == CU_MEM_ACCESS_FLAGS_PROT_NONE)
 				m->granted &= ~bit;
 			else
