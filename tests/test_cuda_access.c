@@ -6,7 +6,7 @@
  * failing the whole grant; a peer whose GPU cannot reach the owner's is
  * told which GPUs, and that memfd + host registration is the way; and a
  * peer that cannot find the owner's GPU (no UUID in the blob) grants only
- * its own device and the host. */
+ * its own device and the host. A peer's host entry names the owner's node. */
 #include <string.h>
 
 #include "fakeutil.h"
@@ -31,8 +31,32 @@ static unsigned granted(const struct tu_rank *r)
 {
 	unsigned devices = 0;
 
-	CHECK(fake.granted(sseg_base(r->seg), &devices) == 0);
+	CHECK(fake.granted(sseg_base(r->seg), &devices, NULL) == 0);
 	return devices;
+}
+
+static int host_node(const struct tu_rank *r)
+{
+	unsigned devices = 0;
+	int node = -2;
+
+	CHECK(fake.granted(sseg_base(r->seg), &devices, &node) == 0);
+	return node;
+}
+
+/* The owner's GPU sits on node 1, the peer's on node 0: the peer's host
+ * entry names the memory's node, from the owner's blob. */
+static void host_node_from_owner(void)
+{
+	struct tu_rank r[2];
+
+	CHECK(fake.configure("devices=2;peer=all;numa=0,1") == 0);
+	pair(r, 1, 0);
+	CHECK(tu_run_inproc(r, 2) == 0);
+	CHECK(host_node(&r[0]) == 1 && host_node(&r[1]) == 1);
+	tu_destroy_all(r, 2);
+	CHECK(fake.configure("numa=0") == 0);
+	CHECK(tu_fake_clean(&fake));
 }
 
 /* Every device of a fully connected host, on both ranks' mappings, with
@@ -105,6 +129,7 @@ int main(void)
 	all_granted(16);
 	partial();
 	owner_unknown();
+	host_node_from_owner();
 	printf("cuda_access: ok\n");
 	return 0;
 }

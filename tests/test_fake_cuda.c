@@ -792,16 +792,16 @@ static void check_granted(unsigned char *p)
 					  CU_MEM_ACCESS_FLAGS_PROT_NONE);
 	unsigned devices = 0;
 
-	CU_OK(cu.sseg_fake_cuda_granted(p + 100, &devices));
+	CU_OK(cu.sseg_fake_cuda_granted(p + 100, &devices, NULL));
 	CHECK(devices == 0x3);
 	CU_OK(cu.cuMemSetAccess(va_of(p), GRAN, &one, 1));
-	CU_OK(cu.sseg_fake_cuda_granted(p, &devices));
+	CU_OK(cu.sseg_fake_cuda_granted(p, &devices, NULL));
 	CHECK(devices == 0x1);
 	one.flags = CU_MEM_ACCESS_FLAGS_PROT_READ;
 	CU_OK(cu.cuMemSetAccess(va_of(p), GRAN, &one, 1));
-	CU_OK(cu.sseg_fake_cuda_granted(p, &devices));
+	CU_OK(cu.sseg_fake_cuda_granted(p, &devices, NULL));
 	CHECK(devices == 0x3 && cu.sseg_fake_cuda_access(0) == 0); /* the last call's alone */
-	CHECK(cu.sseg_fake_cuda_granted(p + GRAN, &devices) == -ENOENT);
+	CHECK(cu.sseg_fake_cuda_granted(p + GRAN, &devices, NULL) == -ENOENT);
 }
 
 static void check_peer_access(unsigned char *p)

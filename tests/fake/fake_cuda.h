@@ -127,6 +127,7 @@ struct fake_range {
 	unsigned flags;  /* registrations: CU_MEMHOSTREGISTER_* */
 	struct fake_owner owner; /* mappings: the allocation's */
 	uint32_t granted; /* mappings: bit d, device d may access it */
+	int host_node;    /* mappings: the last HOST_NUMA access entry's id; -1 none */
 };
 
 struct fake_state {

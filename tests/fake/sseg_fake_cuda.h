@@ -69,9 +69,10 @@ int sseg_fake_cuda_registration(int i, void **p, size_t *bytes, unsigned *flags)
 /* 1 when the last cuMemSetAccess granted device access (READ or READWRITE). */
 int sseg_fake_cuda_access(int device);
 /* The devices that may access the mapping holding p, over every
- * cuMemSetAccess on it (bit d: device d); 0, or -ENOENT where p is mapped
- * by no cuMemMap. */
-int sseg_fake_cuda_granted(const void *p, unsigned *devices);
+ * cuMemSetAccess on it (bit d: device d), and the id of the last HOST_NUMA
+ * entry (-1: none; the driver ignores it, a test may not; host_node may be
+ * NULL); 0, or -ENOENT where p is mapped by no cuMemMap. */
+int sseg_fake_cuda_granted(const void *p, unsigned *devices, int *host_node);
 /* Zeroes the call counters, the bug counter and the access record and
  * clears scripted failures; live handles, reservations, mappings,
  * registrations and contexts stay. */

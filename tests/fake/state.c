@@ -313,8 +313,9 @@ FAKE_API int sseg_fake_cuda_access(int device)
 	return locked_count(&fake.access[device]);
 }
 
-/* The devices granted access to the mapping that holds p. */
-FAKE_API int sseg_fake_cuda_granted(const void *p, unsigned *devices)
+/* The devices granted access to the mapping that holds p, and the node
+ * its last HOST_NUMA entry named. */
+FAKE_API int sseg_fake_cuda_granted(const void *p, unsigned *devices, int *host_node)
 {
 	const struct fake_range *m = NULL;
 	uintptr_t at = (uintptr_t)p;
@@ -323,8 +324,11 @@ FAKE_API int sseg_fake_cuda_granted(const void *p, unsigned *devices)
 	for (int i = 0; i < FAKE_MAX_MAPPINGS && !m; i++)
 		if (fake.mappings[i].start && at - fake.mappings[i].start < fake.mappings[i].size)
 			m = &fake.mappings[i];
-	if (m)
+	if (m) {
 		*devices = m->granted;
+		if (host_node)
+			*host_node = m->host_node;
+	}
 	fake_leave(CUDA_SUCCESS);
 	return m ? 0 : -ENOENT;
 }

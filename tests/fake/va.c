@@ -127,7 +127,8 @@ static CUresult mem_map(uintptr_t start, size_t size, size_t offset,
 	if (!m || mmap((void *)start, size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->fd,
 		       (off_t)offset) == MAP_FAILED)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	*m = (struct fake_range){ .start = start, .size = size, .prot = PROT_NONE, .owner = h->owner };
+	*m = (struct fake_range){ .start = start, .size = size, .prot = PROT_NONE, .owner = h->owner,
+				  .host_node = -1 };
 	return CUDA_SUCCESS;
 }
 
@@ -271,6 +272,8 @@ static void grant(uintptr_t start, size_t size, const CUmemAccessDesc *desc, siz
 		for (size_t k = 0; k < n; k++) {
 			uint32_t bit;
 
+			if (desc[k].location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA)
+				m->host_node = desc[k].location.id; /* ignored, but seen */
 			if (desc[k].location.type != CU_MEM_LOCATION_TYPE_DEVICE)
 				continue;
 			bit = 1u << desc[k].location.id; /* checked: a device of the fake */
