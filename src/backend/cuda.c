@@ -294,9 +294,8 @@ static void export_fabric(struct sseg *seg, struct sseg_blob_handle *h)
 	struct cuda_state *st = state(seg);
 	CUmemFabricHandle fabric;
 	CUcontext saved;
-	CUresult r;
-
 	bool entered = sseg_cuda_enter(st->cu, st->ctx, &saved) == 0;
+	CUresult r;
 
 	_Static_assert(sizeof(fabric) == DATA_UUID - DATA_FABRIC, "fabric handle size");
 	r = entered ? st->cu->cuMemExportToShareableHandle(&fabric, st->handle,
