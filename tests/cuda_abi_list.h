@@ -64,6 +64,7 @@
 	  CUresult (*)(CUdevice))                                                       \
 	P(PFN_cuCtxSetCurrent, PFN_cuCtxSetCurrent_v4000, CUresult (*)(CUcontext))      \
 	P(PFN_cuCtxGetCurrent, PFN_cuCtxGetCurrent_v4000, CUresult (*)(CUcontext *))    \
+	P(PFN_cuCtxSynchronize, PFN_cuCtxSynchronize_v2000, CUresult (*)(void))         \
 	P(PFN_cuMemGetAllocationGranularity, PFN_cuMemGetAllocationGranularity_v10020,  \
 	  CUresult (*)(size_t *, const CUmemAllocationProp *,                           \
 		       CUmemAllocationGranularity_flags))                               \

@@ -50,6 +50,7 @@ typedef PFN_cuDeviceGetUuid_v2 PFN_cuDeviceGetUuid;
 	X(cuDevicePrimaryCtxRelease)     \
 	X(cuCtxSetCurrent)               \
 	X(cuCtxGetCurrent)               \
+	X(cuCtxSynchronize)              \
 	X(cuMemGetAllocationGranularity) \
 	X(cuMemCreate)                   \
 	X(cuMemRelease)                  \
@@ -82,6 +83,7 @@ typedef PFN_cuDeviceGetUuid_v2 PFN_cuDeviceGetUuid;
 	X(sseg_fake_cuda_bugs)         \
 	X(sseg_fake_cuda_registration) \
 	X(sseg_fake_cuda_access)       \
+	X(sseg_fake_cuda_granted)      \
 	X(sseg_fake_cuda_reset)
 
 /* The driver as the backend sees it, and the fake's control API. */
@@ -724,6 +726,7 @@ static void check_vmm_calls_refused(CUmemGenericAllocationHandle handle, unsigne
 	CHECK_CU(cu.cuMemAddressFree(va_of(p), 2 * GRAN), CUDA_ERROR_INVALID_CONTEXT);
 	CHECK_CU(cu.cuMemRelease(handle), CUDA_ERROR_INVALID_CONTEXT);
 	CHECK_CU(cu.cuMemHostRegister(p, GRAN, 0), CUDA_ERROR_INVALID_CONTEXT);
+	CHECK_CU(cu.cuCtxSynchronize(), CUDA_ERROR_INVALID_CONTEXT);
 }
 
 static void *without_context(void *arg)
@@ -781,6 +784,26 @@ static void check_peer_matrix(void)
 	CHECK_CU(cu.cuDeviceCanAccessPeer(&can, 0, 4), CUDA_ERROR_INVALID_DEVICE);
 }
 
+/* What every call granted, one device per call, adds up per mapping;
+ * PROT_NONE takes a device away. */
+static void check_granted(unsigned char *p)
+{
+	CUmemAccessDesc one = access_desc(CU_MEM_LOCATION_TYPE_DEVICE, 1,
+					  CU_MEM_ACCESS_FLAGS_PROT_NONE);
+	unsigned devices = 0;
+
+	CU_OK(cu.sseg_fake_cuda_granted(p + 100, &devices, NULL));
+	CHECK(devices == 0x3);
+	CU_OK(cu.cuMemSetAccess(va_of(p), GRAN, &one, 1));
+	CU_OK(cu.sseg_fake_cuda_granted(p, &devices, NULL));
+	CHECK(devices == 0x1);
+	one.flags = CU_MEM_ACCESS_FLAGS_PROT_READ;
+	CU_OK(cu.cuMemSetAccess(va_of(p), GRAN, &one, 1));
+	CU_OK(cu.sseg_fake_cuda_granted(p, &devices, NULL));
+	CHECK(devices == 0x3 && cu.sseg_fake_cuda_access(0) == 0); /* the last call's alone */
+	CHECK(cu.sseg_fake_cuda_granted(p + GRAN, &devices, NULL) == -ENOENT);
+}
+
 static void check_peer_access(unsigned char *p)
 {
 	CUmemAccessDesc mixed[2] = {
@@ -796,6 +819,7 @@ static void check_peer_access(unsigned char *p)
 	set_access(va_of(p), GRAN, CU_MEM_ACCESS_FLAGS_PROT_READWRITE, 2);
 	CHECK_CU(try_access(va_of(p), GRAN, CU_MEM_ACCESS_FLAGS_PROT_READWRITE, 3),
 		 CUDA_ERROR_PEER_ACCESS_UNSUPPORTED);
+	check_granted(p);
 }
 
 /* The same process imports its own fd on another device's context. */
@@ -1050,6 +1074,24 @@ static void check_chunks(unsigned char *p)
 	CHECK(cu.sseg_fake_cuda_registration(2, &start, &bytes, &flags) < 0);
 }
 
+/* host_pointer=0 (attribute 91): each registration where the device puts
+ * it; within one, offsets hold; two side by side are not side by side. */
+static void check_device_view(unsigned char *p)
+{
+	CUdeviceptr first = 0, inside = 0, second = 0;
+	int value = -1;
+
+	CU_OK(cu.sseg_fake_cuda_configure("host_pointer=0"));
+	CU_OK(cu.cuDeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM,
+				      0));
+	CHECK(value == 0);
+	CU_OK(cu.cuMemHostGetDevicePointer(&first, p, 0));
+	CU_OK(cu.cuMemHostGetDevicePointer(&inside, p + 12345, 0));
+	CU_OK(cu.cuMemHostGetDevicePointer(&second, p + 4 * MiB, 0));
+	CHECK(first != va_of(p) && inside == first + 12345 && second != first + 4 * MiB);
+	CU_OK(cu.sseg_fake_cuda_configure("host_pointer=1"));
+}
+
 /* With unified addressing a registration without DEVICEMAP has a device
  * pointer too; uva=0 demands the flag. */
 static void check_device_pointers(unsigned char *p)
@@ -1064,6 +1106,29 @@ static void check_device_pointers(unsigned char *p)
 	CHECK_CU(cu.cuMemHostGetDevicePointer(&dptr, p + 5 * MiB, 0), CUDA_ERROR_INVALID_VALUE);
 	CU_OK(cu.sseg_fake_cuda_configure("uva=1"));
 	CHECK_CU(cu.cuMemHostGetDevicePointer(&dptr, p + 9 * MiB, 0), CUDA_ERROR_INVALID_VALUE);
+	check_device_view(p);
+}
+
+/* Rule: memory the CPU may only read is registered with READ_ONLY, unless
+ * the device reads through the host's page tables (attribute 100). */
+static void check_read_only_mapping(unsigned char *p)
+{
+	int value = -1;
+
+	CHECK(mprotect(p, 2 * MiB, PROT_READ) == 0);
+	CHECK_CU(cu.cuMemHostRegister(p, 2 * MiB, CU_MEMHOSTREGISTER_PORTABLE),
+		 CUDA_ERROR_INVALID_VALUE);
+	CHECK_CU(cu.cuMemHostRegister(p + MiB, 2 * MiB, 0), CUDA_ERROR_INVALID_VALUE); /* half */
+	CU_OK(cu.cuMemHostRegister(p, 2 * MiB, CU_MEMHOSTREGISTER_READ_ONLY));
+	CU_OK(cu.cuMemHostUnregister(p));
+	CU_OK(cu.sseg_fake_cuda_configure("pageable_host_pt=1"));
+	CU_OK(cu.cuDeviceGetAttribute(&value,
+				      CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, 0));
+	CHECK(value == 1);
+	CU_OK(cu.cuMemHostRegister(p, 2 * MiB, CU_MEMHOSTREGISTER_PORTABLE));
+	CU_OK(cu.cuMemHostUnregister(p));
+	CU_OK(cu.sseg_fake_cuda_configure("pageable_host_pt=0"));
+	CHECK(mprotect(p, 2 * MiB, PROT_READ | PROT_WRITE) == 0);
 }
 
 /* Rules: READ_ONLY needs attribute 113 (NOT_SUPPORTED, as documented), no
@@ -1085,6 +1150,7 @@ static void check_register_rules(unsigned char *p)
 	CU_OK(cu.sseg_fake_cuda_configure("register_aligned=0"));
 	CU_OK(cu.cuMemHostRegister(p + 100, MiB, 0));
 	CU_OK(cu.cuMemHostUnregister(p + 100));
+	check_read_only_mapping(p);
 }
 
 static void check_limits(unsigned char *p, size_t size)

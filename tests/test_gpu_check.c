@@ -23,7 +23,8 @@ static int run_script(const char *driver)
 	int st;
 
 	snprintf(cmd, sizeof(cmd),
-		 "env SSEG_GPU_BUILD='%s' SSEG_CUDA_LIBRARY='%s' SSEG_FAKE_CUDA='devices=2;numa=0,0' "
+		 "env SSEG_GPU_BUILD='%s' SSEG_CUDA_LIBRARY='%s' "
+		 "SSEG_FAKE_CUDA='devices=3;numa=0,0;nopeer=0-2' "
 		 "OUT='%s' SSEG_GPU_SIZE=16MiB SSEG_GPU_REG_SIZE=8MiB SSEG_GPU_REPS=2 "
 		 "SSEG_GPU_RANKS=2 SSEG_GPU_POOL=0 SSEG_GPU_PAGES=base SSEG_GPU_BUDGET=120 "
 		 "bash '%s/tests/gpu/run.sh' > '%s/stdout' 2>&1",
@@ -61,8 +62,17 @@ static void check_fake_run(const char *fake)
 	CHECK(count("\"check\": \"cuda_abi\"", "\"result\": \"fail\"") == 0);
 	CHECK(count("\"check\": \"machine\"", "\"gvisor\": ") == 1);
 	CHECK(count("\"check\": \"driver\"", "\"result\": \"pass\"") == 1);
-	CHECK(count("\"check\": \"rule\"", "\"matches_fake\": true") >= 15);
+	CHECK(count("\"check\": \"rule\"", "\"matches_fake\": true") >= 27);
 	CHECK(count("\"matches_fake\": false", NULL) == 0);
+	/* What the library changed against the strict fake has its rule. */
+	CHECK(count("\"rule\": \"access_own_device_alone\"", NULL) == 1);
+	CHECK(count("\"rule\": \"access_peer_device\"", NULL) == 1);
+	CHECK(count("\"rule\": \"access_no_peer_device\"",
+		    "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED") == 1);
+	CHECK(count("\"rule\": \"fabric_fd_host_numa_create\"", NULL) == 1);
+	CHECK(count("\"rule\": \"register_read_only_mapping_plain\"", NULL) == 1);
+	CHECK(count("\"rule\": \"ctx_synchronize_no_context\"", NULL) == 1);
+	CHECK(count("\"check\": \"library_probe\"", "\"host_vmm_works\": 1") == 3);
 	CHECK(count("\"check\": \"variant\"", "\"result\": \"pass\"") == 4);
 	/* 2 directions x 3 block sizes x (memfd, cuda, cuMemHostAlloc) */
 	CHECK(count("\"schema\": 1", "_kv_block") == 18);

@@ -31,6 +31,9 @@ struct sseg_hostreg_ops {
 	 * caller's own (a framework's context is never left changed). */
 	int (*enter)(void *dev, void **saved);
 	void (*leave)(void *dev, void *saved);
+	/* -EINVAL only for a range the driver refused as an invalid value
+	 * (what it answers when it cannot pin that much at once): the core
+	 * halves the chunk once and retries. */
 	int (*register_range)(void *dev, void *addr, uint64_t len, bool readonly);
 	int (*unregister_range)(void *dev, void *addr);
 	int (*device_pointer)(void *dev, void *addr, uint64_t *device_addr);

@@ -134,6 +134,8 @@ typedef CUresult (*PFN_cuDevicePrimaryCtxRetain)(CUcontext *ctx, CUdevice dev);
 typedef CUresult (*PFN_cuDevicePrimaryCtxRelease)(CUdevice dev);
 typedef CUresult (*PFN_cuCtxSetCurrent)(CUcontext ctx);
 typedef CUresult (*PFN_cuCtxGetCurrent)(CUcontext *ctx);
+/* The first one (2.0): the current context; 13.0 added a context argument. */
+typedef CUresult (*PFN_cuCtxSynchronize)(void);
 typedef CUresult (*PFN_cuMemGetAllocationGranularity)(size_t *granularity,
 						      const CUmemAllocationProp *prop,
 						      CUmemAllocationGranularity_flags option);

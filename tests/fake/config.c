@@ -103,7 +103,8 @@ static const struct {
 	FLAG(vmm),          FLAG(fabric),        FLAG(imex_channel),     FLAG(imex),
 	FLAG(host_numa_vmm), FLAG(host_numa_blocked), FLAG(posix_fd),     FLAG(need_ctx),
 	FLAG(vmm_ctx),      FLAG(host_register), FLAG(ro_register),      FLAG(register_aligned),
-	FLAG(uva),          FLAG(map_offset),    FLAG(fork_works),
+	FLAG(uva),          FLAG(map_offset),    FLAG(fork_works),       FLAG(host_pointer),
+	FLAG(pageable_host_pt),
 #undef FLAG
 };
 

@@ -28,6 +28,7 @@
 	X(cuDevicePrimaryCtxRelease, 7000, 1)       \
 	X(cuCtxSetCurrent, 4000, 1)                 \
 	X(cuCtxGetCurrent, 4000, 1)                 \
+	X(cuCtxSynchronize, 2000, 1)                \
 	X(cuMemGetAllocationGranularity, 10020, 1)  \
 	X(cuMemCreate, 10020, 1)                    \
 	X(cuMemRelease, 10020, 1)                   \
@@ -87,6 +88,8 @@ struct fake_config {
 	int ro_register;      /* attribute 113: READ_ONLY registration */
 	int register_aligned; /* registration needs page-aligned addresses */
 	int uva;              /* device pointers without DEVICEMAP */
+	int host_pointer;     /* attribute 91: device pointer == host pointer */
+	int pageable_host_pt; /* attribute 100: the device reads through host page tables */
 	int map_offset;       /* cuMemMap accepts offsets other than 0 */
 	int fork_works;       /* a forked child may keep using the driver */
 	size_t granularity;
@@ -123,6 +126,8 @@ struct fake_range {
 	int prot;        /* mappings: what the CPU may do */
 	unsigned flags;  /* registrations: CU_MEMHOSTREGISTER_* */
 	struct fake_owner owner; /* mappings: the allocation's */
+	uint32_t granted; /* mappings: bit d, device d may access it */
+	int host_node;    /* mappings: the last HOST_NUMA access entry's id; -1 none */
 };
 
 struct fake_state {

@@ -170,8 +170,9 @@ static const struct {
 #define ATTR(name, since, field) \
 	{ CU_DEVICE_ATTRIBUTE_##name, since, offsetof(struct fake_config, field) }
 	ATTR(UNIFIED_ADDRESSING, 0, uva),
-	ATTR(CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, 0, uva), /* device pointer == host's */
+	ATTR(CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, 0, host_pointer),
 	ATTR(HOST_REGISTER_SUPPORTED, 0, host_register),
+	ATTR(PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, 0, pageable_host_pt),
 	ATTR(VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0, vmm),
 	ATTR(HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, 0, posix_fd),
 	ATTR(READ_ONLY_HOST_REGISTER_SUPPORTED, 0, ro_register),
@@ -312,6 +313,18 @@ CUresult fake_cuCtxGetCurrent(CUcontext *ctx)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
 		*ctx = current_context;
+	return fake_leave(rc);
+}
+
+/* Work queued in the current context would finish here; the fake's copies
+ * are synchronous, so there is none, but the call needs a context as its
+ * return list says (INVALID_CONTEXT). */
+CUresult fake_cuCtxSynchronize(void)
+{
+	CUresult rc = fake_enter(FE_cuCtxSynchronize);
+
+	if (rc == CUDA_SUCCESS)
+		rc = fake_need_context(1);
 	return fake_leave(rc);
 }
 

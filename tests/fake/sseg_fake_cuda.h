@@ -12,7 +12,8 @@
  *                      attributes 102, 141, 103, 128, 99, 113
  *   vmm_ctx=1          every VMM call needs a current context (201)
  *   need_ctx=1         host registration, device memory and copies need a
- *                      current context (201), as documented
+ *                      current context (201), as documented (cuCtxSynchronize
+ *                      always does)
  *   peer=all           peer access matrix: peer=0-1,2-3 (only those pairs) or
  *                      nopeer=0-2 (take pairs away); cuDeviceCanAccessPeer,
  *                      and cuMemSetAccess / import across a missing pair
@@ -24,7 +25,11 @@
  *   map_offset=0       cuMemMap offsets other than 0 accepted
  *   fork_works=0       a forked child of an initialized process may go on
  *   uva=1              cuMemHostGetDevicePointer without DEVICEMAP;
- *                      attributes 41 and 91
+ *                      attribute 41
+ *   host_pointer=1     attribute 91: registered memory's device pointer is
+ *                      its host pointer (0: each registration elsewhere)
+ *   pageable_host_pt=0 attribute 100: without it, registering memory the
+ *                      CPU cannot write needs READ_ONLY (INVALID_VALUE)
  *   register_aligned=0 cuMemHostRegister refuses unaligned addresses
  *   granularity=2097152 max_register=549755813887
  * Scripted failures:
@@ -63,6 +68,11 @@ int sseg_fake_cuda_bugs(void);
 int sseg_fake_cuda_registration(int i, void **p, size_t *bytes, unsigned *flags);
 /* 1 when the last cuMemSetAccess granted device access (READ or READWRITE). */
 int sseg_fake_cuda_access(int device);
+/* The devices that may access the mapping holding p, over every
+ * cuMemSetAccess on it (bit d: device d), and the id of the last HOST_NUMA
+ * entry (-1: none; the driver ignores it, a test may not; host_node may be
+ * NULL); 0, or -ENOENT where p is mapped by no cuMemMap. */
+int sseg_fake_cuda_granted(const void *p, unsigned *devices, int *host_node);
 /* Zeroes the call counters, the bug counter and the access record and
  * clears scripted failures; live handles, reservations, mappings,
  * registrations and contexts stay. */

@@ -41,6 +41,7 @@ static void fake_default_config(struct fake_config *cfg)
 	cfg->host_register = 1;
 	cfg->ro_register = 1;
 	cfg->uva = 1;
+	cfg->host_pointer = 1;
 	cfg->granularity = 2u << 20;
 	cfg->driver = 13000;
 	cfg->max_register = (512ull << 30) - 1;
@@ -310,6 +311,26 @@ FAKE_API int sseg_fake_cuda_access(int device)
 	if (device < 0 || device >= FAKE_MAX_DEVICES)
 		return 0;
 	return locked_count(&fake.access[device]);
+}
+
+/* The devices granted access to the mapping that holds p, and the node
+ * its last HOST_NUMA entry named. */
+FAKE_API int sseg_fake_cuda_granted(const void *p, unsigned *devices, int *host_node)
+{
+	const struct fake_range *m = NULL;
+	uintptr_t at = (uintptr_t)p;
+
+	fake_lock_loaded();
+	for (int i = 0; i < FAKE_MAX_MAPPINGS && !m; i++)
+		if (fake.mappings[i].start && at - fake.mappings[i].start < fake.mappings[i].size)
+			m = &fake.mappings[i];
+	if (m) {
+		*devices = m->granted;
+		if (host_node)
+			*host_node = m->host_node;
+	}
+	fake_leave(CUDA_SUCCESS);
+	return m ? 0 : -ENOENT;
 }
 
 /* The i-th live registration in address order. */

@@ -127,7 +127,8 @@ static CUresult mem_map(uintptr_t start, size_t size, size_t offset,
 	if (!m || mmap((void *)start, size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->fd,
 		       (off_t)offset) == MAP_FAILED)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	*m = (struct fake_range){ .start = start, .size = size, .prot = PROT_NONE, .owner = h->owner };
+	*m = (struct fake_range){ .start = start, .size = size, .prot = PROT_NONE, .owner = h->owner,
+				  .host_node = -1 };
 	return CUDA_SUCCESS;
 }
 
@@ -257,13 +258,30 @@ static CUresult check_access(uintptr_t start, size_t size, const CUmemAccessDesc
 	}
 }
 
-static void set_mapping_prot(uintptr_t start, size_t size, int prot)
+/* What each mapping in the range now grants: the host's protection (prot
+ * < 0: unchanged) and the devices named, added or taken away. */
+static void grant(uintptr_t start, size_t size, const CUmemAccessDesc *desc, size_t n, int prot)
 {
 	for (int i = 0; i < FAKE_MAX_MAPPINGS; i++) {
 		struct fake_range *m = &fake.mappings[i];
 
-		if (m->start && m->start < start + size && m->start + m->size > start)
+		if (!m->start || m->start >= start + size || m->start + m->size <= start)
+			continue;
+		if (prot >= 0)
 			m->prot = prot;
+		for (size_t k = 0; k < n; k++) {
+			uint32_t bit;
+
+			if (desc[k].location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA)
+				m->host_node = desc[k].location.id; /* ignored, but seen */
+			if (desc[k].location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+				continue;
+			bit = 1u << desc[k].location.id; /* checked: a device of the fake */
+			if (desc[k].flags == CU_MEM_ACCESS_FLAGS_PROT_NONE)
+				m->granted &= ~bit;
+			else
+				m->granted |= bit;
+		}
 	}
 }
 
@@ -298,8 +316,7 @@ static CUresult set_access(uintptr_t start, size_t size, const CUmemAccessDesc *
 	}
 	if (prot >= 0 && mprotect((void *)start, size, prot) < 0)
 		return CUDA_ERROR_UNKNOWN;
-	if (prot >= 0)
-		set_mapping_prot(start, size, prot);
+	grant(start, size, desc, n, prot);
 	return CUDA_SUCCESS;
 }
 

@@ -60,6 +60,7 @@ typedef PFN_cuDeviceGetUuid_v2 PFN_cuDeviceGetUuid;
 	X(cuDevicePrimaryCtxRetain, 7000, 1)       \
 	X(cuDevicePrimaryCtxRelease, 11000, 1)     \
 	X(cuCtxSetCurrent, 4000, 1)                \
+	X(cuCtxSynchronize, 2000, 1)               \
 	X(cuMemAlloc, 3020, 1)                     \
 	X(cuMemFree, 3020, 1)                      \
 	X(cuMemHostAlloc, 2020, 1)                 \
@@ -1273,6 +1274,15 @@ static void rules_without_context(const CUmemAllocationProp *prop, size_t gran)
 	rule_line("vmm_needs_context", "cuMemAddressReserve", rr, CUDA_ERROR_INVALID_CONTEXT);
 }
 
+/* Device 0's host node, as the library places its segments (-1: 0). */
+static int host_node(void)
+{
+	CUresult r;
+	int node = attribute(0, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, &r);
+
+	return r != CUDA_SUCCESS || node < 0 ? 0 : node;
+}
+
 /* One HOST_NUMA allocation of 2 granules, reserved and mapped at va. */
 struct vmm {
 	CUmemAllocationProp prop;
@@ -1281,6 +1291,20 @@ struct vmm {
 	CUdeviceptr va;
 	int mapped;
 };
+
+/* Whether every other device can reach device 0's memory. */
+static int all_peers_of_0(void)
+{
+	int all = 1;
+
+	for (int d = 1; d < cu.devices; d++) {
+		int can = 0;
+
+		cu.cuDeviceCanAccessPeer(&can, d, 0);
+		all = all && can;
+	}
+	return all;
+}
 
 static CUresult access_every_device(const struct vmm *m, int host_node)
 {
@@ -1295,6 +1319,35 @@ static CUresult access_every_device(const struct vmm *m, int host_node)
 	return cu.cuMemSetAccess(m->va, 2 * m->gran, desc, n);
 }
 
+static CUresult access_one(const struct vmm *m, CUmemLocationType type, int id)
+{
+	CUmemAccessDesc desc = { { type, id }, CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
+
+	return cu.cuMemSetAccess(m->va, 2 * m->gran, &desc, 1);
+}
+
+/* As the library grants: the host, the own device, then each other device
+ * alone; the fake refuses a device without peer access to the memory's
+ * (the creating context's device, 0) with 217, which the docs do not name. */
+static void rules_access_one_by_one(const struct vmm *m)
+{
+	char call[64];
+	int can;
+
+	rule_line("access_host_alone", "cuMemSetAccess(HOST_NUMA)",
+		  access_one(m, CU_MEM_LOCATION_TYPE_HOST_NUMA, m->prop.location.id), CUDA_SUCCESS);
+	rule_line("access_own_device_alone", "cuMemSetAccess(device 0)",
+		  access_one(m, CU_MEM_LOCATION_TYPE_DEVICE, 0), CUDA_SUCCESS);
+	for (int d = 1; d < cu.devices; d++) {
+		can = 0;
+		cu.cuDeviceCanAccessPeer(&can, d, 0);
+		snprintf(call, sizeof(call), "cuMemSetAccess(device %d alone)", d);
+		rule_line(can ? "access_peer_device" : "access_no_peer_device", call,
+			  access_one(m, CU_MEM_LOCATION_TYPE_DEVICE, d),
+			  can ? CUDA_SUCCESS : CUDA_ERROR_PEER_ACCESS_UNSUPPORTED);
+	}
+}
+
 static void rules_mapping(struct vmm *m)
 {
 	CUresult r;
@@ -1306,12 +1359,16 @@ static void rules_mapping(struct vmm *m)
 	m->mapped = cu.cuMemMap(m->va, 2 * m->gran, 0, m->handle, 0) == CUDA_SUCCESS;
 	if (!m->mapped)
 		return;
-	/* "CUmemLocation::id is ignored" for HOST_NUMA access entries. */
+	/* "CUmemLocation::id is ignored" for HOST_NUMA access entries. One
+	 * call for every device fails whole where a pair lacks peer access
+	 * (217 in the field reports; the fake applies none of the list). */
 	r = access_every_device(m, 77);
 	rule_line("host_numa_access_id_ignored", "cuMemSetAccess(HOST_NUMA id 77 + devices)", r,
-		  CUDA_SUCCESS);
+		  all_peers_of_0() ? CUDA_SUCCESS : CUDA_ERROR_PEER_ACCESS_UNSUPPORTED);
 	r = access_every_device(m, m->prop.location.id);
-	rule_line("access_every_device", "cuMemSetAccess(host + every device)", r, CUDA_SUCCESS);
+	rule_line("access_every_device", "cuMemSetAccess(host + every device)", r,
+		  all_peers_of_0() ? CUDA_SUCCESS : CUDA_ERROR_PEER_ACCESS_UNSUPPORTED);
+	rules_access_one_by_one(m);
 }
 
 static void rules_import(struct vmm *m, int helper)
@@ -1355,9 +1412,7 @@ static void rules_host_numa(int helper)
 				   .location = { CU_MEM_LOCATION_TYPE_HOST_NUMA, 0 } } };
 	CUresult r;
 
-	m.prop.location.id = attribute(0, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, &r);
-	if (r != CUDA_SUCCESS || m.prop.location.id < 0)
-		m.prop.location.id = 0;
+	m.prop.location.id = host_node();
 	r = cu.cuMemGetAllocationGranularity(&m.gran, &m.prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
 	if (r != CUDA_SUCCESS)
 		m.gran = 2 * MiB;
@@ -1374,6 +1429,21 @@ static void rules_host_numa(int helper)
 
 /* Fabric handles: the fake's model is a channel for create and export,
  * and importing from another process needs the same channel (imex=0). */
+/* One granule with a fabric handle type: what the attribute promises. */
+static CUresult fabric_create(const CUmemAllocationProp *prop, CUmemGenericAllocationHandle *h,
+			      const char *rule, const char *call)
+{
+	size_t gran = 2 * MiB;
+	CUresult r;
+	int attr = attribute(0, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, &r);
+
+	attr = r == CUDA_SUCCESS && attr;
+	cu.cuMemGetAllocationGranularity(&gran, prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+	r = cu.cuMemCreate(h, gran, prop, 0);
+	rule_line(rule, call, r, attr ? CUDA_SUCCESS : CUDA_ERROR_NOT_SUPPORTED);
+	return r;
+}
+
 static void rules_fabric(int helper)
 {
 	CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
@@ -1381,16 +1451,9 @@ static void rules_fabric(int helper)
 				     .location = { CU_MEM_LOCATION_TYPE_DEVICE, 0 } };
 	CUmemGenericAllocationHandle h = 0, imported;
 	CUmemFabricHandle fabric;
-	size_t gran = 2 * MiB;
 	CUresult r;
-	int attr = attribute(0, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, &r);
 
-	attr = r == CUDA_SUCCESS && attr;
-	cu.cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
-	r = cu.cuMemCreate(&h, gran, &prop, 0);
-	rule_line("fabric_create", "cuMemCreate(FABRIC)", r,
-		  attr ? CUDA_SUCCESS : CUDA_ERROR_NOT_SUPPORTED);
-	if (r != CUDA_SUCCESS)
+	if (fabric_create(&prop, &h, "fabric_create", "cuMemCreate(FABRIC)") != CUDA_SUCCESS)
 		return;
 	r = cu.cuMemExportToShareableHandle(&fabric, h, CU_MEM_HANDLE_TYPE_FABRIC, 0);
 	rule_line("fabric_export", "cuMemExportToShareableHandle(FABRIC)", r, CUDA_SUCCESS);
@@ -1404,6 +1467,32 @@ static void rules_fabric(int helper)
 		rule_line("fabric_import_other_process", "cuMemImportFromShareableHandle(FABRIC)",
 			  r, CUDA_ERROR_NOT_PERMITTED);
 	}
+	cu.cuMemRelease(h);
+}
+
+/* The library's fabric probe, as it runs: HOST_NUMA memory with both
+ * handle types, exported as fabric and imported again by this process. */
+static void rules_fabric_host_numa(void)
+{
+	CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+				     .requestedHandleTypes = CU_MEM_HANDLE_TYPE_FABRIC |
+							     CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+				     .location = { CU_MEM_LOCATION_TYPE_HOST_NUMA, 0 } };
+	CUmemGenericAllocationHandle h = 0, imported;
+	CUmemFabricHandle fabric;
+	CUresult r;
+
+	prop.location.id = host_node();
+	if (fabric_create(&prop, &h, "fabric_fd_host_numa_create",
+			  "cuMemCreate(HOST_NUMA, FABRIC|POSIX_FD)") != CUDA_SUCCESS)
+		return;
+	r = cu.cuMemExportToShareableHandle(&fabric, h, CU_MEM_HANDLE_TYPE_FABRIC, 0);
+	if (r == CUDA_SUCCESS)
+		r = cu.cuMemImportFromShareableHandle(&imported, &fabric, CU_MEM_HANDLE_TYPE_FABRIC);
+	rule_line("fabric_fd_host_numa_roundtrip", "export + import (FABRIC, HOST_NUMA)", r,
+		  CUDA_SUCCESS);
+	if (r == CUDA_SUCCESS)
+		cu.cuMemRelease(imported);
 	cu.cuMemRelease(h);
 }
 
@@ -1437,6 +1526,74 @@ static void rules_device_memory(void)
 /* Host registration: an address inside a page (gVisor's nvproxy and the
  * kernel module's ioctl take page-aligned ones only; the API sets none),
  * READ_ONLY, and a device pointer without DEVICEMAP. */
+/* Memory the CPU may only read (a read-only peer's mapping): cuda.h makes
+ * READ_ONLY required without attribute 100; the code without it is the
+ * fake's guess (INVALID_VALUE). */
+static void rules_register_read_only_mapping(void)
+{
+	unsigned char *p = mmap(NULL, 2 * MiB, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+				-1, 0);
+	CUresult r, r100, r113;
+	int pageable = attribute(0, CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES,
+				 &r100);
+	int ro = attribute(0, CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED, &r113);
+
+	if (p == MAP_FAILED)
+		return;
+	pageable = r100 == CUDA_SUCCESS && pageable;
+	r = cu.cuMemHostRegister(p, 2 * MiB, CU_MEMHOSTREGISTER_PORTABLE);
+	rule_line("register_read_only_mapping_plain", "cuMemHostRegister(PROT_READ memory)", r,
+		  pageable ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE);
+	if (r == CUDA_SUCCESS)
+		cu.cuMemHostUnregister(p);
+	r = cu.cuMemHostRegister(p, 2 * MiB, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_READ_ONLY);
+	rule_line("register_read_only_mapping_flag", "cuMemHostRegister(PROT_READ, READ_ONLY)", r,
+		  r113 == CUDA_SUCCESS && ro ? CUDA_SUCCESS : CUDA_ERROR_NOT_SUPPORTED);
+	if (r == CUDA_SUCCESS)
+		cu.cuMemHostUnregister(p);
+	munmap(p, 2 * MiB);
+}
+
+/* destroy's quiesce: cuCtxSynchronize on the current context, and none. */
+static void rules_synchronize(void)
+{
+	rule_line("ctx_synchronize", "cuCtxSynchronize", cu.cuCtxSynchronize(), CUDA_SUCCESS);
+	cu.cuCtxSetCurrent(NULL);
+	rule_line("ctx_synchronize_no_context", "cuCtxSynchronize without a context",
+		  cu.cuCtxSynchronize(), CUDA_ERROR_INVALID_CONTEXT);
+	enter_device(0);
+}
+
+/* What the library itself concludes from its real probes (a create under
+ * the primary context per device and node) and sseg_supported. */
+static void library_probe(void)
+{
+	int rc = sseg_supported(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO);
+	char why[512];
+	struct json j;
+
+	snprintf(why, sizeof(why), "%s", rc ? sseg_last_error() : "available");
+	for (int d = 0; d < cu.devices; d++) {
+		struct sseg_probe_device g = { .sz = sizeof(g) };
+
+		j_begin(&j, "library_probe");
+		j_int(&j, "ordinal", d);
+		if (sseg_probe_device(SSEG_BACKEND_CUDA, d, &g)) {
+			j_str(&j, "error", sseg_last_error());
+		} else {
+			j_str(&j, "uuid", g.uuid);
+			j_int(&j, "host_vmm", g.host_vmm);
+			j_int(&j, "host_vmm_works", g.host_vmm_works);
+			j_int(&j, "fabric_claimed", g.fabric_claimed);
+			j_int(&j, "fabric_works", g.fabric_works);
+			j_int(&j, "host_register", g.host_register);
+			j_int(&j, "host_register_readonly", g.host_register_readonly);
+		}
+		j_str(&j, "supported", why);
+		j_end(&j);
+	}
+}
+
 static void rules_register(void)
 {
 	unsigned char *p = mmap(NULL, 4 * MiB, PROT_READ | PROT_WRITE,
@@ -1526,12 +1683,16 @@ static int env_main(void)
 	env_peers();
 	rules_attributes();
 	rules_register();
+	rules_register_read_only_mapping();
+	rules_synchronize();
 	if (cu.cuMemCreate) {
 		rules_host_numa(helper);
 		rules_fabric(helper);
+		rules_fabric_host_numa();
 		rules_device_memory();
 	}
 	rules_fork();
+	library_probe();
 	close(helper);
 	if (helper_pid > 0)
 		waitpid(helper_pid, NULL, 0);

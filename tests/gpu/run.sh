@@ -8,10 +8,24 @@
 # Steps: the CUDA ABI check against the installed cuda.h; the build; the
 # machine (kernel, gVisor or Firecracker clues, container, THP and HugeTLB
 # knobs); gpu_check env (driver, devices, what the OS and driver refuse,
-# each next to what the project's fake driver answers); sharing variants;
-# KV-block copies against cuMemHostAlloc; cuMemHostRegister time on 4 KiB
-# and 2 MiB pages; the Python NCCL check when there is one. Results:
-# $OUT/gpu.jsonl (./gpu.jsonl without OUT), then a short summary.
+# each next to what the project's fake driver answers, and what the
+# library's own probes conclude); sharing variants; KV-block copies against
+# cuMemHostAlloc; cuMemHostRegister time on 4 KiB and 2 MiB pages; the
+# Python NCCL check when there is one. Results: $OUT/gpu.jsonl (./gpu.jsonl
+# without OUT), then a short summary.
+#
+# The "rule" lines settle what is known only from documentation or field
+# reports, each against the fake driver's answer: VMM calls without a
+# context; cuMemMap's offset; HOST_NUMA create (304 or another code in a
+# container); access granted in one call against one entry per call, and
+# 217 for a device without peer access; POSIX fd import on a device
+# without peer access; fabric create/export/import, with and without the
+# POSIX fd beside it; attribute 141 by driver version; host registration
+# of an unaligned address, with READ_ONLY, of memory the CPU may only read
+# (with and without READ_ONLY); device pointers without DEVICEMAP;
+# cuCtxSynchronize with and without a context; the driver in a forked
+# child. "library_probe" lines give host_vmm_works, fabric_works and
+# sseg_supported as the library decides them.
 #
 # Environment (all optional):
 #   OUT                JSON lines go to $OUT/gpu.jsonl
@@ -260,6 +274,7 @@ summary() {
 		echo "where the fake driver differs from this driver:"
 		printf '%s\n' "$mismatches" | sed 's/^/  /'
 	fi
+	grep '"check": "library_probe"' "$out" | sed 's/.*"ordinal": \([0-9]*\).*"host_vmm_works": \([-0-9]*\).*"fabric_works": \([-0-9]*\).*"supported": "\([^"]*\)".*/library: device \1 host_vmm_works=\2 fabric_works=\3; cuda backend: \4/'
 	grep '"schema": 1' "$out" | sed 's/.*"bench": "\([^"]*\)", "mechanism": "\([^"]*\)", "ranks": \([0-9]*\), "size": \([0-9]*\).*"pages_obtained": "\([^"]*\)".*"unit": "\([^"]*\)".*"median": \([^,]*\),.*/  \1 \2 ranks=\3 size=\4 pages=\5: median \7 \6/'
 	[ "$fails" -eq 0 ]
 }
