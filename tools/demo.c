@@ -401,6 +401,36 @@ static int run_parent(const struct demo_config *c)
 	return ok ? CLI_OK : CLI_FAIL;
 }
 
+/* Asked in a child: a GPU driver initialised in this process would not
+ * work in the ranks it then forks. */
+static bool supported(const struct demo_config *c)
+{
+	char why[512] = "";
+	int fds[2], status = 0;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC))
+		return true; /* the ranks will say it themselves */
+	pid = fork();
+	if (pid == 0) {
+		int rc = sseg_supported(c->backend, c->pages);
+
+		if (rc)
+			(void)!write(fds[1], sseg_last_error(), strlen(sseg_last_error()));
+		_exit(rc ? 1 : 0);
+	}
+	close(fds[1]);
+	n = pid > 0 ? read(fds[0], why, sizeof(why) - 1) : 0;
+	close(fds[0]);
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return true;
+	why[n > 0 ? n : 0] = '\0';
+	if (WEXITSTATUS(status))
+		fprintf(stderr, "sharedseg demo: %s\n", why);
+	return WEXITSTATUS(status) == 0;
+}
+
 int demo_main(int argc, char **argv)
 {
 	struct demo_config c;
@@ -410,10 +440,8 @@ int demo_main(int argc, char **argv)
 		return rc < 0 ? CLI_OK : rc;
 	/* What this machine cannot offer is a usage error (exit 2), as the
 	 * help says, not a failure of the run. */
-	if (sseg_supported(c.backend, c.pages)) {
-		fprintf(stderr, "sharedseg demo: %s\n", sseg_last_error());
+	if (!supported(&c))
 		return CLI_USAGE;
-	}
 	if (host_mem_read(&c.baseline)) {
 		fprintf(stderr, "sharedseg demo: cannot read /proc/meminfo: %s\n", strerror(errno));
 		return CLI_FAIL;
