@@ -49,8 +49,7 @@ static int ascend_probe(struct sseg_probe_backend *facts)
 {
 	const struct sseg_acl *acl;
 	char why[64];
-	uint32_t count = 0;
-	int rc = sseg_ascend_usable(facts->reason, sizeof(facts->reason));
+	int rc = sseg_ascend_usable(facts->reason, sizeof(facts->reason), &facts->ndevices);
 
 	facts->host_register = 0;
 	if (sseg_acl_get(&acl)) {
@@ -60,8 +59,6 @@ static int ascend_probe(struct sseg_probe_backend *facts)
 	snprintf(facts->driver, sizeof(facts->driver), "%s", acl->path);
 	facts->driver_version = acl->version;
 	facts->host_register = !sseg_ascend_hostreg_usable(why, sizeof(why));
-	if (acl->aclrtGetDeviceCount(&count) == ACL_SUCCESS)
-		facts->ndevices = (int)count;
 	return rc;
 }
 

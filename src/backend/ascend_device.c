@@ -12,6 +12,7 @@
 #include "backend/ascend_device.h"
 #include "object.h"
 #include "os/numa.h"
+#include "registry.h"
 
 static int device_count(const struct sseg_acl *acl, uint32_t *count)
 {
@@ -19,7 +20,7 @@ static int device_count(const struct sseg_acl *acl, uint32_t *count)
 	return sseg_acl_result(acl->aclrtGetDeviceCount(count), "aclrtGetDeviceCount");
 }
 
-int sseg_ascend_usable(char *why, size_t len)
+int sseg_ascend_usable(char *why, size_t len, int *ndevices)
 {
 	const struct sseg_acl *acl;
 	uint32_t count = 0;
@@ -33,6 +34,7 @@ int sseg_ascend_usable(char *why, size_t len)
 		rc = device_count(acl, &count);
 	if (!rc && count == 0)
 		rc = sseg_err(-ENODEV, "the ACL runtime sees no device");
+	*ndevices = (int)count;
 	if (rc) {
 		snprintf(why, len, "not available: %s", sseg_last_error());
 		return rc;
@@ -166,7 +168,12 @@ static bool try_export(const struct sseg_acl *acl, int node, aclrtMemSharedHandl
 		ok = acl->aclrtMemExportToShareableHandle(h, ACL_MEM_HANDLE_TYPE_NONE,
 							  ACL_RT_VMM_EXPORT_FLAG_DEFAULT,
 							  &shareable) == ACL_SUCCESS;
-	acl->aclrtFreePhysical(h);
+	/* Once, whatever it answers: a handle whose free failed is abandoned. */
+	if (acl->aclrtFreePhysical(h) != ACL_SUCCESS) {
+		sseg_registry_abandoned();
+		sseg_log(SSEG_LOG_ERROR, "the probe's physical memory handle could not be freed "
+			 "(aclrtFreePhysical failed); it is not freed again");
+	}
 	return ok;
 }
 
@@ -223,9 +230,18 @@ static bool probe_cached_run(const struct sseg_acl *acl, enum probe_kind kind, i
 	return works;
 }
 
+/* SSEG_ASCEND_FABRIC=0 keeps fabric handles off (the in-server handle and
+ * its trust list, one host only) where the runtime could make them. */
+static bool fabric_wanted(void)
+{
+	const char *env = getenv("SSEG_ASCEND_FABRIC");
+
+	return !env || strcmp(env, "0") != 0;
+}
+
 bool sseg_ascend_fabric_works(const struct sseg_acl *acl, int device, int node)
 {
-	bool works = probe_cached_run(acl, PROBE_FABRIC, device, node);
+	bool works = fabric_wanted() && probe_cached_run(acl, PROBE_FABRIC, device, node);
 
 	sseg_err_clear();
 	return works;

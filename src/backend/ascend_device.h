@@ -11,8 +11,8 @@ struct sseg_probe_device;
 struct sseg_hostreg_ops;
 
 /* 0 when the runtime loads, has the VMM entry points and sees a device;
- * else -errno, and why in why. */
-SSEG_HIDDEN int sseg_ascend_usable(char *why, size_t len);
+ * else -errno, and why in why. *ndevices: what the runtime sees. */
+SSEG_HIDDEN int sseg_ascend_usable(char *why, size_t len, int *ndevices);
 /* Sets the device on this thread (aclrtSetDevice, one reference) and
  * returns its default context; the caller's context is current again
  * afterwards where it had one. Undone by sseg_ascend_device_close. */
@@ -28,7 +28,8 @@ SSEG_HIDDEN void sseg_ascend_prop(aclrtPhysicalMemProp *prop, bool huge, int nod
 SSEG_HIDDEN void sseg_ascend_access(int device, aclrtMemAccessDesc desc[2]);
 /* Whether a fabric handle can be made on the current device for host node
  * `node`: one real create and export (A3 only, per the reference), cached
- * per (device, node). Needs the device's context current. */
+ * per (device, node); false when SSEG_ASCEND_FABRIC=0. Needs the device's
+ * context current. */
 SSEG_HIDDEN bool sseg_ascend_fabric_works(const struct sseg_acl *acl, int device, int node);
 /* 0 when aclrtHostRegister may pin memory this library maps (a memfd
  * mapping, not aclrtMallocHost memory); else -errno and why. */

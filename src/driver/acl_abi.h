@@ -16,25 +16,29 @@ typedef void *aclrtContext;
 typedef void *aclrtDrvMemHandle;
 
 /* Return codes (acl_base_rt.h; the runtime's pass-through codes from the
- * aclError reference). The names are for messages and the fake. */
-enum {
-	ACL_SUCCESS = 0,
-	ACL_ERROR_INVALID_PARAM = 100000,
-	ACL_ERROR_UNINITIALIZE = 100001,
-	ACL_ERROR_REPEAT_INITIALIZE = 100002,
-	ACL_ERROR_BAD_ALLOC = 200000,
-	ACL_ERROR_API_NOT_SUPPORT = 200001,
-	ACL_ERROR_RT_PARAM_INVALID = 107000,
-	ACL_ERROR_RT_INVALID_DEVICEID = 107001,
-	ACL_ERROR_RT_CONTEXT_NULL = 107002,
-	ACL_ERROR_RT_INVALID_HANDLE = 107017,
-	ACL_ERROR_RT_FEATURE_NOT_SUPPORT = 207000,
-	ACL_ERROR_RT_MEMORY_ALLOCATION = 207001,
-	ACL_ERROR_RT_NO_DEVICE = 207004,
-	ACL_ERROR_RT_NO_PERMISSION = 207006,
-	ACL_ERROR_RT_INTERNAL_ERROR = 507000,
-	ACL_ERROR_RT_DRV_INTERNAL_ERROR = 507899,
-};
+ * aclError reference), as X(name, value): the enum below, the names in
+ * messages and the fake runtime's failure scripts. */
+#define SSEG_ACL_ERRORS(X)                              \
+	X(ACL_SUCCESS, 0)                               \
+	X(ACL_ERROR_INVALID_PARAM, 100000)              \
+	X(ACL_ERROR_UNINITIALIZE, 100001)               \
+	X(ACL_ERROR_REPEAT_INITIALIZE, 100002)          \
+	X(ACL_ERROR_BAD_ALLOC, 200000)                  \
+	X(ACL_ERROR_API_NOT_SUPPORT, 200001)            \
+	X(ACL_ERROR_RT_PARAM_INVALID, 107000)           \
+	X(ACL_ERROR_RT_INVALID_DEVICEID, 107001)        \
+	X(ACL_ERROR_RT_CONTEXT_NULL, 107002)            \
+	X(ACL_ERROR_RT_INVALID_HANDLE, 107017)          \
+	X(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, 207000)     \
+	X(ACL_ERROR_RT_MEMORY_ALLOCATION, 207001)       \
+	X(ACL_ERROR_RT_NO_DEVICE, 207004)               \
+	X(ACL_ERROR_RT_NO_PERMISSION, 207006)           \
+	X(ACL_ERROR_RT_INTERNAL_ERROR, 507000)          \
+	X(ACL_ERROR_RT_DRV_INTERNAL_ERROR, 507899)
+
+#define SSEG_ACL_ERROR_ENUM(name, value) name = value,
+enum { SSEG_ACL_ERRORS(SSEG_ACL_ERROR_ENUM) };
+#undef SSEG_ACL_ERROR_ENUM
 
 typedef enum aclrtMemHandleType {
 	ACL_MEM_HANDLE_TYPE_NONE = 0,
