@@ -102,7 +102,7 @@ static int refusals(void *arg)
 	(void)arg;
 	ta_fake_load("devices=2", &fake);
 	CHECK_RC(sseg_supported(SSEG_BACKEND_ASCEND, SSEG_PAGES_THP), -EOPNOTSUPP);
-	CHECK_ERR_HAS("the kernel's THP and HugeTLB pool do not apply");
+	CHECK_ERR_HAS("the kernel's THP and HugeTLB pool cannot be asked for");
 	CHECK_RC(sseg_supported(SSEG_BACKEND_ASCEND, SSEG_PAGES_HUGETLB_2M), -EOPNOTSUPP);
 	CHECK_RC(sseg_supported(SSEG_BACKEND_ASCEND, SSEG_PAGES_BASE), 0);
 	o.flags = SSEG_F_READONLY_PEERS;

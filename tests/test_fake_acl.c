@@ -95,7 +95,7 @@ static aclrtPhysicalMemProp host_prop(aclrtMemAttr attr)
 
 static aclrtDrvMemHandle allocate(size_t size)
 {
-	aclrtPhysicalMemProp p = host_prop(ACL_MEM_HUGE);
+	aclrtPhysicalMemProp p = host_prop(ACL_DDR_MEM_HUGE);
 	aclrtDrvMemHandle h = NULL;
 
 	OK(rt.aclrtMallocPhysical(&h, size, &p, 0));
@@ -131,7 +131,7 @@ static void unmap_release(void *va)
 
 static int init_and_context(void *arg)
 {
-	aclrtPhysicalMemProp p = host_prop(ACL_MEM_HUGE);
+	aclrtPhysicalMemProp p = host_prop(ACL_DDR_MEM_HUGE);
 	aclrtDrvMemHandle h;
 	uint32_t n = 0;
 
@@ -157,7 +157,7 @@ static int init_and_context(void *arg)
 
 static int allocation(void *arg)
 {
-	aclrtPhysicalMemProp p = host_prop(ACL_MEM_NORMAL);
+	aclrtPhysicalMemProp p = host_prop(ACL_DDR_MEM_NORMAL);
 	aclrtDrvMemHandle h;
 	size_t gran = 0;
 	int32_t pid = 0;
@@ -166,7 +166,7 @@ static int allocation(void *arg)
 	start("bare_tgid_offset=100");
 	OK(rt.aclrtMemGetAllocationGranularity(&p, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, &gran));
 	CHECK(gran == 4096);
-	p.memAttr = ACL_MEM_HUGE;
+	p.memAttr = ACL_DDR_MEM_HUGE;
 	OK(rt.aclrtMemGetAllocationGranularity(&p, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, &gran));
 	CHECK(gran == GRAN);
 	EXPECT(rt.aclrtMallocPhysical(&h, GRAN + 4096, &p, 0), ACL_ERROR_RT_PARAM_INVALID);

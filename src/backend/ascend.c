@@ -62,9 +62,10 @@ static int ascend_probe(struct sseg_probe_backend *facts)
 	return rc;
 }
 
-/* The runtime's own page kinds: huge (2 MiB granularity, ACL_MEM_HUGE) for
- * auto, normal (ACL_MEM_NORMAL) for base. THP and the HugeTLB pool are the
- * kernel's, which this memory does not come from. */
+/* The runtime's own page kinds: huge (ACL_DDR_MEM_HUGE) for auto, normal
+ * (ACL_DDR_MEM_NORMAL) for base. THP and the HugeTLB pool are the kernel's
+ * mechanisms, which the runtime does not let a caller pick (what backs its
+ * huge host pages is not documented). */
 static int ascend_choose_pages(enum sseg_pages req, uint64_t size, struct sseg_page_choice *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -72,7 +73,7 @@ static int ascend_choose_pages(enum sseg_pages req, uint64_t size, struct sseg_p
 		return sseg_err(-EOPNOTSUPP,
 				"pages=%s: the ascend backend allocates ACL physical host memory, "
 				"huge (pages=auto) or normal (pages=base), at the runtime's "
-				"granularity; the kernel's THP and HugeTLB pool do not apply",
+				"granularity; the kernel's THP and HugeTLB pool cannot be asked for",
 				sseg_pages_name(req));
 	c->pages = req;
 	snprintf(c->reason, sizeof(c->reason), "ACL VMM pinned host memory, %s pages",

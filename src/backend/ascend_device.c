@@ -109,7 +109,7 @@ void sseg_ascend_prop(aclrtPhysicalMemProp *prop, bool huge, int node)
 	memset(prop, 0, sizeof(*prop));
 	prop->handleType = ACL_MEM_HANDLE_TYPE_NONE;
 	prop->allocationType = ACL_MEM_ALLOCATION_TYPE_PINNED;
-	prop->memAttr = huge ? ACL_MEM_HUGE : ACL_MEM_NORMAL;
+	prop->memAttr = huge ? ACL_DDR_MEM_HUGE : ACL_DDR_MEM_NORMAL;
 	prop->location.type = ACL_MEM_LOCATION_TYPE_HOST_NUMA;
 	prop->location.id = (uint32_t)node;
 }

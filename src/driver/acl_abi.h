@@ -48,11 +48,11 @@ typedef enum aclrtMemAllocationType {
 	ACL_MEM_ALLOCATION_TYPE_PINNED = 0,
 } aclrtMemAllocationType;
 
-/* aclrtMemAttr: the generic options, which the runtime maps to DDR for a
- * host location (the 12 options before them are the older, explicit ones). */
+/* aclrtMemAttr: the explicit host (DDR) options, which runtimes older than
+ * the generic ACL_MEM_NORMAL/ACL_MEM_HUGE (12, 13) know too. */
 typedef enum aclrtMemAttr {
-	ACL_MEM_NORMAL = 12,
-	ACL_MEM_HUGE = 13,
+	ACL_DDR_MEM_HUGE = 2,
+	ACL_DDR_MEM_NORMAL = 3,
 } aclrtMemAttr;
 
 typedef enum aclrtMemLocationType {

@@ -54,7 +54,7 @@ enum fake_entry {
 #define FAKE_MAX_RANGES 1024
 #define FAKE_MAX_TRUSTED 256
 #define FAKE_HEADER 4096u        /* the memfd's header page */
-#define FAKE_NORMAL_GRANULE 4096u /* ACL_MEM_NORMAL's granularity */
+#define FAKE_NORMAL_GRANULE 4096u /* ACL_DDR_MEM_NORMAL's granularity */
 /* Where aclrtHostRegister says the device sees a registered range: the
  * host address moved by this much (a device address is not a host one). */
 #define FAKE_DEVICE_OFFSET (1ull << 56)
@@ -62,7 +62,7 @@ enum fake_entry {
 struct fake_config {
 	int devices;
 	int version[3];
-	size_t granularity; /* ACL_MEM_HUGE's */
+	size_t granularity; /* ACL_DDR_MEM_HUGE's */
 	int fabric;         /* fabric handles can be made (A3) */
 	int host_register;  /* aclrtHostRegister is supported (A2, A3) */
 	int bare_tgid_offset; /* runtime pid = getpid() + this (a container) */

@@ -93,7 +93,7 @@ static aclError check_prop(const aclrtPhysicalMemProp *prop)
 	    prop->allocationType != ACL_MEM_ALLOCATION_TYPE_PINNED || prop->reserve)
 		return fake_refuse(ACL_ERROR_RT_PARAM_INVALID,
 				   "handleType must be NONE, allocationType PINNED, reserve 0");
-	if (prop->memAttr != ACL_MEM_NORMAL && prop->memAttr != ACL_MEM_HUGE)
+	if (prop->memAttr != ACL_DDR_MEM_NORMAL && prop->memAttr != ACL_DDR_MEM_HUGE)
 		return fake_refuse(ACL_ERROR_RT_PARAM_INVALID, "memAttr %d is not emulated",
 				   (int)prop->memAttr);
 	return check_location(&prop->location);
@@ -101,7 +101,7 @@ static aclError check_prop(const aclrtPhysicalMemProp *prop)
 
 static size_t granule_of(const aclrtPhysicalMemProp *prop)
 {
-	return prop->memAttr == ACL_MEM_HUGE ? fake.cfg.granularity : FAKE_NORMAL_GRANULE;
+	return prop->memAttr == ACL_DDR_MEM_HUGE ? fake.cfg.granularity : FAKE_NORMAL_GRANULE;
 }
 
 FAKE_API aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp *prop,
