@@ -3,8 +3,10 @@
  * NPU's DMA by construction. Peers import it by a fabric handle in the
  * owner's blob where the runtime can make one (A3), else by the in-server
  * handle, which the owner puts each local peer's pid on the trust list of
- * before the fd channel lets that peer import. Every runtime resource is a
- * stage released in reverse order; a physical handle is freed at most once. */
+ * before the fd channel lets that peer import. The reference does not
+ * support export and import in one process: ranks are processes. Every
+ * runtime resource is a stage released in reverse order; a physical handle
+ * is freed at most once. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -104,6 +104,9 @@ int sseg_ascend_placement(struct sseg *seg, int *node)
 	return 0;
 }
 
+/* acl_rt.h marks ACL_MEM_LOCATION_TYPE_HOST "reserved, not supported" where
+ * the struct reference describes it for allocations: HOST_NUMA with an
+ * explicit node is the reading both agree on. */
 void sseg_ascend_prop(aclrtPhysicalMemProp *prop, bool huge, int node)
 {
 	memset(prop, 0, sizeof(*prop));
