@@ -497,5 +497,6 @@ const struct sseg_backend_ops sseg_ascend_ops = {
 	.serve = ascend_serve,
 	.import_and_map = ascend_import,
 	.describe = ascend_describe,
+	/* no forget_in_child: the backend holds no descriptor */
 	.release = ascend_release,
 };
