@@ -2,8 +2,9 @@
  * runtime: by fabric handle (A3), by the in-server handle whose trust list
  * the owner extends with each local peer's pid before that peer imports,
  * across two (simulated) hosts where only a fabric handle may go, and from
- * a container's PID namespace, where the owner cannot name its peers on a
- * trust list and says so. */
+ * a container's PID namespace, where the runtime names processes by the
+ * host's pids: each peer's blob carries its own, which the owner puts on
+ * the trust list. */
 #include <string.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@ struct scenario {
 	const char *handle_type;   /* what every rank must report */
 	const char *error;         /* or what the failing ranks must say */
 	int no_fabric_env;         /* SSEG_ASCEND_FABRIC=0 */
+	int tgid_offset;           /* the runtime's pid is getpid() plus this */
 };
 
 struct job {
@@ -44,9 +46,10 @@ static void barrier(void)
 	allgather(&mine, all, 1);
 }
 
-/* The owner's trust list names each local peer, by the pid it runs as. */
+/* The owner's trust list names each local peer, by the pid the runtime
+ * knows it by. */
 static void check_trust_list(const struct ta_fake *fake, const unsigned char *blobs,
-			     const int32_t *pids)
+			     const int32_t *pids, int offset)
 {
 	int32_t seen[RANKS];
 	struct sseg_blob owner;
@@ -57,7 +60,7 @@ static void check_trust_list(const struct ta_fake *fake, const unsigned char *bl
 	CHECK(n == RANKS - 1);
 	for (int i = 0; i < n; i++)
 		for (int r = 1; r < RANKS; r++)
-			found += seen[i] == pids[r];
+			found += seen[i] == pids[r] + offset;
 	CHECK(found == RANKS - 1);
 }
 
@@ -96,7 +99,7 @@ static void check_shared(const struct job *j, const struct ta_fake *fake, sseg_t
 	CHECK(info.device_addr == (uint64_t)(uintptr_t)info.base);
 	check_data(seg, j->rank);
 	if (j->rank == 0 && !strcmp(j->sc->handle_type, "acl-trustlist"))
-		check_trust_list(fake, blobs, pids);
+		check_trust_list(fake, blobs, pids, j->sc->tgid_offset);
 }
 
 static int rank_main(void *arg)
@@ -176,7 +179,7 @@ int main(void)
 		  .hosts = { "host-a", "host-a", "host-b", "host-b" },
 		  .error = "only a fabric handle crosses hosts" },
 		{ .label = "container, trust list", .config = "devices=2;fabric=0;bare_tgid_offset=1000",
-		  .error = "cannot be put on the trust list" },
+		  .handle_type = "acl-trustlist", .tgid_offset = 1000 },
 		{ .label = "container, fabric", .config = "devices=2;fabric=1;bare_tgid_offset=1000",
 		  .handle_type = "acl-fabric" },
 	};

@@ -255,6 +255,38 @@ static int ascend_reserve(struct sseg *seg)
 	return enter(seg);
 }
 
+/* "TGID" and the peer's runtime pid, in its blob's handle data: the name
+ * the owner must put on the in-server handle's trust list. */
+#define TGID_MAGIC 0x44494754u
+
+/* Every peer says its runtime pid (aclrtDeviceGetBareTgid: the host's pid
+ * inside a container), which the owner's PID namespace may not show. */
+static int ascend_peer_handle(struct sseg *seg, struct sseg_blob_handle *h)
+{
+	struct ascend_state *st = state(seg);
+	aclrtContext saved;
+	int32_t tgid = 0;
+	int rc = sseg_acl_enter(st->acl, st->ctx, &saved);
+
+	if (rc)
+		return rc;
+	rc = sseg_acl_result(st->acl->aclrtDeviceGetBareTgid(&tgid), "aclrtDeviceGetBareTgid");
+	sseg_acl_leave(st->acl, saved);
+	if (rc)
+		return rc;
+	sseg_put32(h->data, TGID_MAGIC);
+	sseg_put32(h->data + 4, (uint32_t)tgid);
+	return 0;
+}
+
+/* The runtime pid a peer's blob carries; 0 when it carries none. */
+static int32_t peer_tgid(const struct sseg_blob *peer)
+{
+	if (sseg_get32(peer->handle.data) != TGID_MAGIC)
+		return 0;
+	return (int32_t)sseg_get32(peer->handle.data + 4);
+}
+
 static int ascend_export(struct sseg *seg, struct sseg_blob_handle *h)
 {
 	struct ascend_state *st = state(seg);
@@ -269,15 +301,17 @@ static int ascend_export(struct sseg *seg, struct sseg_blob_handle *h)
 }
 
 /* Who may import is the pid the runtime names a process by
- * (aclrtDeviceGetBareTgid: the host's pid inside a container). The owner
- * sees a peer's pid in its own PID namespace (SO_PEERCRED); the two agree
- * when the owner runs where the runtime's pids are its own. A container's
- * owner cannot name its peers: the exchange does not carry their runtime
- * pids, so it refuses instead of trusting a wrong pid. */
+ * (aclrtDeviceGetBareTgid: the host's pid inside a container). Each peer's
+ * blob carries its own (peer_handle); only a blob without it (a peer of an
+ * older build) falls back to the pid the owner sees (SO_PEERCRED), which
+ * is the runtime's only when the owner runs where the runtime's pids are
+ * its own: otherwise the owner refuses instead of trusting a wrong pid. */
 static int check_nameable(const struct sseg *seg, const struct sseg_blob *peer, pid_t pid)
 {
 	const struct ascend_state *st = state(seg);
 
+	if (peer_tgid(peer) > 0)
+		return 0;
 	if (st->bare_tgid != (int32_t)getpid())
 		return sseg_err(-EOPNOTSUPP,
 				"rank %u cannot be put on the trust list of the in-server handle: "
@@ -307,7 +341,7 @@ static int admit_peer(struct sseg *seg, const struct sseg_blob *peer, pid_t pid)
 	if (!list)
 		return sseg_err(-ENOMEM, "out of memory");
 	st->trusted = list;
-	list[st->ntrusted] = (int32_t)pid;
+	list[st->ntrusted] = peer_tgid(peer) > 0 ? peer_tgid(peer) : (int32_t)pid;
 	rc = sseg_acl_enter(st->acl, st->ctx, &saved);
 	if (rc)
 		return rc;
@@ -494,6 +528,7 @@ const struct sseg_backend_ops sseg_ascend_ops = {
 	.create_owner = ascend_create_owner,
 	.reserve = ascend_reserve,
 	.export_handle = ascend_export,
+	.peer_handle = ascend_peer_handle,
 	.serve = ascend_serve,
 	.import_and_map = ascend_import,
 	.describe = ascend_describe,
