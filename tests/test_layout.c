@@ -346,6 +346,60 @@ static void test_overflow(void)
 	}
 }
 
+/* How two descriptions differ: the first differing block and field, with
+ * both values; the size (which follows from the blocks) only when they
+ * agree; a block only one side has; a difference past what was carried. */
+static void expect_diff(const struct sseg_block_desc *a, int na, const struct sseg_block_desc *b,
+			int nb, uint64_t align_b, const char *want)
+{
+	struct sseg_layout *la = make(a, na, SSEG_LAYOUT_INTERLEAVED, 0);
+	struct sseg_layout *lb = make(b, nb, SSEG_LAYOUT_INTERLEAVED, align_b);
+	const char *da = sseg_layout_describe(la), *db = sseg_layout_describe(lb);
+	char out[512];
+
+	CHECK_RC(sseg_layout_diff(da, strlen(da), "rank 2", db, strlen(db), "rank 0", out,
+				  sizeof(out)), 0);
+	if (!strstr(out, want)) {
+		fprintf(stderr, "diff said \"%s\", expected \"%s\"\n", out, want);
+		exit(1);
+	}
+	sseg_layout_destroy(la);
+	sseg_layout_destroy(lb);
+}
+
+static void test_diff(void)
+{
+	const struct sseg_block_desc blocks[] = {
+		{ .name = "k", .count = 61, .bytes = 8192, .shape = "bfloat16[64,64]" },
+		{ .name = "v", .count = 61, .bytes = 4096, .shape = "bfloat16[32,64]" },
+	};
+	struct sseg_block_desc other[2];
+	const char *d;
+	char out[256];
+
+	memcpy(other, blocks, sizeof(blocks));
+	other[1].shape = "bfloat16[64,32]"; /* the same bytes, transposed */
+	expect_diff(blocks, 2, other, 2, 0,
+		    "block 'v': rank 2 declared shape=bfloat16[32,64], rank 0 declared "
+		    "shape=bfloat16[64,32]");
+	memcpy(other, blocks, sizeof(blocks));
+	other[0].count = 60;
+	expect_diff(blocks, 2, other, 2, 0, "block 'k': rank 2 declared count=61, rank 0 declared count=60");
+	memcpy(other, blocks, sizeof(blocks));
+	other[1].name = "w";
+	expect_diff(blocks, 2, other, 2, 0, "block 1: rank 2 declared 'v', rank 0 declared 'w'");
+	expect_diff(blocks, 2, blocks, 1, 0, "rank 2 declared a block 'v' that rank 0 did not");
+	expect_diff(blocks, 2, blocks, 2, 8192, "rank 2 declared align=4096, rank 0 declared align=8192");
+	/* Carried parts that agree: nothing to name. */
+	{
+		struct sseg_layout *l = make(blocks, 2, SSEG_LAYOUT_INTERLEAVED, 0);
+
+		d = sseg_layout_describe(l);
+		CHECK_RC(sseg_layout_diff(d, 40, "a", d, 40, "b", out, sizeof(out)), -ENOENT);
+		sseg_layout_destroy(l);
+	}
+}
+
 int main(void)
 {
 	test_interleaved_different_counts();
@@ -358,5 +412,6 @@ int main(void)
 	test_hash_sensitivity();
 	test_validation();
 	test_overflow();
+	test_diff();
 	return 0;
 }
