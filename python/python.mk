@@ -10,7 +10,7 @@ PYTHON ?= $(eval PYTHON := $$(shell sh python/find-python.sh))$(PYTHON)
 .PHONY: python test-python wheel
 
 python:
-	$(PYTHON) setup.py -q build_ext --inplace
+	$(PYTHON) python/build_native.py
 
 # The MPI example test links the C library from $(BUILD) when it is built.
 test-python: python
