@@ -5,6 +5,7 @@ python/build_native.py's, which also builds in place without setuptools."""
 import os
 import sys
 
+import setuptools
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
@@ -30,7 +31,13 @@ native = Extension(
     libraries=build_native.LIBRARIES,
 )
 
+# The license as an SPDX expression where setuptools writes one (77+), else
+# the older License field: no deprecated form on either.
+_SETUPTOOLS = tuple(int(p) for p in setuptools.__version__.split(".")[:2] if p.isdigit())
+LICENSE = {"license_expression" if _SETUPTOOLS >= (77, 0) else "license": "Apache-2.0"}
+
 setup(
+    **LICENSE,
     packages=["sharedseg"],
     package_dir={"": "python"},
     package_data={"sharedseg": ["py.typed"]},

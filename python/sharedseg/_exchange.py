@@ -225,17 +225,22 @@ class CollectiveLink(Link):
 _ACCELERATOR_OF = {"nccl": "cuda", "hccl": "npu", "xccl": "xpu"}
 
 
-def _collective_device(torch: Any, group: Any) -> Any:
-    """The device for a group's collective, as torch's object collectives
-    choose it: CPU when the group has a CPU backend, else its device, at
-    the current index of that device type."""
+def collective_kind(group: Any) -> str:
+    """The device type for a group's collective, as torch's object
+    collectives choose it: "cpu" when the group has a CPU backend, else its
+    device's ("cuda" for NCCL, "npu" for HCCL, "xpu" for XCCL)."""
     types = getattr(group, "_device_types", None)  # a ProcessGroup of torch 2.x
     if types:
         kinds = [d.type for d in types]
-        kind = "cpu" if "cpu" in kinds else kinds[0]
-    else:  # torch 1.x process groups and 2.x backends name themselves
-        name = str(group.name() if hasattr(group, "name") else "").lower()
-        kind = next((dev for word, dev in _ACCELERATOR_OF.items() if word in name), "cpu")
+        return "cpu" if "cpu" in kinds else kinds[0]
+    # torch 1.x process groups and 2.x backends name themselves.
+    name = str(group.name() if hasattr(group, "name") else "").lower()
+    return next((dev for word, dev in _ACCELERATOR_OF.items() if word in name), "cpu")
+
+
+def _collective_device(torch: Any, group: Any) -> Any:
+    """collective_kind's device, at the current index of that type."""
+    kind = collective_kind(group)
     if kind == "cpu":
         return torch.device("cpu")
     accelerator = getattr(torch, "accelerator", None)
