@@ -137,3 +137,58 @@ def test_the_interrupt_check_stops_complete_with_the_watchs_exception():
     assert time.monotonic() - t0 < 1.0 and len(calls) == 3
     # Left for close(), which releases it at once.
     assert seg0.close() is True and seg1.close() is True
+
+
+def test_a_rank_that_leaves_stops_the_owner_waiting_in_complete(monkeypatch):
+    """Over a Store, a rank that leaves the call (here its complete raises)
+    says so; the owner, waiting inside sseg_complete for that rank's
+    hand-over, stops within a look (0.25 s) instead of at its timeout."""
+    import dataclasses
+    import threading
+
+    import torch.distributed as dist
+
+    from sharedseg import SharedSegmentError, create_shared_segment
+    from sharedseg import segment as _segment
+
+    @dataclasses.dataclass
+    class Group:  # vLLM's StatelessProcessGroup: rank, world_size, store
+        rank: int
+        world_size: int
+        store: object
+
+    class Leaving:
+        def __init__(self, native):
+            self.native = native
+
+        def complete(self, blobs, watch=None):
+            raise RuntimeError("rank 1 leaves")
+
+        def close(self):
+            return self.native.close()
+
+    original = _segment._native.create
+
+    def create(name, world_size, rank, owner, **kwargs):
+        native, *rest = original(name, world_size, rank, owner, **kwargs)
+        return (Leaving(native) if rank == 1 else native, *rest)
+    monkeypatch.setattr(_segment._native, "create", create)
+    store, results = dist.HashStore(), {}
+
+    def rank(r):
+        t0 = time.monotonic()
+        try:
+            create_shared_segment("py-leave", {"x": (2, (16,), "float32")},
+                                  comm_group=Group(r, 2, store), pages="base", timeout=30)
+        except BaseException as e:
+            results[r] = (e, time.monotonic() - t0)
+    threads = [threading.Thread(target=rank, args=(r,)) for r in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    (owner_error, owner_s), (leaver_error, _) = results[0], results[1]
+    assert isinstance(leaver_error, RuntimeError)
+    assert isinstance(owner_error, SharedSegmentError), owner_error
+    assert "rank 1 stopped: RuntimeError: rank 1 leaves" in str(owner_error), owner_error
+    assert owner_s < 2.0, f"the owner waited {owner_s:.1f} s"
