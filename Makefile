@@ -3,11 +3,12 @@
 PREFIX ?= /usr/local
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE ?= cmake
 CTEST ?= ctest
 
-.PHONY: all demo test test-c test-asan install clean deps
+.PHONY: all demo test test-c test-asan test-tsan install clean deps
 
 all: $(BUILD)/CMakeCache.txt
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
@@ -31,19 +32,29 @@ test-asan: $(ASAN_BUILD)/CMakeCache.txt
 	$(CMAKE) --build $(ASAN_BUILD) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 $(CTEST) --test-dir $(ASAN_BUILD) --output-on-failure -j 2
 
+$(TSAN_BUILD)/CMakeCache.txt:
+	$(CMAKE) -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DSSEG_TSAN=ON \
+		-DCMAKE_C_COMPILER=$(or $(shell command -v clang 2>/dev/null),cc)
+
+# ThreadSanitizer over the tests labelled concurrency only.
+TSAN_TESTS = test_pending_race test_local_exchange test_two_ranks test_cuda_pending
+test-tsan: $(TSAN_BUILD)/CMakeCache.txt
+	$(CMAKE) --build $(TSAN_BUILD) -j $(JOBS) --target $(TSAN_TESTS) sseg_fake_cuda
+	TSAN_OPTIONS=halt_on_error=1 $(CTEST) --test-dir $(TSAN_BUILD) -L concurrency --output-on-failure
+
 test-c: all
 	$(CTEST) --test-dir $(BUILD) --output-on-failure -j 2
 
 # The Python package's targets (python, test-python) live beside it.
 -include python/python.mk
 
-# The sanitizer build first, then the release build, the Python tests last
+# The sanitizer builds first, then the release build, the Python tests last
 # (Debian's torch, then PyPI's), so the output ends with the last runner's
 # summary line.
-test: deps test-asan test-c $(if $(wildcard python/python.mk),test-python test-python-pypi)
+test: deps test-asan test-tsan test-c $(if $(wildcard python/python.mk),test-python test-python-pypi)
 
 install: all
 	$(CMAKE) --install $(BUILD) --prefix $(PREFIX)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

@@ -285,6 +285,15 @@ SSEG_API int sseg_probe_device(enum sseg_backend backend, int index,
  * does, or a negative errno. */
 SSEG_API int sseg_probe_json(uint64_t size, char *buf, size_t len);
 
+/* Every segment live on this host that this user may see (root: all), as
+ * one JSON object, the schema of `sharedseg ls --json`: name, size, page
+ * kind, NUMA nodes, resident bytes, the owner's pid, every process that
+ * maps it (pid, rank, mapped and resident bytes) or still holds its memfd,
+ * and whether nobody maps it any more. Read from /proc (memfd names, each
+ * rank's window tag, fd links, numa_maps). snprintf-style like
+ * sseg_probe_json. */
+SSEG_API int sseg_list_json(char *buf, size_t len);
+
 /* ---- layout: named blocks of fixed-size entries ---- */
 
 enum sseg_layout_order {

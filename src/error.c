@@ -1,8 +1,10 @@
 /* The thread-local sentence behind every negative errno the API returns. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "error.h"
+#include "log.h"
 
 static __thread char last_error[SSEG_ERR_MAX];
 

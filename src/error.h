@@ -4,8 +4,8 @@
 
 #include <errno.h>
 
-#define SSEG_HIDDEN __attribute__((visibility("hidden")))
-#define SSEG_ERR_MAX 512
+#include "hidden.h"
+#include "util.h"
 
 /* Sets this thread's error sentence and returns err (a negative errno), so a
  * failure reads: return sseg_err(-EINVAL, "rank %d: ...", rank); */

@@ -4,11 +4,12 @@
 #ifndef SSEG_FAULT_H
 #define SSEG_FAULT_H
 
-#include "error.h"
+#include "hidden.h"
 
 SSEG_HIDDEN int sseg_fault(const char *site);
 /* Fail the site's calls number skip+1 .. skip+count with err (negative);
- * count < 0: forever. site NULL disarms everything. */
+ * count < 0: forever. Up to four sites at once; arming one again replaces
+ * its rule. site NULL disarms everything. */
 SSEG_HIDDEN void sseg_test_fault(const char *site, int skip, int count, int err);
 
 #endif

@@ -175,7 +175,24 @@ static int expected_peers(struct sseg *seg, const struct sseg_blob *blobs)
 	return expected;
 }
 
-static int serve_peers(struct sseg *seg, const struct sseg_blob *blobs, int fd)
+/* The backend's say before a peer is answered (a trust list to extend). */
+static int admit_peer(struct sseg *seg, const struct sseg_blob *blobs, int rank, int conn,
+		      sseg_channel_admit_fn admit)
+{
+	pid_t pid = 0;
+	int rc;
+
+	if (!admit)
+		return 0;
+	rc = sseg_os_peer_cred(conn, &pid, NULL);
+	if (!rc)
+		rc = admit(seg, &blobs[rank], pid);
+	return rc ? sseg_err_wrap(rc, "owner rank %d could not admit rank %d", seg->opts.rank,
+				  rank) : 0;
+}
+
+static int serve_peers(struct sseg *seg, const struct sseg_blob *blobs, int fd,
+		       sseg_channel_admit_fn admit)
 {
 	double deadline = sseg_os_deadline(sseg_timeout_ms(seg));
 	struct sseg_os_acceptor *a;
@@ -203,7 +220,9 @@ static int serve_peers(struct sseg *seg, const struct sseg_blob *blobs, int fd)
 			close(conn);
 			continue;
 		}
-		rc = send_reply(seg, conn, fd, rank, deadline);
+		rc = admit_peer(seg, blobs, rank, conn, admit);
+		if (!rc)
+			rc = send_reply(seg, conn, fd, rank, deadline);
 		if (rc) {
 			close(conn);
 			break;
@@ -249,9 +268,10 @@ static int collect_acks(struct sseg *seg)
 
 /* On failure the listener closes at once: peers still on their way get a
  * refused or reset connection now, not a wait for their own timeout. */
-int sseg_channel_hand_over(struct sseg *seg, const struct sseg_blob *blobs, int fd)
+int sseg_channel_hand_over(struct sseg *seg, const struct sseg_blob *blobs, int fd,
+			   sseg_channel_admit_fn admit)
 {
-	int rc = serve_peers(seg, blobs, fd);
+	int rc = serve_peers(seg, blobs, fd, admit);
 
 	if (!rc)
 		rc = collect_acks(seg);
@@ -347,11 +367,19 @@ int sseg_channel_fetch(struct sseg *seg, const struct sseg_blob *owner, int *fd,
 	if (rc)
 		return sseg_err_wrap(rc, "could not reach owner rank %u", owner->rank);
 	rc = check_listener(seg, owner, sock);
-	if (!rc)
-		rc = exchange_hello(seg, owner, sock, fd);
 	if (rc) {
 		close(sock);
 		return rc;
+	}
+	rc = exchange_hello(seg, owner, sock, fd);
+	if (rc) {
+		/* Tell the owner why (a full fd table, say), as a mapping
+		 * failure would be told; the sentence stays ours. */
+		char why[SSEG_ERR_MAX];
+
+		snprintf(why, sizeof(why), "%s", sseg_last_error());
+		sseg_channel_ack(sock, rc, 100);
+		return sseg_err(rc, "%s", why);
 	}
 	*owner_sock = sock;
 	return 0;

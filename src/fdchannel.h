@@ -7,27 +7,30 @@
 #ifndef SSEG_FDCHANNEL_H
 #define SSEG_FDCHANNEL_H
 
+#include <sys/types.h>
+
 #include "blob.h"
 #include "internal.h"
 
 struct sseg;
-
-/* The channel's state inside the segment (owner only). */
-struct sseg_channel {
-	int fd;                       /* the listening socket; -1 */
-	int *peer_fds;                /* connections awaiting acks, indexed by rank */
-	char sock_name[SSEG_SOCK_NAME_MAX + 1];
-	uint8_t token[SSEG_TOKEN_LEN];
-};
+struct sseg_channel; /* its state inside the segment: object.h */
 
 SSEG_HIDDEN void sseg_channel_init(struct sseg_channel *ch);
 /* Owner, in create: open the socket (SSEG_HELD_CHANNEL). */
 SSEG_HIDDEN int sseg_channel_listen(struct sseg *seg);
 /* The owner's handle section: obtained pages, sizes, socket name, token. */
 SSEG_HIDDEN void sseg_channel_describe(const struct sseg *seg, struct sseg_blob_handle *h);
+/* Called for each local peer after it proved membership and before it is
+ * answered: a backend whose handles need the importer named first (a trust
+ * list of pids) does it here. pid is the peer's as this process's PID
+ * namespace sees it (SO_PEERCRED; 0 when outside it); peer is its blob. */
+typedef int (*sseg_channel_admit_fn)(struct sseg *seg, const struct sseg_blob *peer, pid_t pid);
+
 /* Owner, in complete: hand fd to every local peer (fd < 0: the peers import
- * by handle and only need the barrier), then collect every ack. */
-SSEG_HIDDEN int sseg_channel_hand_over(struct sseg *seg, const struct sseg_blob *blobs, int fd);
+ * by handle and only need the barrier; admit may be NULL), then collect
+ * every ack. */
+SSEG_HIDDEN int sseg_channel_hand_over(struct sseg *seg, const struct sseg_blob *blobs, int fd,
+				       sseg_channel_admit_fn admit);
 /* Peer, in complete: reach the owner, prove membership, receive its fd
  * (fd NULL: only the go-ahead); *owner_sock stays open for the ack. */
 SSEG_HIDDEN int sseg_channel_fetch(struct sseg *seg, const struct sseg_blob *owner, int *fd,

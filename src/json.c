@@ -1,4 +1,5 @@
 /* A small JSON writer: compact, escaped, enough for the library's facts. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "json.h"
@@ -81,4 +82,42 @@ void sseg_json_tristate(struct sseg_json *j, const char *k, int value)
 {
 	key(j, k);
 	fputs(value < 0 ? "null" : value ? "true" : "false", j->out);
+}
+
+void sseg_json_opt_int(struct sseg_json *j, const char *k, long long value)
+{
+	key(j, k);
+	if (value < 0)
+		fputs("null", j->out);
+	else
+		fprintf(j->out, "%lld", value);
+}
+
+int sseg_json_render(void (*doc)(struct sseg_json *j, const void *ctx), const void *ctx,
+		     char *buf, size_t len)
+{
+	struct sseg_json j;
+	char *text = NULL;
+	size_t n = 0;
+	FILE *f;
+
+	if (!buf && len)
+		return sseg_err(-EINVAL, "no buffer for %zu bytes of JSON", len);
+	f = open_memstream(&text, &n);
+	if (!f)
+		return sseg_err(-ENOMEM, "out of memory");
+	sseg_json_init(&j, f);
+	doc(&j, ctx);
+	if (fclose(f) || !text || n > INT32_MAX) {
+		free(text);
+		return sseg_err(-ENOMEM, "out of memory");
+	}
+	if (len) {
+		size_t copy = n < len ? n : len - 1;
+
+		memcpy(buf, text, copy);
+		buf[copy] = '\0';
+	}
+	free(text);
+	return (int)n;
 }

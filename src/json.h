@@ -25,5 +25,12 @@ SSEG_HIDDEN void sseg_json_u64(struct sseg_json *j, const char *key, uint64_t va
 SSEG_HIDDEN void sseg_json_bool(struct sseg_json *j, const char *key, bool value);
 /* -1 (unknown) as null, else true/false. */
 SSEG_HIDDEN void sseg_json_tristate(struct sseg_json *j, const char *key, int value);
+/* A negative value (unknown) as null. */
+SSEG_HIDDEN void sseg_json_opt_int(struct sseg_json *j, const char *key, long long value);
+
+/* Writes the document doc(j, ctx) writes into buf as snprintf does: at
+ * most len bytes, NUL included; returns the whole length or -errno. */
+SSEG_HIDDEN int sseg_json_render(void (*doc)(struct sseg_json *j, const void *ctx),
+				 const void *ctx, char *buf, size_t len);
 
 #endif

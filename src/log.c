@@ -3,12 +3,14 @@
  * counted, so a stalled reader of stderr cannot stall the fd channel. */
 #include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "log.h"
+#include "util.h"
 
 static pthread_once_t level_once = PTHREAD_ONCE_INIT;
 static int max_level = SSEG_LOG_WARN;

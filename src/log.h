@@ -3,7 +3,7 @@
 #ifndef SSEG_LOG_H
 #define SSEG_LOG_H
 
-#include "error.h"
+#include "hidden.h"
 #include "sharedseg.h"
 
 SSEG_HIDDEN void sseg_log(enum sseg_log_level level, const char *fmt, ...)

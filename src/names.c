@@ -92,12 +92,12 @@ int sseg_parse_backend(const char *text, enum sseg_backend *backend)
 	size_t n = 1;
 	int v = 0, rc;
 
-	for (int b = SSEG_BACKEND_MEMFD; n < ARRAY_SIZE(names); b++) {
-		const struct sseg_backend_ops *ops = sseg_backend_get((enum sseg_backend)b);
+	for (int i = 0; n < ARRAY_SIZE(names); i++) {
+		const struct sseg_backend_ops *ops = sseg_backend_nth(i);
 
 		if (!ops)
 			break;
-		names[n++] = (struct name_value){ ops->name, b };
+		names[n++] = (struct name_value){ ops->name, (int)ops->kind };
 	}
 	rc = parse_name(names, n, "backend", text, &v);
 	if (!rc)

@@ -5,7 +5,6 @@
 #define SSEG_OBJECT_H
 
 #include "blob.h"
-#include "fdchannel.h"
 #include "internal.h"
 #include "os/host.h"
 
@@ -20,6 +19,14 @@ enum sseg_stage {
 
 struct sseg_backend_ops;
 struct sseg_hostreg;
+
+/* The owner's fd channel (fdchannel.c). */
+struct sseg_channel {
+	int fd;                       /* the listening socket; -1 */
+	int *peer_fds;                /* connections awaiting acks, indexed by rank */
+	char sock_name[SSEG_SOCK_NAME_MAX + 1];
+	uint8_t token[SSEG_TOKEN_LEN];
+};
 
 struct sseg {
 	char name[SSEG_NAME_MAX + 1];

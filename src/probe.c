@@ -24,11 +24,11 @@ static void append(char *buf, size_t len, const char *line)
  * tried only where a free 2 MiB page exists to try them on. */
 static void probe_memfd(struct sseg_probe *p)
 {
-	struct sseg_probe_backend memfd = { .sz = sizeof(memfd) };
 	int fd;
 
-	p->memfd_ok = p->sealing_ok =
-		!sseg_backend_probe(sseg_backend_get(SSEG_BACKEND_MEMFD), &memfd);
+	p->memfd_ok = p->sealing_ok = !sseg_os_memfd_create("sseg:probe", 4096, 0, &fd);
+	if (p->memfd_ok)
+		close(fd);
 	if (!p->memfd_ok)
 		append(p->advice, sizeof(p->advice),
 		       "memfd_create with sealing failed: a kernel >= 3.17 is needed");

@@ -1,9 +1,9 @@
 /* sseg_probe_json: the probe's facts as one JSON document, the schema of
  * `sharedseg probe --json` and of Python's sharedseg.probe(). Bump
  * PROBE_SCHEMA when a key changes meaning or goes away. */
-#include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "json.h"
 
 #define PROBE_SCHEMA 1
@@ -104,18 +104,19 @@ static void advice(struct sseg_json *j, const char *text)
 	sseg_json_end(j, ']');
 }
 
-static void document(struct sseg_json *j, const struct sseg_probe *p)
+static void document(struct sseg_json *j, const void *ctx)
 {
+	const struct sseg_probe *p = ctx;
+
 	sseg_json_begin(j, NULL, '{');
 	sseg_json_int(j, "schema", PROBE_SCHEMA);
 	host_facts(j, p);
 	sseg_json_begin(j, "backends", '{');
-	for (int b = SSEG_BACKEND_MEMFD;; b++) {
+	for (int i = 0; sseg_backend_nth(i); i++) {
 		struct sseg_probe_backend facts = { .sz = sizeof(facts) };
 
-		if (sseg_probe_backend((enum sseg_backend)b, &facts))
-			break;
-		backend_facts(j, &facts);
+		if (!sseg_probe_backend(sseg_backend_nth(i)->kind, &facts))
+			backend_facts(j, &facts);
 	}
 	sseg_json_end(j, '}');
 	advice(j, p->advice);
@@ -125,10 +126,6 @@ static void document(struct sseg_json *j, const struct sseg_probe *p)
 int sseg_probe_json(uint64_t size, char *buf, size_t len)
 {
 	struct sseg_probe p = { .sz = sizeof(p) };
-	struct sseg_json j;
-	char *text = NULL;
-	size_t n = 0;
-	FILE *f;
 	int rc;
 
 	if (!buf && len)
@@ -136,26 +133,8 @@ int sseg_probe_json(uint64_t size, char *buf, size_t len)
 	rc = sseg_probe(size, &p);
 	if (rc)
 		return rc;
-	f = open_memstream(&text, &n);
-	if (!f)
-		return sseg_err(-ENOMEM, "out of memory");
-	sseg_json_init(&j, f);
-	document(&j, &p);
-	if (fclose(f) || !text) {
-		free(text);
-		return sseg_err(-ENOMEM, "out of memory");
-	}
-	if (n > INT32_MAX) {
-		free(text);
-		return sseg_err(-EOVERFLOW, "the probe's JSON is too long");
-	}
-	if (len) {
-		size_t copy = n < len ? n : len - 1;
-
-		memcpy(buf, text, copy);
-		buf[copy] = '\0';
-	}
-	free(text);
-	sseg_err_clear();
-	return (int)n;
+	rc = sseg_json_render(document, &p, buf, len);
+	if (rc >= 0)
+		sseg_err_clear();
+	return rc;
 }

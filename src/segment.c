@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "fdchannel.h"
 #include "host.h"
 #include "hostreg.h"
 #include "layout.h"

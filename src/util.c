@@ -1,7 +1,8 @@
+#include <errno.h>
 #include <stdio.h>
 #include <time.h>
 
-#include "internal.h"
+#include "util.h"
 
 double sseg_now(void)
 {

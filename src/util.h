@@ -7,10 +7,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "hidden.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define SSEG_DEFAULT_TIMEOUT_MS 30000
+#define SSEG_ERR_MAX 512 /* one error sentence or log line */
 #define SSEG_2M (2ull << 20)
 #define SSEG_1G (1ull << 30)
 

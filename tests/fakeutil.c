@@ -46,6 +46,7 @@ void tu_fake_load(const char *config, struct tu_fake *fake)
 	SYM(live_contexts, "sseg_fake_cuda_live_contexts");
 	SYM(bugs, "sseg_fake_cuda_bugs");
 	SYM(registration, "sseg_fake_cuda_registration");
+	SYM(granted, "sseg_fake_cuda_granted");
 	SYM(reset, "sseg_fake_cuda_reset");
 	{
 		int (*proc)(const char *, void **, int, unsigned long long) =
@@ -71,5 +72,21 @@ int tu_fake_clean(const struct tu_fake *fake)
 		"the fake driver still holds %d handle(s), %d reservation(s), %d mapping(s), "
 		"%d registration(s), %d context(s); %d rule(s) broken\n",
 		handles, reservations, mappings, registrations, contexts, bugs);
+	return 0;
+}
+
+int tu_solo(const struct sseg_opts *opts, struct sseg_info *info)
+{
+	unsigned char blob[SSEG_BLOB_SIZE];
+	sseg_t *seg;
+	int rc;
+
+	rc = sseg_create(opts, &seg, blob);
+	if (rc)
+		return rc;
+	CHECK_RC(sseg_complete(seg, blob), 0);
+	info->sz = sizeof(*info);
+	CHECK_RC(sseg_info(seg, info), 0);
+	CHECK_RC(sseg_destroy(seg), 0);
 	return 0;
 }

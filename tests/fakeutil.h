@@ -4,6 +4,7 @@
 #define SSEG_FAKEUTIL_H
 
 #include "fake/sseg_fake_cuda.h"
+#include "sharedseg.h"
 
 struct tu_fake {
 	__typeof__(sseg_fake_cuda_fail) *fail;
@@ -16,6 +17,7 @@ struct tu_fake {
 	__typeof__(sseg_fake_cuda_live_contexts) *live_contexts;
 	__typeof__(sseg_fake_cuda_bugs) *bugs;
 	__typeof__(sseg_fake_cuda_registration) *registration;
+	__typeof__(sseg_fake_cuda_granted) *granted;
 	__typeof__(sseg_fake_cuda_reset) *reset;
 	/* The driver's own cuCtxGetCurrent: which context this thread has. */
 	int (*ctx_get_current)(void **ctx);
@@ -27,5 +29,8 @@ struct tu_fake {
 void tu_fake_load(const char *config, struct tu_fake *fake);
 /* Nothing alive in the driver and no rule broken. */
 int tu_fake_clean(const struct tu_fake *fake);
+/* A one-rank segment: created, completed, described into info, destroyed.
+ * Returns create's result (complete and destroy must succeed). */
+int tu_solo(const struct sseg_opts *opts, struct sseg_info *info);
 
 #endif

@@ -8,8 +8,14 @@
 #include "cuda_abi_list.h"
 #include "driver/cuda_abi.h"
 
+/* Our PFN types against the signatures the list spells out: a typo in
+ * either fails the build here; cuda.h's side is compared at run time. */
+#define SSEG_ABI_P_ASSERT(ours, theirs, ...) \
+	_Static_assert(__builtin_types_compatible_p(ours, __VA_ARGS__), #ours " signature");
+SSEG_CUDA_PFN_LIST(SSEG_ABI_P_ASSERT)
+
 static const struct sseg_abi_item ours[] = {
-	SSEG_CUDA_ABI_LIST(SSEG_ABI_V, SSEG_ABI_S, SSEG_ABI_O) { 0, 0 }
+	SSEG_CUDA_ABI_LIST(SSEG_ABI_V, SSEG_ABI_S, SSEG_ABI_O, SSEG_ABI_P_OURS) { 0, 0 }
 };
 
 #ifdef SSEG_HAVE_CUDA_H

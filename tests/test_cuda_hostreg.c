@@ -1,12 +1,89 @@
 /* Host registration of memfd segments through the fake driver: chunks of at
  * most register_chunk bytes cut at entry boundaries (three here), the
- * device address exposed, and every chunk unregistered by destroy. */
+ * device address exposed, and every chunk unregistered by destroy. Cuts
+ * fall on page boundaries where the layout has one within reach, even for
+ * entries aligned below 4 KiB (gVisor refuses a registration that does not
+ * start on a page: register_aligned=1). A chunk the driver refuses as an
+ * invalid value is halved once; a second refusal is the error. */
 #include <string.h>
 
 #include "fakeutil.h"
 #include "testutil.h"
 
 #define MIB (1ull << 20)
+
+/* Entries of 12345 bytes at a 64-byte stride (12352): only every 64th
+ * entry starts on a page. */
+static void aligned_cuts(struct tu_fake *fake)
+{
+	struct sseg_block_desc block = { .name = "kv", .count = 1000, .bytes = 12345 };
+	struct sseg_layout *layout;
+	struct sseg_info info = { .sz = sizeof(info) };
+	struct tu_rank r[1];
+	size_t bytes = 0;
+	unsigned flags;
+	void *p;
+	int n = 0;
+
+	CHECK(fake->configure("register_aligned=1") == 0);
+	CHECK_RC(sseg_layout_create(&block, 1, SSEG_LAYOUT_GROUPED, 64, &layout), 0);
+	memset(r, 0, sizeof(r));
+	r[0].opts = (struct sseg_opts){ .sz = sizeof(struct sseg_opts), .name = "hostreg-odd",
+					.world_size = 1, .layout = layout, .pages = SSEG_PAGES_BASE,
+					.flags = SSEG_F_HOST_REGISTER, .register_chunk = 2 * MIB };
+	CHECK(tu_run_inproc(r, 1) == 0);
+	CHECK_RC(sseg_info(r[0].seg, &info), 0);
+	for (; fake->registration(n, &p, &bytes, &flags) == 0; n++) {
+		uint64_t off = (uint64_t)((unsigned char *)p - (unsigned char *)info.base);
+
+		CHECK(off % 4096 == 0 && (off % 12352 == 0 || off >= 1000 * 12352ull));
+		CHECK(bytes <= 2 * MIB);
+	}
+	CHECK(n == info.registered_chunks && n >= 6);
+	tu_destroy_all(r, 1);
+	sseg_layout_destroy(layout);
+	CHECK(fake->configure("register_aligned=0") == 0);
+	CHECK(tu_fake_clean(fake));
+}
+
+/* A one-rank registered segment: complete's result must be expect, and
+ * its error must name each needle. */
+static void solo_register(uint64_t chunk, int expect, const char *const *needles,
+			  struct sseg_info *info)
+{
+	SSEG_OPTS(o, .name = "hostreg-half", .size = 16 * MIB, .world_size = 1,
+		  .pages = SSEG_PAGES_BASE, .flags = SSEG_F_HOST_REGISTER, .register_chunk = chunk);
+	unsigned char blob[SSEG_BLOB_SIZE];
+	sseg_t *seg;
+
+	CHECK_RC(sseg_create(&o, &seg, blob), 0);
+	CHECK_RC(sseg_complete(seg, blob), expect);
+	for (; needles && *needles; needles++)
+		CHECK_ERR_HAS(*needles);
+	info->sz = sizeof(*info);
+	CHECK_RC(sseg_info(seg, info), 0);
+	CHECK_RC(sseg_destroy(seg), 0);
+}
+
+/* 8 MiB chunks where the driver pins at most 5 MiB at once: halved to 4;
+ * at most 3 MiB: the halved chunk is refused too, and that is the error. */
+static void halving(struct tu_fake *fake)
+{
+	static const char *const refused[] = {
+		"chunk 1 of 4 (4194304 bytes at offset 0, the chunk halved once already)",
+		"CUDA_ERROR_INVALID_VALUE", NULL,
+	};
+	struct sseg_info info;
+
+	CHECK(fake->configure("max_register=5242880") == 0);
+	solo_register(8 * MIB, 0, NULL, &info);
+	CHECK(info.registered_chunks == 4);
+	CHECK(fake->calls("cuMemHostRegister") == 5); /* one refused, four of half the size */
+	CHECK(fake->configure("max_register=3145728") == 0);
+	solo_register(8 * MIB, -EINVAL, refused, &info);
+	CHECK(fake->configure("max_register=549755813887") == 0);
+	CHECK(tu_fake_clean(fake));
+}
 
 int main(void)
 {
@@ -67,6 +144,9 @@ int main(void)
 	tu_destroy_all(r, 1);
 	CHECK(tu_fake_clean(&fake));
 	sseg_layout_destroy(layout);
+	aligned_cuts(&fake);
+	fake.reset();
+	halving(&fake);
 	printf("cuda_hostreg: ok\n");
 	return 0;
 }

@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -188,6 +189,8 @@ static void check_bad_arguments(struct result *r)
 	CHECK(expect(r, 2, "bad pages") && strstr(r->err, "'huge'"));
 	run("probe --frob", r);
 	CHECK(expect(r, 2, "unknown option") && strstr(r->err, "--frob"));
+	run("ls --frob", r);
+	CHECK(expect(r, 2, "unknown ls option") && strstr(r->err, "--frob"));
 }
 
 static void check_probe(struct result *r)
@@ -198,6 +201,11 @@ static void check_probe(struct result *r)
 	CHECK(strstr(r->out, "\"memfd\"") && strstr(r->out, "\"hugetlb_pools\""));
 	run("probe", r);
 	CHECK(expect(r, 0, "probe") && strstr(r->out, "kernel"));
+	run("ls --json", r);
+	CHECK(expect(r, 0, "ls --json") && is_json_object(r->out));
+	CHECK(strstr(r->out, "\"schema\": 1") && strstr(r->out, "\"segments\""));
+	run("ls", r);
+	CHECK(expect(r, 0, "ls"));
 }
 
 static void check_demo(struct result *r)
@@ -228,8 +236,48 @@ static void check_hugetlb_refused(struct result *r)
 		fprintf(stderr, "this machine has a 1 GiB HugeTLB pool; nothing to refuse\n");
 		return;
 	}
-	CHECK(expect(r, 1, "hugetlb-1G"));
+	/* A page kind or backend the machine does not offer: exit 2, as
+	 * the help says. */
+	CHECK(expect(r, 2, "hugetlb-1G"));
 	CHECK(strstr(r->err, "HugeTLB"));
+	setenv("SSEG_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
+	run("demo --ranks 2 --size 8MiB --backend cuda", r);
+	unsetenv("SSEG_CUDA_LIBRARY");
+	CHECK(expect(r, 2, "backend cuda without a driver"));
+	CHECK(strstr(r->err, "no CUDA driver"));
+}
+
+/* SIGTERM to the demo reaches its ranks: none outlives it holding the
+ * segment. */
+static void check_sigterm(struct result *r)
+{
+	const char *build = getenv("SSEG_BUILD_DIR");
+	char name[64], path[512], text[4096];
+	int status;
+	pid_t pid;
+
+	tu_name(name, sizeof(name), "sseg-cli-term");
+	snprintf(path, sizeof(path), "%s/sharedseg", build);
+	pid = fork();
+	if (pid == 0) {
+		execl(path, path, "demo", "--ranks", "4", "--size", "1GiB", "--pages", "base",
+		      "--populate", "lazy", "--name", name, "--timeout", "60000", (char *)NULL);
+		_exit(127);
+	}
+	/* Once every rank maps it, the segment is listed; then stop. */
+	for (int i = 0; i < 200; i++) {
+		sseg_list_json(text, sizeof(text));
+		if (strstr(text, name))
+			break;
+		usleep(50 * 1000);
+	}
+	CHECK(strstr(text, name));
+	kill(pid, SIGTERM);
+	status = tu_wait(pid, 10000);
+	CHECK(status == 128 + SIGTERM || status == 143);
+	sseg_list_json(text, sizeof(text));
+	CHECK(!strstr(text, name)); /* no rank left holding it */
+	(void)r;
 }
 
 /* The fake CUDA driver, as a user would point the tool at a driver. */
@@ -273,6 +321,7 @@ int main(void)
 	check_probe(&r);
 	check_demo(&r);
 	check_hugetlb_refused(&r);
+	check_sigterm(&r);
 	check_cuda_fake(&r);
 	return 0;
 }

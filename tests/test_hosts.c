@@ -4,6 +4,7 @@
 
 #include "host.h"
 #include "os/host.h"
+#include "os/memory.h"
 #include "testutil.h"
 
 #define SZ (1u << 20)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "os/host.h"
+#include "os/memory.h"
 #include "os/hugepage.h"
 #include "testutil.h"
 

@@ -62,8 +62,8 @@ int main(void)
 		 "lib=$(ls %s/prefix/lib*/libsharedseg.so.0 | head -1) && "
 		 "objdump -p $lib | grep -q 'SONAME *libsharedseg.so.0' && "
 		 "! nm -D --defined-only $lib | awk '{print $3}' | grep -v '^sseg_' | "
-		 "grep -v '^SHAREDSEG_0$' | grep . && "
-		 "! nm -D --defined-only $lib | grep -q -e sseg_err -e sseg_test_ -e os_",
+		 "grep -v '^SHAREDSEG_0[.][0-9]*$' | grep . && "
+		 "! nm -D --defined-only $lib | grep -q -e sseg_err -e sseg_test_ -e sseg_os_",
 		 dir);
 	CHECK(run(cmd) == 0);
 	/* The installed CLI runs. */

@@ -10,7 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "os/file.h"
 #include "os/host.h"
+#include "os/memory.h"
 #include "os/hugepage.h"
 #include "os/memfd.h"
 #include "os/numa.h"

@@ -290,6 +290,14 @@ void tu_destroy_all(struct tu_rank *ranks, int n)
 	}
 }
 
+double tu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 int tu_count_fds(void)
 {
 	DIR *d = opendir("/proc/self/fd");

@@ -91,6 +91,8 @@ void tu_destroy_all(struct tu_rank *ranks, int n);
 
 /* Counts of this process's open fds and mappings, to prove nothing leaked. */
 int tu_count_fds(void);
+/* CLOCK_MONOTONIC seconds. */
+double tu_now(void);
 struct tu_maps {
 	int memfd;             /* memfd mappings */
 	uint64_t window_bytes; /* anonymous PROT_NONE bytes (address windows) */

@@ -29,6 +29,8 @@ int demo_main(int argc, char **argv);
 void demo_help(FILE *out);
 int bench_main(int argc, char **argv);
 void bench_help(FILE *out);
+int ls_main(int argc, char **argv);
+void ls_help(FILE *out);
 
 /* ---- options (args.c): --name VALUE or --name=VALUE ---- */
 
@@ -96,6 +98,26 @@ void json_bool(struct json *j, const char *key, bool value);
 void json_finish(struct json *j);
 /* Writes a compact JSON text (the library's) indented, with a newline. */
 void json_pretty(FILE *out, const char *text);
+
+/* ---- JSON reader (json_read.c): the library's documents ---- */
+
+enum jtype { JSON_NULL, JSON_BOOL, JSON_NUMBER, JSON_STRING, JSON_ARRAY, JSON_OBJECT };
+
+struct jval {
+	enum jtype type;
+	char *key;   /* inside an object */
+	char *str;   /* JSON_STRING */
+	double num;  /* JSON_NUMBER, JSON_BOOL (1 true) */
+	int n;       /* JSON_ARRAY, JSON_OBJECT */
+	struct jval **items;
+};
+
+/* NULL when text is not one JSON value. */
+struct jval *json_parse(const char *text);
+void json_value_free(struct jval *v);
+const struct jval *json_get(const struct jval *obj, const char *key);
+double json_num(const struct jval *obj, const char *key, double fallback); /* null: fallback */
+const char *json_str(const struct jval *obj, const char *key);           /* "" when absent */
 
 /* ---- host memory (meminfo.c) ---- */
 

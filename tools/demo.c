@@ -18,6 +18,27 @@
 #define DEFAULT_TIMEOUT_MS 30000
 #define PROGRESS_MIN_SIZE (1ull << 30)
 #define POLL_MS 200
+/* How long the ranks get to go after the demo is told to stop. */
+#define STOP_GRACE_S 3.0
+
+/* SIGTERM, SIGINT or SIGHUP to the demo: passed on to every rank, which
+ * ends it and unmaps; the demo waits for them before it exits. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig)
+{
+	stop_signal = sig;
+}
+
+static void catch_stop_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_stop };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
 
 enum {
 	OPT_RANKS = 1, OPT_SIZE, OPT_BACKEND, OPT_PAGES, OPT_POPULATE, OPT_NUMA, OPT_THREADS,
@@ -183,6 +204,9 @@ static int spawn_ranks(struct parent *p)
 			break;
 		}
 		if (pid == 0) {
+			signal(SIGTERM, SIG_DFL);
+			signal(SIGINT, SIG_DFL);
+			signal(SIGHUP, SIG_DFL);
 			close(fds[0]);
 			_exit(demo_rank_main(p->c, r, fds[1]));
 		}
@@ -255,6 +279,20 @@ static void reap(struct parent *p, int flags)
 	}
 }
 
+/* Passes the signal on and waits a little for every rank to end. */
+static void stop_ranks(struct parent *p, int sig)
+{
+	double deadline = cli_now() + STOP_GRACE_S;
+
+	for (int r = 0; r < p->c->ranks; r++)
+		if (p->pids[r] > 0)
+			kill(p->pids[r], sig);
+	while (p->nalive > 0 && cli_now() < deadline) {
+		usleep(20 * 1000);
+		reap(p, WNOHANG);
+	}
+}
+
 static void kill_stragglers(struct parent *p)
 {
 	for (int r = 0; r < p->c->ranks; r++)
@@ -299,6 +337,10 @@ static void collect(struct parent *p)
 	bool open = true;
 
 	while (open || p->nalive > 0) {
+		if (stop_signal) {
+			stop_ranks(p, stop_signal);
+			break;
+		}
 		if (cli_now() > deadline) {
 			p->res.timed_out = true;
 			kill_stragglers(p);
@@ -331,10 +373,16 @@ static int run_parent(const struct demo_config *c)
 		return CLI_FAIL;
 	}
 	fflush(NULL); /* the ranks must not repeat buffered output */
+	catch_stop_signals();
 	if (spawn_ranks(&p) == 0 || p.nalive > 0)
 		collect(&p);
 	if (p.nalive > 0)
 		kill_stragglers(&p);
+	if (stop_signal) {
+		fprintf(stderr, "sharedseg demo: stopped by signal %d; every rank has ended\n",
+			(int)stop_signal);
+		return 128 + stop_signal;
+	}
 	note_exits(&p);
 	ok = demo_all_verified(c, &p.res);
 	if (c->json)
@@ -353,6 +401,36 @@ static int run_parent(const struct demo_config *c)
 	return ok ? CLI_OK : CLI_FAIL;
 }
 
+/* Asked in a child: a GPU driver initialised in this process would not
+ * work in the ranks it then forks. */
+static bool supported(const struct demo_config *c)
+{
+	char why[512] = "";
+	int fds[2], status = 0;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC))
+		return true; /* the ranks will say it themselves */
+	pid = fork();
+	if (pid == 0) {
+		int rc = sseg_supported(c->backend, c->pages);
+
+		if (rc)
+			(void)!write(fds[1], sseg_last_error(), strlen(sseg_last_error()));
+		_exit(rc ? 1 : 0);
+	}
+	close(fds[1]);
+	n = pid > 0 ? read(fds[0], why, sizeof(why) - 1) : 0;
+	close(fds[0]);
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return true;
+	why[n > 0 ? n : 0] = '\0';
+	if (WEXITSTATUS(status))
+		fprintf(stderr, "sharedseg demo: %s\n", why);
+	return WEXITSTATUS(status) == 0;
+}
+
 int demo_main(int argc, char **argv)
 {
 	struct demo_config c;
@@ -360,6 +438,10 @@ int demo_main(int argc, char **argv)
 
 	if (rc)
 		return rc < 0 ? CLI_OK : rc;
+	/* What this machine cannot offer is a usage error (exit 2), as the
+	 * help says, not a failure of the run. */
+	if (!supported(&c))
+		return CLI_USAGE;
 	if (host_mem_read(&c.baseline)) {
 		fprintf(stderr, "sharedseg demo: cannot read /proc/meminfo: %s\n", strerror(errno));
 		return CLI_FAIL;

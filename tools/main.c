@@ -11,6 +11,8 @@ static const struct cli_command commands[] = {
 	  demo_main, demo_help },
 	{ "bench", "population rate, peer attach time and read bandwidth against baselines",
 	  bench_main, bench_help },
+	{ "ls", "the segments live on this host: who maps them, how much is resident",
+	  ls_main, ls_help },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -44,10 +46,11 @@ static void main_help(FILE *out)
 		"  sharedseg probe --size 16GiB\n"
 		"  sharedseg demo --ranks 8 --size 4GiB --pages thp\n"
 		"  sharedseg bench --size 1GiB --pages base --reps 5\n"
+		"  sharedseg ls\n"
 		"\n"
 		"Exit status: 0 success, 1 a failure (the library's error is printed),\n"
 		"2 a bad argument or a page kind/backend this machine does not offer.\n"
-		"SSEG_LOG=error|warn|info|debug sets the library's log level (default warn).\n");
+		"SSEG_LOG=off|error|warn|info|debug sets the library's log level (default warn).\n");
 }
 
 static int help_command(int argc, char **argv)
@@ -60,7 +63,7 @@ static int help_command(int argc, char **argv)
 	}
 	c = find_command(argv[1]);
 	if (!c)
-		return cli_usage_error("help", "unknown command '%s' (commands: probe, demo, bench)",
+		return cli_usage_error("help", "unknown command '%s' (commands: probe, demo, bench, ls)",
 				       argv[1]);
 	c->help(stdout);
 	return CLI_OK;
@@ -88,7 +91,7 @@ int main(int argc, char **argv)
 	c = find_command(argv[1]);
 	if (!c)
 		return cli_usage_error(NULL,
-				       "unknown command '%s' (commands: probe, demo, bench; see "
+				       "unknown command '%s' (commands: probe, demo, bench, ls; see "
 				       "sharedseg --help)",
 				       argv[1]);
 	return c->run(argc - 1, argv + 1);

@@ -20,6 +20,14 @@ const struct sseg_backend_ops *sseg_backend_get(enum sseg_backend backend)
 	return table[backend];
 }
 
+const struct sseg_backend_ops *sseg_backend_nth(int i)
+{
+	for (size_t k = 0; k < ARRAY_SIZE(table); k++)
+		if (table[k] && i-- == 0)
+			return table[k];
+	return NULL;
+}
+
 static int hostreg_usable(const struct sseg_backend_ops *ops, char *why, size_t len)
 {
 	if (!ops->hostreg) {

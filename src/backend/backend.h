@@ -31,6 +31,9 @@ struct sseg_hostreg_ops {
 	 * caller's own (a framework's context is never left changed). */
 	int (*enter)(void *dev, void **saved);
 	void (*leave)(void *dev, void *saved);
+	/* -EINVAL only for a range the driver refused as an invalid value
+	 * (what it answers when it cannot pin that much at once): the core
+	 * halves the chunk once and retries. */
 	int (*register_range)(void *dev, void *addr, uint64_t len, bool readonly);
 	int (*unregister_range)(void *dev, void *addr);
 	int (*device_pointer)(void *dev, void *addr, uint64_t *device_addr);
@@ -93,6 +96,9 @@ struct sseg_backend_ops {
 /* The backend table: by enum value; NULL for a number that is no backend.
  * AUTO resolves to memfd. */
 SSEG_HIDDEN const struct sseg_backend_ops *sseg_backend_get(enum sseg_backend backend);
+/* The i-th backend of the table (from 0), NULL past the last: how the
+ * core lists backends without naming one. */
+SSEG_HIDDEN const struct sseg_backend_ops *sseg_backend_nth(int i);
 /* The backend for host registration: kind if it has a host-registration
  * driver, or for AUTO the first in the table whose driver is usable.
  * NULL with the sentence set when there is none. */

@@ -1,9 +1,10 @@
 /* The cuda backend: the segment is CUDA VMM host memory (cuMemCreate on a
- * HOST_NUMA location), pinned for DMA by construction. Peers get it as a
- * fabric handle in the owner's blob when a real create-and-export probe
- * passed, else as a POSIX fd over the core's fd channel. Every driver
- * resource is a stage released in reverse order; a handle is released at
- * most once. */
+ * HOST_NUMA location), pinned for DMA by construction. The owner always
+ * exports a POSIX fd, which the peers on its host collect over the core's
+ * fd channel; where a real fabric probe passed, the allocation carries a
+ * fabric handle too, in the owner's blob, for ranks on other hosts of one
+ * NVLink domain. Every driver resource is a stage released in reverse
+ * order; a handle is released at most once. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,9 +32,23 @@ struct cuda_state {
 	CUdeviceptr ptr;
 	uint64_t reserved;
 	int export_fd;
-	int fabric;
-	int node;
+	int fabric;       /* owner: its blob carries a fabric handle; peer: imported one */
+	int node;         /* the memory's host node: the owner's */
+	CUdevice owner;   /* the memory's device, as this process numbers it; -1 unknown */
+	char owner_uuid[48];
 };
+
+/* The handle section's data, this backend's own: the fabric handle (zero
+ * without one), the owner GPU's UUID and whether it is known, the owner's
+ * host node (little-endian). */
+enum {
+	DATA_FABRIC = 0,
+	DATA_UUID = CU_IPC_HANDLE_SIZE,
+	DATA_HAS_UUID = DATA_UUID + 16,
+	DATA_NODE = DATA_HAS_UUID + 4,
+	DATA_END = DATA_NODE + 4,
+};
+_Static_assert(DATA_END <= SSEG_HANDLE_DATA_LEN, "the handle data holds the cuda section");
 
 static struct cuda_state *state(struct sseg *seg)
 {
@@ -91,6 +106,7 @@ static int enter(struct sseg *seg)
 	if (!st)
 		return sseg_err(-ENOMEM, "out of memory");
 	st->export_fd = -1;
+	st->owner = -1;
 	seg->backend_state = st;
 	seg->held |= SSEG_HELD_BACKEND;
 	rc = sseg_cuda_get(&st->cu);
@@ -103,16 +119,6 @@ static int enter(struct sseg *seg)
 		return rc;
 	st->held |= CU_HELD_CTX;
 	return 0;
-}
-
-static void allocation_prop(const struct cuda_state *st, CUmemAllocationProp *prop)
-{
-	memset(prop, 0, sizeof(*prop));
-	prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
-	prop->requestedHandleTypes = st->fabric ? CU_MEM_HANDLE_TYPE_FABRIC
-						: CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-	prop->location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
-	prop->location.id = st->node;
 }
 
 static int size_segment(struct sseg *seg, const CUmemAllocationProp *prop)
@@ -146,8 +152,7 @@ static int size_segment(struct sseg *seg, const CUmemAllocationProp *prop)
 static int map_handle(struct sseg *seg)
 {
 	struct cuda_state *st = state(seg);
-	CUmemAccessDesc *desc;
-	size_t n;
+	struct sseg_cuda_grant grant;
 	int rc;
 
 	rc = sseg_cuda_result(st->cu->cuMemAddressReserve(&st->ptr, seg->mapped_size,
@@ -162,51 +167,89 @@ static int map_handle(struct sseg *seg)
 	if (rc)
 		return rc;
 	st->held |= CU_HELD_MAPPED;
-	rc = sseg_cuda_access_list(st->cu, st->node, seg->readonly, &desc, &n);
-	if (rc)
-		return rc;
-	rc = sseg_cuda_result(st->cu->cuMemSetAccess(st->ptr, seg->mapped_size, desc, n),
-			      "cuMemSetAccess");
-	free(desc);
+	grant = (struct sseg_cuda_grant){ .ptr = st->ptr, .size = seg->mapped_size,
+					  .node = st->node, .readonly = seg->readonly,
+					  .own = st->device, .owner = st->owner,
+					  .owner_uuid = st->owner_uuid };
+	rc = sseg_cuda_grant_access(st->cu, &grant);
 	if (rc)
 		return rc;
 	seg->base = (void *)(uintptr_t)st->ptr;
 	return 0;
 }
 
+/* NOT_PERMITTED or NOT_SUPPORTED for the fabric type: the allocation goes
+ * on with the fd alone (NCCL retries its cuMemCreate the same way). */
+static CUresult create_handle(struct sseg *seg, CUmemAllocationProp *prop)
+{
+	struct cuda_state *st = state(seg);
+	CUresult r = st->cu->cuMemCreate(&st->handle, seg->mapped_size, prop, 0);
+
+	if (st->fabric && (r == CUDA_ERROR_NOT_PERMITTED || r == CUDA_ERROR_NOT_SUPPORTED)) {
+		sseg_log(SSEG_LOG_INFO,
+			 "segment '%s': cuMemCreate with a fabric handle failed (%s): POSIX fds "
+			 "only, so ranks on other hosts cannot import it",
+			 seg->name, sseg_cuda_error_name(r));
+		st->fabric = 0;
+		prop->requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+		r = st->cu->cuMemCreate(&st->handle, seg->mapped_size, prop, 0);
+	}
+	return r;
+}
+
+static int export_fd(struct cuda_state *st)
+{
+	int rc = sseg_cuda_result(st->cu->cuMemExportToShareableHandle(
+					  &st->export_fd, st->handle,
+					  CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+				  "cuMemExportToShareableHandle(POSIX fd)");
+
+	if (!rc)
+		st->held |= CU_HELD_FD;
+	return rc;
+}
+
+/* The owner's memory belongs to its own device. */
+static void know_own_gpu(struct cuda_state *st)
+{
+	CUuuid uuid;
+
+	st->owner = st->device;
+	if (sseg_cuda_uuid(st->cu, st->device, &uuid))
+		sseg_cuda_uuid_text(&uuid, st->owner_uuid, sizeof(st->owner_uuid));
+}
+
 static int allocate(struct sseg *seg)
 {
 	struct cuda_state *st = state(seg);
 	CUmemAllocationProp prop;
+	CUresult r;
 	int rc;
 
 	rc = sseg_cuda_placement(st->cu, seg, st->device, &st->node);
 	if (rc)
 		return rc;
+	know_own_gpu(st);
 	st->fabric = sseg_cuda_fabric_works(st->cu, st->device, st->node);
-	allocation_prop(st, &prop);
+	sseg_cuda_host_prop(&prop, st->node,
+			    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR |
+				    (st->fabric ? CU_MEM_HANDLE_TYPE_FABRIC : 0));
 	rc = size_segment(seg, &prop);
-	if (!rc)
-		rc = sseg_cuda_result(st->cu->cuMemCreate(&st->handle, seg->mapped_size, &prop, 0),
-				      "cuMemCreate");
+	if (rc)
+		return rc;
+	r = create_handle(seg, &prop);
+	rc = r == CUDA_ERROR_OUT_OF_MEMORY
+		     ? sseg_cuda_result(r, "cuMemCreate(HOST_NUMA)")
+		     : sseg_cuda_result_hint(r, "cuMemCreate(HOST_NUMA)", sseg_cuda_host_numa_hint());
 	if (rc)
 		return rc;
 	st->held |= CU_HELD_HANDLE;
 	rc = map_handle(seg);
-	if (rc)
-		return rc;
-	if (!st->fabric) {
-		rc = sseg_cuda_result(st->cu->cuMemExportToShareableHandle(
-					      &st->export_fd, st->handle,
-					      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
-				      "cuMemExportToShareableHandle(POSIX fd)");
-		if (rc)
-			return rc;
-		st->held |= CU_HELD_FD;
-	}
-	/* The channel is the barrier for fabric peers too: the owner must not
-	 * release its handle before every local peer imported it. */
-	return sseg_channel_listen(seg);
+	if (!rc)
+		rc = export_fd(st);
+	/* The channel is the barrier for other hosts' peers too: the owner
+	 * must not release its handle before its own host's peers imported. */
+	return rc ? rc : sseg_channel_listen(seg);
 }
 
 static int cuda_create_owner(struct sseg *seg)
@@ -231,28 +274,56 @@ static int cuda_reserve(struct sseg *seg)
 	return enter(seg);
 }
 
-static int cuda_export(struct sseg *seg, struct sseg_blob_handle *h)
+/* The owner GPU's UUID (peers find its ordinal and name it in errors) and
+ * the memory's node (peers' host access entry). */
+static void describe_owner(struct cuda_state *st, struct sseg_blob_handle *h)
+{
+	CUuuid uuid;
+
+	if (sseg_cuda_uuid(st->cu, st->device, &uuid)) {
+		memcpy(h->data + DATA_UUID, uuid.bytes, sizeof(uuid.bytes));
+		h->data[DATA_HAS_UUID] = 1;
+	}
+	sseg_put32(h->data + DATA_NODE, (uint32_t)st->node);
+}
+
+/* A fabric handle that cannot be exported leaves the fd: this host's
+ * peers are served all the same, other hosts' are refused by verify. */
+static void export_fabric(struct sseg *seg, struct sseg_blob_handle *h)
 {
 	struct cuda_state *st = state(seg);
 	CUmemFabricHandle fabric;
 	CUcontext saved;
-	int rc;
+	bool entered = sseg_cuda_enter(st->cu, st->ctx, &saved) == 0;
+	CUresult r;
 
-	h->kind = st->fabric ? SSEG_HANDLE_FABRIC : SSEG_HANDLE_FD_CHANNEL;
+	_Static_assert(sizeof(fabric) == DATA_UUID - DATA_FABRIC, "fabric handle size");
+	r = entered ? st->cu->cuMemExportToShareableHandle(&fabric, st->handle,
+							   CU_MEM_HANDLE_TYPE_FABRIC, 0)
+		    : CUDA_ERROR_INVALID_CONTEXT;
+	if (entered)
+		sseg_cuda_leave(st->cu, saved);
+	if (r != CUDA_SUCCESS) {
+		sseg_log(SSEG_LOG_INFO, "segment '%s': exporting its fabric handle failed (%s): "
+			 "ranks on other hosts cannot import it", seg->name,
+			 sseg_cuda_error_name(r));
+		st->fabric = 0;
+		return;
+	}
+	memcpy(h->data + DATA_FABRIC, &fabric, sizeof(fabric));
+	h->kind = SSEG_HANDLE_FABRIC;
+}
+
+static int cuda_export(struct sseg *seg, struct sseg_blob_handle *h)
+{
+	struct cuda_state *st = state(seg);
+
+	h->kind = SSEG_HANDLE_FD_CHANNEL;
 	sseg_channel_describe(seg, h);
-	if (!st->fabric)
-		return 0;
-	_Static_assert(sizeof(fabric) <= SSEG_HANDLE_DATA_LEN, "fabric handle fits the blob");
-	rc = sseg_cuda_enter(st->cu, st->ctx, &saved);
-	if (rc)
-		return rc;
-	rc = sseg_cuda_result(st->cu->cuMemExportToShareableHandle(&fabric, st->handle,
-								   CU_MEM_HANDLE_TYPE_FABRIC, 0),
-			      "cuMemExportToShareableHandle(fabric)");
-	sseg_cuda_leave(st->cu, saved);
-	if (!rc)
-		memcpy(h->data, &fabric, sizeof(fabric));
-	return rc;
+	describe_owner(st, h);
+	if (st->fabric)
+		export_fabric(seg, h);
+	return 0;
 }
 
 static int cuda_serve(struct sseg *seg, const struct sseg_blob *blobs)
@@ -260,71 +331,103 @@ static int cuda_serve(struct sseg *seg, const struct sseg_blob *blobs)
 	struct cuda_state *st = state(seg);
 	int rc;
 
-	rc = sseg_channel_hand_over(seg, blobs, st->fabric ? -1 : st->export_fd);
+	rc = sseg_channel_hand_over(seg, blobs, st->export_fd, NULL);
 	if (rc)
 		return rc;
-	if (st->held & CU_HELD_FD) {
-		close(st->export_fd);
-		st->export_fd = -1;
-		st->held &= ~CU_HELD_FD;
-	}
+	close(st->export_fd);
+	st->export_fd = -1;
+	st->held &= ~CU_HELD_FD;
 	return 0;
+}
+
+/* What the owner's blob says of the memory: its node, its GPU. */
+static void read_owner(struct cuda_state *st, const struct sseg_blob_handle *h)
+{
+	CUuuid uuid;
+
+	st->node = (int32_t)sseg_get32(h->data + DATA_NODE);
+	if (!h->data[DATA_HAS_UUID])
+		return;
+	memcpy(uuid.bytes, h->data + DATA_UUID, sizeof(uuid.bytes));
+	sseg_cuda_uuid_text(&uuid, st->owner_uuid, sizeof(st->owner_uuid));
+	st->owner = sseg_cuda_device_by_uuid(st->cu, &uuid);
+}
+
+/* Without the owner's IMEX channel a fabric import is NOT_PERMITTED
+ * (cuda.h); other refusals are the device's (peer access). */
+static int import_fabric(struct cuda_state *st, const struct sseg_blob_handle *h)
+{
+	static const char call[] = "cuMemImportFromShareableHandle(fabric)";
+	CUmemFabricHandle fabric;
+	CUresult r;
+
+	memcpy(&fabric, h->data + DATA_FABRIC, sizeof(fabric));
+	r = st->cu->cuMemImportFromShareableHandle(&st->handle, &fabric, CU_MEM_HANDLE_TYPE_FABRIC);
+	if (r == CUDA_ERROR_NOT_PERMITTED)
+		return sseg_cuda_result_hint(
+			r, call,
+			"this process has no access to the owner's IMEX channel (fabric handles "
+			"cross hosts through the IMEX service and a channel under "
+			"/dev/nvidia-caps-imex-channels that both sides share); give each host an "
+			"owner of its own to share over fds instead");
+	return sseg_cuda_no_peer_access(st->cu, r, call, st->device, st->owner_uuid);
 }
 
 static int import_handle(struct sseg *seg, const struct sseg_blob *owner, int fd)
 {
 	struct cuda_state *st = state(seg);
-	CUmemFabricHandle fabric;
 	int rc;
 
-	if (owner->handle.kind == SSEG_HANDLE_FABRIC) {
-		memcpy(&fabric, owner->handle.data, sizeof(fabric));
-		rc = sseg_cuda_result(st->cu->cuMemImportFromShareableHandle(
-					      &st->handle, &fabric, CU_MEM_HANDLE_TYPE_FABRIC),
-				      "cuMemImportFromShareableHandle(fabric)");
-	} else {
-		rc = sseg_cuda_result(st->cu->cuMemImportFromShareableHandle(
-					      &st->handle, (void *)(uintptr_t)fd,
-					      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
-				      "cuMemImportFromShareableHandle(POSIX fd)");
-	}
+	read_owner(st, &owner->handle);
+	if (fd < 0)
+		rc = import_fabric(st, &owner->handle);
+	else
+		rc = sseg_cuda_no_peer_access(
+			st->cu,
+			st->cu->cuMemImportFromShareableHandle(&st->handle, (void *)(uintptr_t)fd,
+							       CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+			"cuMemImportFromShareableHandle(POSIX fd)", st->device, st->owner_uuid);
 	if (rc)
 		return rc;
 	st->held |= CU_HELD_HANDLE;
-	st->fabric = owner->handle.kind == SSEG_HANDLE_FABRIC;
+	st->fabric = fd < 0;
 	seg->mapped_size = owner->handle.mapped_size;
 	seg->page_size = owner->handle.page_size;
 	seg->pages = (enum sseg_pages)owner->handle.pages;
 	return map_handle(seg);
 }
 
+static int import_entered(struct sseg *seg, const struct sseg_blob *owner, int fd)
+{
+	struct cuda_state *st = state(seg);
+	CUcontext saved;
+	int rc = sseg_cuda_enter(st->cu, st->ctx, &saved);
+
+	if (rc)
+		return rc;
+	rc = import_handle(seg, owner, fd);
+	sseg_cuda_leave(st->cu, saved);
+	return rc;
+}
+
+/* This host's peers always take the fd (fabric handles are for other
+ * hosts, and need an IMEX channel this host may not share). */
 static int cuda_import(struct sseg *seg, const struct sseg_blob *blobs)
 {
 	const struct sseg_blob *owner = &blobs[seg->opts.owner_rank];
-	bool fabric = owner->handle.kind == SSEG_HANDLE_FABRIC;
 	int fd = -1, sock, rc;
-	CUcontext saved;
 
 	/* Another host's owner (one NVLink domain): the fabric handle is all
 	 * there is; the caller's own barrier keeps the owner alive meanwhile. */
-	if (!sseg_blob_same_host(owner, &blobs[seg->opts.rank])) {
-		rc = sseg_cuda_enter(state(seg)->cu, state(seg)->ctx, &saved);
-		if (rc)
-			return rc;
-		rc = import_handle(seg, owner, -1);
-		sseg_cuda_leave(state(seg)->cu, saved);
-		return rc;
-	}
+	if (!sseg_blob_same_host(owner, &blobs[seg->opts.rank]))
+		return import_entered(seg, owner, -1);
 	/* Reach the owner first, so that any failure below reaches it as an
 	 * ack instead of a silent wait for its timeout. */
-	rc = sseg_channel_fetch(seg, owner, fabric ? NULL : &fd, &sock);
+	rc = sseg_channel_fetch(seg, owner, &fd, &sock);
 	if (rc)
 		return rc;
-	rc = sseg_cuda_enter(state(seg)->cu, state(seg)->ctx, &saved);
-	if (!rc) {
-		rc = import_handle(seg, owner, fd);
-		sseg_cuda_leave(state(seg)->cu, saved);
-	}
+	rc = fd >= 0 ? import_entered(seg, owner, fd)
+		     : sseg_err(-EPROTO, "owner rank %u sent no fd", owner->rank);
 	if (fd >= 0)
 		close(fd);
 	if (sseg_channel_ack(sock, rc, sseg_timeout_ms(seg)) && !rc)
@@ -429,15 +532,20 @@ static void cuda_describe(const struct sseg *seg, struct sseg_info *info)
 		 st->fabric ? "cuda-fabric" : "cuda-fd");
 }
 
-/* The exported fd only: driver state does not survive fork anyway. */
+/* The driver's handles, mappings and context stay the parent's: a child
+ * closes the exported fd and lets go of the rest without a driver call
+ * (the driver does not work in a forked child), so that its destroy makes
+ * none either. */
 static void cuda_forget_in_child(struct sseg *seg)
 {
 	struct cuda_state *st = state(seg);
 
-	if (st && (st->held & CU_HELD_FD)) {
+	if (!st)
+		return;
+	if (st->held & CU_HELD_FD)
 		close(st->export_fd);
-		st->held &= ~CU_HELD_FD;
-	}
+	st->export_fd = -1;
+	st->held = 0;
 }
 
 const struct sseg_backend_ops sseg_cuda_ops = {

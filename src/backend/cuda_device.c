@@ -1,6 +1,5 @@
 /* Device capabilities, placement and access for the CUDA backend and its
  * host registration. */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,10 +18,14 @@ int sseg_cuda_attribute(const struct sseg_cuda *cu, CUdevice dev, int attr)
 	return r == CUDA_SUCCESS ? value : 0;
 }
 
-/* A capability the path needs: a failed query is named as such, an
- * attribute the driver does not know means a driver too old for it. */
+/* What an attribute the driver does not know (INVALID_VALUE) means. */
+enum unknown_attr { UNKNOWN_IS_NO, UNKNOWN_IS_MAYBE };
+
+/* A capability the path needs: a failed query is named as such; an
+ * attribute the driver does not know means a driver too old for it, or
+ * with UNKNOWN_IS_MAYBE leaves the decision to a real probe. */
 static int require(const struct sseg_cuda *cu, CUdevice dev, int ordinal, int attr,
-		   const char *missing)
+		   const char *missing, enum unknown_attr unknown)
 {
 	int value = 0;
 	CUresult r = cu->cuDeviceGetAttribute(&value, attr, dev);
@@ -31,12 +34,56 @@ static int require(const struct sseg_cuda *cu, CUdevice dev, int ordinal, int at
 	if (r == CUDA_SUCCESS && value)
 		return 0;
 	if (r == CUDA_SUCCESS)
-		return sseg_err(-EOPNOTSUPP, "device %d %s", ordinal, missing);
+		return sseg_err(-EOPNOTSUPP, "device %d %s (attribute %d is 0)", ordinal, missing,
+				attr);
+	if (r == CUDA_ERROR_INVALID_VALUE && unknown == UNKNOWN_IS_MAYBE)
+		return 0;
 	if (r == CUDA_ERROR_INVALID_VALUE)
 		return sseg_err(-EOPNOTSUPP, "device %d %s (the driver does not know attribute "
 				"%d: too old)", ordinal, missing, attr);
 	snprintf(call, sizeof(call), "cuDeviceGetAttribute(%d) of device %d", attr, ordinal);
 	return sseg_cuda_result(r, call);
+}
+
+/* HOST_NUMA VMM memory from driver 12.6 on by default, as NCCL enables
+ * its cuMem host allocations (src/misc/cudawrap.cc: off below 12.2, on by
+ * default from 12.6); SSEG_CUDA_HOST_NUMA_MIN_DRIVER lowers or raises the
+ * bar (12020 is the first driver that has HOST_NUMA locations at all). */
+#define HOST_NUMA_MIN_DRIVER 12060
+
+static int host_numa_min_driver(void)
+{
+	const char *env = getenv("SSEG_CUDA_HOST_NUMA_MIN_DRIVER");
+	char *end;
+	long v;
+
+	if (!env || !*env)
+		return HOST_NUMA_MIN_DRIVER;
+	v = strtol(env, &end, 10);
+	return *end || v < 0 || v > 1000000 ? HOST_NUMA_MIN_DRIVER : (int)v;
+}
+
+/* VMM, a driver new enough, and attribute 141 not saying no. 141 answers
+ * INVALID_VALUE on drivers that predate it (12.2 to 12.8): unknown, and
+ * the real probe decides. */
+static int need_vmm_host(const struct sseg_cuda *cu, CUdevice dev, int ordinal)
+{
+	int min = host_numa_min_driver(), rc;
+
+	rc = require(cu, dev, ordinal, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+		     "does not support VMM", UNKNOWN_IS_NO);
+	if (rc)
+		return rc;
+	if (cu->version < min)
+		return sseg_err(-EOPNOTSUPP,
+				"driver %d.%d: VMM host memory (HOST_NUMA) is used from driver "
+				"%d.%d on, as NCCL does (SSEG_CUDA_HOST_NUMA_MIN_DRIVER=%d accepts "
+				"this driver)",
+				cu->version / 1000, cu->version % 1000 / 10, min / 1000,
+				min % 1000 / 10, cu->version);
+	return require(cu, dev, ordinal,
+		       CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+		       "cannot allocate VMM host memory (HOST_NUMA locations)", UNKNOWN_IS_MAYBE);
 }
 
 int sseg_cuda_device(const struct sseg_cuda *cu, int ordinal, int need, CUdevice *dev)
@@ -50,20 +97,27 @@ int sseg_cuda_device(const struct sseg_cuda *cu, int ordinal, int need, CUdevice
 		return sseg_err(-ENODEV, "device=%d, but the driver sees %d device(s)", ordinal,
 				count);
 	rc = sseg_cuda_result(cu->cuDeviceGet(dev, ordinal), "cuDeviceGet");
-	if (rc || !(need & SSEG_CUDA_NEED_VMM_HOST))
-		return rc;
-	rc = require(cu, *dev, ordinal, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
-		     "does not support VMM");
-	if (!rc)
-		rc = require(cu, *dev, ordinal,
-			     CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
-			     "cannot allocate VMM host memory (HOST_NUMA location; driver 12.2 or "
-			     "newer needed)");
+	if (!rc && (need & SSEG_CUDA_NEED_VMM_HOST))
+		rc = need_vmm_host(cu, *dev, ordinal);
+	/* Attribute 99; one the driver does not know leaves it to the call. */
+	if (!rc && (need & SSEG_CUDA_NEED_REGISTER))
+		rc = require(cu, *dev, ordinal, CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED,
+			     "cannot register host memory", UNKNOWN_IS_MAYBE);
 	return rc;
 }
 
-/* Usable when some device can allocate VMM host memory; else device 0's
- * reason (the one a default segment would meet). */
+/* The node a default segment on dev gets (the driver's word; -1: 0). */
+static int device_node(const struct sseg_cuda *cu, CUdevice dev)
+{
+	int id = -1;
+
+	if (cu->cuDeviceGetAttribute(&id, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, dev) != CUDA_SUCCESS)
+		return 0;
+	return id < 0 ? 0 : id;
+}
+
+/* Usable when some device can allocate VMM host memory for real; else
+ * device 0's reason (the one a default segment would meet). */
 static int any_device(const struct sseg_cuda *cu, int count, char *why, size_t len)
 {
 	char first[SSEG_ERR_MAX];
@@ -73,6 +127,8 @@ static int any_device(const struct sseg_cuda *cu, int count, char *why, size_t l
 		CUdevice dev;
 		int rc = sseg_cuda_device(cu, d, SSEG_CUDA_NEED_VMM_HOST, &dev);
 
+		if (!rc)
+			rc = sseg_cuda_host_vmm_works(cu, dev, device_node(cu, dev));
 		if (!rc) {
 			snprintf(why, len, "available: %d device(s), driver %d", count, cu->version);
 			sseg_err_clear();
@@ -147,114 +203,83 @@ int sseg_cuda_placement(const struct sseg_cuda *cu, struct sseg *seg, CUdevice d
 			"lives on one host node");
 }
 
-/* ---- the fabric probe, cached per (device, node) ---- */
-
-#define FABRIC_CACHE 64
-
-struct fabric_answer {
-	CUdevice dev;
-	int node;
-	bool works;
-};
-
-static pthread_mutex_t fabric_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct fabric_answer fabric_cache[FABRIC_CACHE];
-static int fabric_cached;
-
-static bool try_fabric(const struct sseg_cuda *cu, int node)
+void sseg_cuda_host_prop(CUmemAllocationProp *prop, int node, unsigned types)
 {
-	CUmemAllocationProp prop;
-	CUmemGenericAllocationHandle h;
-	CUmemFabricHandle fabric;
-	size_t gran = 0;
-	bool ok;
-
-	memset(&prop, 0, sizeof(prop));
-	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-	prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_FABRIC;
-	prop.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
-	prop.location.id = node;
-	if (cu->cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) ||
-	    cu->cuMemCreate(&h, gran, &prop, 0))
-		return false;
-	ok = cu->cuMemExportToShareableHandle(&fabric, h, CU_MEM_HANDLE_TYPE_FABRIC, 0) ==
-	     CUDA_SUCCESS;
-	cu->cuMemRelease(h); /* once, whatever it answers */
-	return ok;
+	memset(prop, 0, sizeof(*prop));
+	prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop->requestedHandleTypes = (CUmemAllocationHandleType)types;
+	prop->location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+	prop->location.id = node;
 }
 
-static const struct fabric_answer *cached(CUdevice dev, int node)
+/* NCCL's probe says as much ("Docker in particular is known to disable
+ * get_mempolicy ... --cap-add SYS_NICE"); NCCL issue 2190 traced refusals
+ * to nodes without CPUs. Which CUresult each gives is not documented. */
+const char *sseg_cuda_host_numa_hint(void)
 {
-	for (int i = 0; i < fabric_cached; i++)
-		if (fabric_cache[i].dev == dev && fabric_cache[i].node == node)
-			return &fabric_cache[i];
-	return NULL;
+	return "seccomp refusing get_mempolicy/mbind without CAP_SYS_NICE (docker run "
+	       "--cap-add SYS_NICE), or a NUMA node without CPUs; backend=memfd with "
+	       "SSEG_F_HOST_REGISTER needs neither";
 }
 
-int sseg_cuda_fabric_works(const struct sseg_cuda *cu, CUdevice dev, int node)
-{
-	const struct fabric_answer *known;
-	bool works;
-	int attr;
+/* ---- UUIDs ---- */
 
-	pthread_mutex_lock(&fabric_lock);
-	known = cached(dev, node);
-	if (known) {
-		works = known->works;
-		goto out;
-	}
-	attr = sseg_cuda_attribute(cu, dev, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED);
-	works = attr > 0 && try_fabric(cu, node);
-	if (attr > 0 && !works)
-		sseg_log(SSEG_LOG_INFO,
-			 "device %d claims fabric handles but creating one on node %d failed (no "
-			 "IMEX channel?): peers get POSIX fds",
-			 dev, node);
-	if (fabric_cached < FABRIC_CACHE)
-		fabric_cache[fabric_cached++] = (struct fabric_answer){ dev, node, works };
-out:
-	pthread_mutex_unlock(&fabric_lock);
-	return works;
+bool sseg_cuda_uuid(const struct sseg_cuda *cu, CUdevice dev, CUuuid *uuid)
+{
+	return cu->cuDeviceGetUuid && cu->cuDeviceGetUuid(uuid, dev) == CUDA_SUCCESS;
 }
 
-/* ---- access ---- */
-
-int sseg_cuda_access_list(const struct sseg_cuda *cu, int node, bool readonly,
-			  CUmemAccessDesc **list, size_t *n)
+void sseg_cuda_uuid_text(const CUuuid *uuid, char *buf, size_t len)
 {
-	CUmemAccess_flags flags = readonly ? CU_MEM_ACCESS_FLAGS_PROT_READ
-					   : CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-	CUmemAccessDesc *desc;
-	int count = 0, rc;
+	const unsigned char *u = (const unsigned char *)uuid->bytes;
 
-	rc = sseg_cuda_result(cu->cuDeviceGetCount(&count), "cuDeviceGetCount");
-	if (rc)
-		return rc;
-	desc = calloc((size_t)count + 1, sizeof(*desc));
-	if (!desc)
-		return sseg_err(-ENOMEM, "out of memory");
-	/* CPU access to a HOST_NUMA allocation is granted on a HOST_NUMA
-	 * location (the driver ignores its id); until then CPU loads fault. */
-	*n = 0;
-	desc[*n].location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
-	desc[*n].location.id = node;
-	desc[(*n)++].flags = flags;
+	snprintf(buf, len,
+		 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+		 u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+		 u[14], u[15]);
+}
+
+int sseg_cuda_device_by_uuid(const struct sseg_cuda *cu, const CUuuid *uuid)
+{
+	int count = 0;
+
+	if (cu->cuDeviceGetCount(&count) != CUDA_SUCCESS)
+		return -1;
 	for (int d = 0; d < count; d++) {
 		CUdevice dev;
+		CUuuid mine;
 
-		if (cu->cuDeviceGet(&dev, d) ||
-		    sseg_cuda_attribute(cu, dev, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED) <= 0)
-			continue;
-		desc[*n].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-		desc[*n].location.id = dev;
-		desc[(*n)++].flags = flags;
+		if (cu->cuDeviceGet(&dev, d) == CUDA_SUCCESS && sseg_cuda_uuid(cu, dev, &mine) &&
+		    !memcmp(mine.bytes, uuid->bytes, sizeof(mine.bytes)))
+			return dev;
 	}
-	*list = desc;
-	return 0;
+	return -1;
 }
 
 /* ---- the probe's device section ---- */
 
+static void probe_attributes(const struct sseg_cuda *cu, CUdevice dev, struct sseg_probe_device *g)
+{
+	CUuuid uuid;
+
+	if (sseg_cuda_uuid(cu, dev, &uuid))
+		sseg_cuda_uuid_text(&uuid, g->uuid, sizeof(g->uuid));
+	g->vmm = sseg_cuda_attribute(cu, dev, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED);
+	g->host_vmm = sseg_cuda_attribute(cu, dev,
+					  CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED);
+	g->fabric_claimed = sseg_cuda_attribute(cu, dev, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED);
+	g->ipc_fd = sseg_cuda_attribute(cu, dev,
+					CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED);
+	g->host_register = sseg_cuda_attribute(cu, dev, CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED);
+	g->host_register_readonly =
+		sseg_cuda_attribute(cu, dev, CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED);
+	g->host_numa_id = -1;
+	if (cu->cuDeviceGetAttribute(&g->host_numa_id, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, dev) !=
+	    CUDA_SUCCESS)
+		g->host_numa_id = -1;
+}
+
+/* Attributes, then the real probes where the attributes do not say no. */
 int sseg_cuda_probe_device(int index, struct sseg_probe_device *g)
 {
 	const struct sseg_cuda *cu;
@@ -267,20 +292,12 @@ int sseg_cuda_probe_device(int index, struct sseg_probe_device *g)
 		return sseg_err(-ENOENT, "no CUDA device %d", index);
 	if (cu->cuDeviceGet(&dev, index) != CUDA_SUCCESS)
 		return sseg_err(-EIO, "cuDeviceGet(%d) failed", index);
-	g->vmm = sseg_cuda_attribute(cu, dev, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED);
-	g->host_vmm = sseg_cuda_attribute(cu, dev,
-					  CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED);
-	g->host_vmm_works = -1;
-	g->fabric_claimed = sseg_cuda_attribute(cu, dev, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED);
-	g->ipc_fd = sseg_cuda_attribute(cu, dev,
-					CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED);
-	g->host_register = -1;
-	g->host_register_readonly = -1;
-	node = -1;
-	if (cu->cuDeviceGetAttribute(&node, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, dev) != CUDA_SUCCESS)
-		node = -1;
-	g->host_numa_id = node;
-	g->fabric_works = cu->vmm && g->vmm > 0 &&
-			  sseg_cuda_fabric_works(cu, dev, node < 0 ? 0 : node);
+	probe_attributes(cu, dev, g);
+	node = g->host_numa_id < 0 ? 0 : g->host_numa_id;
+	g->host_vmm_works = 0;
+	if (cu->vmm && g->vmm > 0 && g->host_vmm != 0)
+		g->host_vmm_works = sseg_cuda_host_vmm_works(cu, dev, node) == 0;
+	g->fabric_works = g->host_vmm_works && sseg_cuda_fabric_works(cu, dev, node);
+	sseg_err_clear();
 	return 0;
 }

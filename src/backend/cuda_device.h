@@ -1,5 +1,6 @@
 /* What the CUDA backend and its host registration ask of the driver's
- * devices (cuda_device.c). */
+ * devices: capabilities (cuda_device.c), the real probes (cuda_probe.c)
+ * and access to a mapping (cuda_access.c). */
 #ifndef SSEG_CUDA_DEVICE_H
 #define SSEG_CUDA_DEVICE_H
 
@@ -8,8 +9,8 @@
 
 struct sseg;
 
-/* 0 when the driver loads, has the VMM entry points and sees a device;
- * else why not. */
+/* 0 when the driver loads, has the VMM entry points and some device can
+ * allocate VMM host memory (a real create passed); else why not. */
 SSEG_HIDDEN int sseg_cuda_usable(char *why, size_t len);
 
 /* What a path needs of its device. */
@@ -19,7 +20,8 @@ enum sseg_cuda_need {
 };
 
 /* The one device check of both paths: the ordinal exists (-ENODEV naming
- * how many the driver sees) and has what need asks for. */
+ * how many the driver sees) and has what need asks for, as far as the
+ * driver's version and attributes tell (the real probe is separate). */
 SSEG_HIDDEN int sseg_cuda_device(const struct sseg_cuda *cu, int ordinal, int need,
 				 CUdevice *dev);
 /* An attribute: 1 or the value, 0, or -1 when the driver does not know it
@@ -29,14 +31,54 @@ SSEG_HIDDEN int sseg_cuda_attribute(const struct sseg_cuda *cu, CUdevice dev, in
  * the explicit one (only that node is checked). */
 SSEG_HIDDEN int sseg_cuda_placement(const struct sseg_cuda *cu, struct sseg *seg, CUdevice dev,
 				    int *node);
-/* The fabric attribute claims support on systems where creating and
- * exporting a fabric handle then fails (no IMEX channel): this tries it
- * once per (device, node) and caches the answer. */
-SSEG_HIDDEN int sseg_cuda_fabric_works(const struct sseg_cuda *cu, CUdevice dev, int node);
-/* Host access plus every visible GPU with VMM: a list for cuMemSetAccess,
- * malloc'ed (free it); *n entries. */
-SSEG_HIDDEN int sseg_cuda_access_list(const struct sseg_cuda *cu, int node, bool readonly,
-				      CUmemAccessDesc **desc, size_t *n);
+/* The properties of pinned memory on host node `node` with these handle
+ * types. */
+SSEG_HIDDEN void sseg_cuda_host_prop(CUmemAllocationProp *prop, int node, unsigned types);
+/* What a refused HOST_NUMA cuMemCreate is known to mean, for messages. */
+SSEG_HIDDEN const char *sseg_cuda_host_numa_hint(void);
+
+/* The device's UUID; false where the driver cannot say (before 11.4). */
+SSEG_HIDDEN bool sseg_cuda_uuid(const struct sseg_cuda *cu, CUdevice dev, CUuuid *uuid);
+/* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi writes it. */
+SSEG_HIDDEN void sseg_cuda_uuid_text(const CUuuid *uuid, char *buf, size_t len);
+/* The ordinal in this process of the device with this UUID; -1 when none
+ * is visible here (CUDA_VISIBLE_DEVICES, another host). */
+SSEG_HIDDEN int sseg_cuda_device_by_uuid(const struct sseg_cuda *cu, const CUuuid *uuid);
+
+/* ---- the real probes (cuda_probe.c), once per (device, node) ---- */
+
+/* 0 when a minimum-size HOST_NUMA create and release passed on node under
+ * dev's primary context; else -errno and the driver's refusal explained. */
+SSEG_HIDDEN int sseg_cuda_host_vmm_works(const struct sseg_cuda *cu, CUdevice dev, int node);
+/* A fabric handle created (with a POSIX fd beside it), exported and
+ * imported again on node under dev's primary context. */
+SSEG_HIDDEN bool sseg_cuda_fabric_works(const struct sseg_cuda *cu, CUdevice dev, int node);
+/* Test hook: forget every answer (the fake driver changes its mind). */
+SSEG_HIDDEN void sseg_cuda_forget_probes(void);
+
+/* ---- access (cuda_access.c) ---- */
+
+/* Who may access a mapping of HOST_NUMA memory: the host, the rank's own
+ * device, and each other device that can reach the memory's device. */
+struct sseg_cuda_grant {
+	CUdeviceptr ptr;
+	size_t size;
+	int node;       /* the memory's host node (the owner's) */
+	bool readonly;
+	CUdevice own;   /* this rank's device */
+	CUdevice owner; /* the device the memory belongs to; -1 unknown here */
+	const char *owner_uuid; /* its UUID as text, for messages; "" unknown */
+};
+
+/* Host and own device first, each in its own call (failures are errors),
+ * then every other VMM device that cuDeviceCanAccessPeer says can reach
+ * the owner's, one call each (a refusal is logged and skipped). */
+SSEG_HIDDEN int sseg_cuda_grant_access(const struct sseg_cuda *cu, const struct sseg_cuda_grant *g);
+/* The sentence for a device that cannot map the owner's memory (217 or
+ * NOT_SUPPORTED): which GPUs, and that memfd + host registration serves
+ * such topologies. */
+SSEG_HIDDEN int sseg_cuda_no_peer_access(const struct sseg_cuda *cu, CUresult r, const char *call,
+					 CUdevice own, const char *owner_uuid);
 SSEG_HIDDEN int sseg_cuda_probe_device(int index, struct sseg_probe_device *facts);
 
 struct sseg_hostreg_ops;

@@ -13,6 +13,8 @@
 #include "os/hugepage.h"
 #include "os/memfd.h"
 #include "os/numa.h"
+#include "os/host.h"
+#include "os/populate.h"
 #include "os/window.h"
 
 enum memfd_stage {
@@ -101,6 +103,27 @@ static int choose(struct sseg *seg)
 	return 0;
 }
 
+/* Every rank's window ends in at least one page that carries the rank's
+ * tag ("/memfd:sseg-tag:NAME rank=R world=W owner=O" in /proc/PID/maps):
+ * how `sharedseg ls` tells who maps what. */
+static int reserve_window(struct sseg *seg, struct memfd_state *st, uint64_t span,
+			  uint64_t align)
+{
+	char tag[SSEG_NAME_MAX + 64];
+	int rc;
+
+	st->window_size = span + sseg_os_base_page_size();
+	rc = sseg_os_window_reserve(st->window_size, align, &st->window);
+	if (rc)
+		return rc;
+	st->held |= MEMFD_HELD_WINDOW;
+	seg->base = st->window;
+	snprintf(tag, sizeof(tag), "sseg-tag:%s rank=%d world=%d owner=%d", seg->name,
+		 seg->opts.rank, seg->opts.world_size, seg->opts.owner_rank);
+	sseg_os_window_tag((char *)st->window + span, st->window_size - span, tag);
+	return 0;
+}
+
 /* A HugeTLB pool drained between the check and the allocation fails here,
  * at mmap (the pages are reserved then), not at a later first touch. */
 static int map_owner(struct sseg *seg, struct memfd_state *st)
@@ -109,12 +132,9 @@ static int map_owner(struct sseg *seg, struct memfd_state *st)
 	int rc;
 
 	/* 2 MiB alignment at least, so THP can map the pages with PMDs. */
-	rc = sseg_os_window_reserve(seg->mapped_size, align, &st->window);
+	rc = reserve_window(seg, st, seg->mapped_size, align);
 	if (rc)
 		return rc;
-	st->window_size = seg->mapped_size;
-	st->held |= MEMFD_HELD_WINDOW;
-	seg->base = st->window;
 	rc = sseg_os_window_map(st->window, seg->mapped_size, st->fd, false);
 	if (rc == -ENOMEM && is_hugetlb(seg->pages))
 		return sseg_err_wrap(rc, "pages=%s: the %s HugeTLB pool could not reserve %llu pages "
@@ -123,6 +143,18 @@ static int map_owner(struct sseg *seg, struct memfd_state *st)
 				     seg->pages == SSEG_PAGES_HUGETLB_1G ? "1 GiB" : "2 MiB",
 				     (unsigned long long)(seg->mapped_size / seg->page_size));
 	return rc;
+}
+
+/* Kernels before 5.14 populate by first touch, which memory running out
+ * answers with a signal: the file's pages are allocated first, so that it
+ * answers with an error instead. */
+static int populate_owner(struct sseg *seg, struct memfd_state *st)
+{
+	int rc = 0;
+
+	if (!sseg_os_populate_supported())
+		rc = sseg_os_memfd_allocate(st->fd, seg->mapped_size);
+	return rc ? rc : sseg_populate_range(seg, 0, seg->mapped_size, seg->opts.populate_threads);
 }
 
 static int memfd_create_owner(struct sseg *seg)
@@ -150,7 +182,7 @@ static int memfd_create_owner(struct sseg *seg)
 	if (!rc)
 		rc = sseg_place(seg);
 	if (!rc && seg->opts.populate == SSEG_POPULATE_OWNER)
-		rc = sseg_populate_range(seg, 0, seg->mapped_size, seg->opts.populate_threads);
+		rc = populate_owner(seg, st);
 	return rc ? rc : sseg_channel_listen(seg);
 }
 
@@ -158,25 +190,18 @@ static int memfd_create_owner(struct sseg *seg)
  * sized for the largest page the owner may pick. */
 static int memfd_reserve(struct sseg *seg)
 {
-	uint64_t align = SSEG_2M;
-	struct memfd_state *st;
+	uint64_t align = SSEG_2M, span;
 	int rc;
 
 	rc = take_state(seg);
 	if (rc)
 		return rc;
-	st = state(seg);
 	if (seg->opts.pages == SSEG_PAGES_AUTO || seg->opts.pages == SSEG_PAGES_HUGETLB_1G)
 		align = SSEG_1G;
-	if (sseg_round_up(seg->size, align, &st->window_size))
+	if (sseg_round_up(seg->size, align, &span))
 		return sseg_err(-EOVERFLOW, "size %llu is too large for an address window",
 				(unsigned long long)seg->size);
-	rc = sseg_os_window_reserve(st->window_size, align, &st->window);
-	if (rc)
-		return rc;
-	st->held |= MEMFD_HELD_WINDOW;
-	seg->base = st->window;
-	return 0;
+	return reserve_window(seg, state(seg), span, align);
 }
 
 static int memfd_export(struct sseg *seg, struct sseg_blob_handle *handle)
@@ -199,7 +224,7 @@ static int memfd_serve(struct sseg *seg, const struct sseg_blob *blobs)
 {
 	int rc;
 
-	rc = sseg_channel_hand_over(seg, blobs, state(seg)->fd);
+	rc = sseg_channel_hand_over(seg, blobs, state(seg)->fd, NULL);
 	if (rc)
 		return rc;
 	/* Every local peer holds a mapping now: no fd needs to stay open. */
@@ -224,7 +249,7 @@ static int map_received(struct sseg *seg, const struct sseg_blob_handle *h, int 
 				"pages",
 				sseg_pages_name(h->pages), (unsigned long long)h->page_size,
 				(unsigned long long)page_size);
-	if (h->mapped_size > st->window_size)
+	if (h->mapped_size >= st->window_size)
 		return sseg_err(-EPROTO,
 				"the owner mapped %llu bytes, more than this rank's window of %llu",
 				(unsigned long long)h->mapped_size,

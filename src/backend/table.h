@@ -4,7 +4,7 @@
 #ifndef SSEG_BACKEND_TABLE_H
 #define SSEG_BACKEND_TABLE_H
 
-#include "error.h"
+#include "hidden.h"
 
 /* X(enum value, ops symbol) */
 #define SSEG_BACKEND_TABLE(X)                   \

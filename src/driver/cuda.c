@@ -12,39 +12,46 @@
 
 #include "driver/cuda.h"
 
+/* Without a REQUIRED entry the driver is unusable; without a VMM one the
+ * cuda backend is (table.vmm 0); an OPTIONAL one is NULL where missing. */
+enum need { REQUIRED, VMM, OPTIONAL };
+
 struct entry {
 	const char *name;
 	int version; /* the ABI version our declaration matches */
 	size_t offset;
-	bool optional;
+	enum need need;
 };
 
-#define ENTRY(fn, ver, opt) { #fn, ver, offsetof(struct sseg_cuda, fn), opt }
+#define ENTRY(fn, ver, need) { #fn, ver, offsetof(struct sseg_cuda, fn), need }
 
 static const struct entry entries[] = {
-	ENTRY(cuGetErrorName, 6000, false),
-	ENTRY(cuInit, 2000, false),
-	ENTRY(cuDriverGetVersion, 2020, false),
-	ENTRY(cuDeviceGetCount, 2000, false),
-	ENTRY(cuDeviceGet, 2000, false),
-	ENTRY(cuDeviceGetAttribute, 2000, false),
-	ENTRY(cuDevicePrimaryCtxRetain, 7000, false),
-	ENTRY(cuDevicePrimaryCtxRelease, 11000, false), /* _v2 */
-	ENTRY(cuCtxSetCurrent, 4000, false),
-	ENTRY(cuCtxGetCurrent, 4000, false),
-	ENTRY(cuMemHostRegister, 6050, false),         /* _v2 */
-	ENTRY(cuMemHostUnregister, 4000, false),
-	ENTRY(cuMemHostGetDevicePointer, 3020, false), /* _v2 */
-	ENTRY(cuMemGetAllocationGranularity, 10020, true),
-	ENTRY(cuMemCreate, 10020, true),
-	ENTRY(cuMemRelease, 10020, true),
-	ENTRY(cuMemAddressReserve, 10020, true),
-	ENTRY(cuMemAddressFree, 10020, true),
-	ENTRY(cuMemMap, 10020, true),
-	ENTRY(cuMemUnmap, 10020, true),
-	ENTRY(cuMemSetAccess, 10020, true),
-	ENTRY(cuMemExportToShareableHandle, 10020, true),
-	ENTRY(cuMemImportFromShareableHandle, 10020, true),
+	ENTRY(cuGetErrorName, 6000, REQUIRED),
+	ENTRY(cuInit, 2000, REQUIRED),
+	ENTRY(cuDriverGetVersion, 2020, REQUIRED),
+	ENTRY(cuDeviceGetCount, 2000, REQUIRED),
+	ENTRY(cuDeviceGet, 2000, REQUIRED),
+	ENTRY(cuDeviceGetAttribute, 2000, REQUIRED),
+	ENTRY(cuDeviceCanAccessPeer, 4000, REQUIRED),
+	ENTRY(cuDeviceGetUuid, 11040, OPTIONAL),         /* _v2: a MIG instance's own */
+	ENTRY(cuDevicePrimaryCtxRetain, 7000, REQUIRED),
+	ENTRY(cuDevicePrimaryCtxRelease, 11000, REQUIRED), /* _v2 */
+	ENTRY(cuCtxSetCurrent, 4000, REQUIRED),
+	ENTRY(cuCtxGetCurrent, 4000, REQUIRED),
+	ENTRY(cuCtxSynchronize, 2000, REQUIRED),
+	ENTRY(cuMemHostRegister, 6050, REQUIRED),         /* _v2 */
+	ENTRY(cuMemHostUnregister, 4000, REQUIRED),
+	ENTRY(cuMemHostGetDevicePointer, 3020, REQUIRED), /* _v2 */
+	ENTRY(cuMemGetAllocationGranularity, 10020, VMM),
+	ENTRY(cuMemCreate, 10020, VMM),
+	ENTRY(cuMemRelease, 10020, VMM),
+	ENTRY(cuMemAddressReserve, 10020, VMM),
+	ENTRY(cuMemAddressFree, 10020, VMM),
+	ENTRY(cuMemMap, 10020, VMM),
+	ENTRY(cuMemUnmap, 10020, VMM),
+	ENTRY(cuMemSetAccess, 10020, VMM),
+	ENTRY(cuMemExportToShareableHandle, 10020, VMM),
+	ENTRY(cuMemImportFromShareableHandle, 10020, VMM),
 };
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
@@ -99,9 +106,9 @@ static int resolve_all(void *lib, const char *path)
 	for (size_t i = 0; i < ARRAY_SIZE(entries); i++) {
 		void *fn = resolve(&r, &entries[i]);
 
-		if (!fn && !entries[i].optional)
+		if (!fn && entries[i].need == REQUIRED)
 			return fail(-ENOSYS, "the CUDA driver lacks %s", entries[i].name);
-		if (!fn)
+		if (!fn && entries[i].need == VMM)
 			table.vmm = 0;
 		memcpy((char *)&table + entries[i].offset, &fn, sizeof(fn));
 	}
@@ -157,6 +164,14 @@ int sseg_cuda_result(CUresult r, const char *call)
 		return 0;
 	return sseg_err(r == CUDA_ERROR_OUT_OF_MEMORY ? -ENOMEM : -EIO, "%s failed: %s (%d)", call,
 			sseg_cuda_error_name(r), r);
+}
+
+int sseg_cuda_result_hint(CUresult r, const char *call, const char *hint)
+{
+	if (r == CUDA_SUCCESS)
+		return 0;
+	return sseg_err(r == CUDA_ERROR_OUT_OF_MEMORY ? -ENOMEM : -EIO, "%s failed: %s (%d): %s",
+			call, sseg_cuda_error_name(r), r, hint);
 }
 
 int sseg_cuda_enter(const struct sseg_cuda *cu, CUcontext ctx, CUcontext *saved)

@@ -15,10 +15,13 @@ struct sseg_cuda {
 	PFN_cuDeviceGetCount cuDeviceGetCount;
 	PFN_cuDeviceGet cuDeviceGet;
 	PFN_cuDeviceGetAttribute cuDeviceGetAttribute;
+	PFN_cuDeviceCanAccessPeer cuDeviceCanAccessPeer;
+	PFN_cuDeviceGetUuid_v2 cuDeviceGetUuid; /* optional (11.4 on); NULL without */
 	PFN_cuDevicePrimaryCtxRetain cuDevicePrimaryCtxRetain;
 	PFN_cuDevicePrimaryCtxRelease cuDevicePrimaryCtxRelease;
 	PFN_cuCtxSetCurrent cuCtxSetCurrent;
 	PFN_cuCtxGetCurrent cuCtxGetCurrent;
+	PFN_cuCtxSynchronize cuCtxSynchronize;
 	PFN_cuMemHostRegister cuMemHostRegister;
 	PFN_cuMemHostUnregister cuMemHostUnregister;
 	PFN_cuMemHostGetDevicePointer cuMemHostGetDevicePointer;
@@ -49,5 +52,7 @@ SSEG_HIDDEN const char *sseg_cuda_error_name(CUresult r);
 /* 0 for CUDA_SUCCESS; else -EIO (-ENOMEM for out of memory) with a sentence
  * naming the call and the driver's error. */
 SSEG_HIDDEN int sseg_cuda_result(CUresult r, const char *call);
+/* The same, with what the error means here and what to do after it. */
+SSEG_HIDDEN int sseg_cuda_result_hint(CUresult r, const char *call, const char *hint);
 
 #endif

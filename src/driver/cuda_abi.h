@@ -22,6 +22,9 @@ enum {
 	CUDA_ERROR_NOT_INITIALIZED = 3,
 	CUDA_ERROR_NO_DEVICE = 100,
 	CUDA_ERROR_INVALID_DEVICE = 101,
+	CUDA_ERROR_INVALID_CONTEXT = 201,
+	CUDA_ERROR_PEER_ACCESS_UNSUPPORTED = 217,
+	CUDA_ERROR_OPERATING_SYSTEM = 304,
 	CUDA_ERROR_INVALID_HANDLE = 400,
 	CUDA_ERROR_NOT_FOUND = 500,
 	CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
@@ -33,8 +36,13 @@ enum {
 
 /* CUdevice_attribute values */
 enum {
+	CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING = 41,
+	CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM = 91,
+	CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED = 99,
+	CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES = 100,
 	CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102,
 	CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED = 103,
+	CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED = 113,
 	CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED = 128,
 	CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID = 134,
 	CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 141,
@@ -97,6 +105,11 @@ typedef struct {
 	unsigned char data[CU_IPC_HANDLE_SIZE];
 } CUmemFabricHandle;
 
+/* The device's UUID (cuDeviceGetUuid); MIG instances have their own. */
+typedef struct CUuuid_st {
+	char bytes[16];
+} CUuuid;
+
 #define CU_MEMHOSTREGISTER_PORTABLE 0x01
 #define CU_MEMHOSTREGISTER_DEVICEMAP 0x02
 #define CU_MEMHOSTREGISTER_READ_ONLY 0x08
@@ -114,10 +127,15 @@ typedef CUresult (*PFN_cuDriverGetVersion)(int *version);
 typedef CUresult (*PFN_cuDeviceGetCount)(int *count);
 typedef CUresult (*PFN_cuDeviceGet)(CUdevice *device, int ordinal);
 typedef CUresult (*PFN_cuDeviceGetAttribute)(int *value, int attrib, CUdevice dev);
+typedef CUresult (*PFN_cuDeviceCanAccessPeer)(int *canAccessPeer, CUdevice dev, CUdevice peerDev);
+/* _v2 (CUDA 11.4): a MIG instance answers its own UUID. */
+typedef CUresult (*PFN_cuDeviceGetUuid_v2)(CUuuid *uuid, CUdevice dev);
 typedef CUresult (*PFN_cuDevicePrimaryCtxRetain)(CUcontext *ctx, CUdevice dev);
 typedef CUresult (*PFN_cuDevicePrimaryCtxRelease)(CUdevice dev);
 typedef CUresult (*PFN_cuCtxSetCurrent)(CUcontext ctx);
 typedef CUresult (*PFN_cuCtxGetCurrent)(CUcontext *ctx);
+/* The first one (2.0): the current context; 13.0 added a context argument. */
+typedef CUresult (*PFN_cuCtxSynchronize)(void);
 typedef CUresult (*PFN_cuMemGetAllocationGranularity)(size_t *granularity,
 						      const CUmemAllocationProp *prop,
 						      CUmemAllocationGranularity_flags option);
@@ -142,5 +160,13 @@ typedef CUresult (*PFN_cuMemImportFromShareableHandle)(CUmemGenericAllocationHan
 typedef CUresult (*PFN_cuMemHostRegister)(void *p, size_t bytes, unsigned int flags);
 typedef CUresult (*PFN_cuMemHostUnregister)(void *p);
 typedef CUresult (*PFN_cuMemHostGetDevicePointer)(CUdeviceptr *dptr, void *p, unsigned int flags);
+/* Device memory and copies: what tests/gpu measures against. _v2 (3.2)
+ * for cuMemAlloc, cuMemFree and the copies. */
+typedef CUresult (*PFN_cuMemAlloc)(CUdeviceptr *dptr, size_t bytesize);
+typedef CUresult (*PFN_cuMemFree)(CUdeviceptr dptr);
+typedef CUresult (*PFN_cuMemHostAlloc)(void **pp, size_t bytesize, unsigned int flags);
+typedef CUresult (*PFN_cuMemFreeHost)(void *p);
+typedef CUresult (*PFN_cuMemcpyHtoD)(CUdeviceptr dst, const void *src, size_t bytes);
+typedef CUresult (*PFN_cuMemcpyDtoH)(void *dst, CUdeviceptr src, size_t bytes);
 
 #endif

@@ -1,6 +1,6 @@
 /* Host identity and facts: what tells two processes they share a kernel, a
- * network namespace (abstract sockets) and a uid, and small readers for the
- * sysfs/procfs files the rest of src/os parses. */
+ * network namespace (abstract sockets) and a uid; randomness; page size and
+ * CPU count. */
 #define _GNU_SOURCE /* Linux interfaces beyond POSIX */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -12,46 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "os/file.h"
 #include "os/host.h"
-#include "os/hugepage.h"
-
-int sseg_os_read_text(const char *path, char *buf, size_t len)
-{
-	ssize_t n;
-	int fd, err;
-
-	if (len == 0)
-		return sseg_err(-EINVAL, "no room to read %s", path);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return sseg_err(-errno, "cannot open %s: %s", path, strerror(errno));
-	do
-		n = read(fd, buf, len - 1);
-	while (n < 0 && errno == EINTR);
-	err = errno;
-	close(fd);
-	if (n < 0)
-		return sseg_err(-err, "cannot read %s: %s", path, strerror(err));
-	buf[n] = '\0';
-	while (n > 0 && buf[n - 1] == '\n')
-		buf[--n] = '\0';
-	return 0;
-}
-
-int sseg_os_read_u64(const char *path, uint64_t *value)
-{
-	char text[64], *end;
-	int rc;
-
-	rc = sseg_os_read_text(path, text, sizeof(text));
-	if (rc)
-		return rc;
-	errno = 0;
-	*value = strtoull(text, &end, 10);
-	if (errno || end == text || (*end && *end != ' ' && *end != '\n'))
-		return sseg_err(-EINVAL, "%s holds \"%s\", not a number", path, text);
-	return 0;
-}
 
 static int hex_digit(char c)
 {
@@ -115,44 +77,6 @@ int sseg_os_host_id(struct sseg_os_host_id *id)
 		return rc;
 	id->uid = (uint32_t)getuid();
 	return 0;
-}
-
-/* Bytes in use by every HugeTLB pool; meminfo's Hugetlb: line says the
- * same but kernels before 4.16 lack it and it counts surplus pages too. */
-static int hugetlb_used(uint64_t *bytes)
-{
-	struct sseg_hugetlb_pool pools[8];
-	int n = sseg_os_hugetlb_pools(pools, (int)ARRAY_SIZE(pools));
-
-	if (n < 0)
-		return n;
-	*bytes = 0;
-	for (int i = 0; i < n; i++)
-		*bytes += (pools[i].total - pools[i].free) * pools[i].page_size;
-	return 0;
-}
-
-int sseg_os_meminfo(uint64_t *shmem, uint64_t *hugetlb)
-{
-	char line[256];
-	unsigned long long kb;
-	bool found = false;
-	FILE *f;
-
-	f = fopen("/proc/meminfo", "re");
-	if (!f)
-		return sseg_err(-errno, "cannot open /proc/meminfo: %s", strerror(errno));
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "Shmem: %llu kB", &kb) == 1) {
-			*shmem = (uint64_t)kb << 10;
-			found = true;
-			break;
-		}
-	}
-	fclose(f);
-	if (!found)
-		return sseg_err(-ENOENT, "/proc/meminfo has no Shmem: line");
-	return hugetlb_used(hugetlb);
 }
 
 int sseg_os_random(void *buf, size_t len)

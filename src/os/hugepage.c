@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "os/file.h"
 #include "os/host.h"
 #include "os/hugepage.h"
 

@@ -165,3 +165,18 @@ int sseg_os_memfd_check(int fd, uint64_t expect_size, uint64_t *page_size)
 	}
 	return 0;
 }
+
+int sseg_os_memfd_allocate(int fd, uint64_t size)
+{
+	int rc = sseg_fault("fallocate");
+
+	if (!rc && fallocate(fd, 0, 0, (off_t)size))
+		rc = -errno;
+	if (rc == -ENOSPC || rc == -ENOMEM)
+		return sseg_err(-ENOMEM, "allocating the memfd's %" PRIu64 " bytes failed: out of "
+				"memory (HugeTLB pool or memory limit)", size);
+	if (rc)
+		return sseg_err(rc, "allocating the memfd's %" PRIu64 " bytes (fallocate) failed: %s",
+				size, strerror(-rc));
+	return 0;
+}

@@ -1,5 +1,5 @@
-/* OS primitives: memfd (memfd.c). Each returns 0 or a negative errno and sets the
- * error sentence on failure; no policy lives here. */
+/* OS primitives: memfd (memfd.c). Each returns 0 or a negative errno and
+ * sets the error sentence on failure. */
 #ifndef SSEG_OS_MEMFD_H
 #define SSEG_OS_MEMFD_H
 
@@ -23,5 +23,10 @@ SSEG_HIDDEN int sseg_os_memfd_seal(int fd, bool future_write);
  * seals. On success *page_size is the fd's page size (hugetlbfs block size,
  * else the base page size). */
 SSEG_HIDDEN int sseg_os_memfd_check(int fd, uint64_t expect_size, uint64_t *page_size);
+
+/* Allocates the file's pages [0, size) now (fallocate): -ENOMEM when the
+ * memory or the HugeTLB pool cannot hold them, where a first touch would be
+ * killed or get SIGBUS. */
+SSEG_HIDDEN int sseg_os_memfd_allocate(int fd, uint64_t size);
 
 #endif

@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "os/host.h"
+#include "os/file.h"
+#include "os/hugepage.h"
 #include "os/memory.h"
 
 /* Limits at or above this mean "none" (v1 writes 2^63 rounded down to a page). */
@@ -129,4 +130,42 @@ int sseg_os_memory_at(const char *proc_cgroup, const char *root, const char *mem
 int sseg_os_memory(struct sseg_os_memory *m)
 {
 	return sseg_os_memory_at("/proc/self/cgroup", "/sys/fs/cgroup", "/proc/meminfo", m);
+}
+
+/* Bytes in use by every HugeTLB pool; meminfo's Hugetlb: line says the
+ * same but kernels before 4.16 lack it and it counts surplus pages too. */
+static int hugetlb_used(uint64_t *bytes)
+{
+	struct sseg_hugetlb_pool pools[8];
+	int n = sseg_os_hugetlb_pools(pools, (int)ARRAY_SIZE(pools));
+
+	if (n < 0)
+		return n;
+	*bytes = 0;
+	for (int i = 0; i < n; i++)
+		*bytes += (pools[i].total - pools[i].free) * pools[i].page_size;
+	return 0;
+}
+
+int sseg_os_meminfo(uint64_t *shmem, uint64_t *hugetlb)
+{
+	char line[256];
+	unsigned long long kb;
+	bool found = false;
+	FILE *f;
+
+	f = fopen("/proc/meminfo", "re");
+	if (!f)
+		return sseg_err(-errno, "cannot open /proc/meminfo: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Shmem: %llu kB", &kb) == 1) {
+			*shmem = (uint64_t)kb << 10;
+			found = true;
+			break;
+		}
+	}
+	fclose(f);
+	if (!found)
+		return sseg_err(-ENOENT, "/proc/meminfo has no Shmem: line");
+	return hugetlb_used(hugetlb);
 }

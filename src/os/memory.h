@@ -22,4 +22,7 @@ SSEG_HIDDEN int sseg_os_memory(struct sseg_os_memory *m);
 SSEG_HIDDEN int sseg_os_memory_at(const char *proc_cgroup, const char *root,
 				  const char *meminfo, struct sseg_os_memory *m);
 
+/* Shmem and HugeTLB bytes in use host-wide (/proc/meminfo, the pools). */
+SSEG_HIDDEN int sseg_os_meminfo(uint64_t *shmem, uint64_t *hugetlb);
+
 #endif

@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "os/file.h"
 #include "os/host.h"
 #include "os/numa.h"
 

@@ -49,6 +49,9 @@ static bool have_populate(void *addr)
 	static int known; /* 0 unknown, 1 yes, 2 no */
 	int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
 
+	/* Tests stand in for an old kernel here. */
+	if (sseg_fault("madv_populate"))
+		return false;
 	if (k == 0) {
 		void *page = (void *)((uintptr_t)addr & ~(uintptr_t)(sseg_os_base_page_size() - 1));
 
@@ -56,6 +59,13 @@ static bool have_populate(void *addr)
 		__atomic_store_n(&known, k, __ATOMIC_RELAXED);
 	}
 	return k == 1;
+}
+
+bool sseg_os_populate_supported(void)
+{
+	static uint8_t probe_page[1] __attribute__((aligned(4096)));
+
+	return have_populate(probe_page);
 }
 
 static void *populate_chunk(void *arg)

@@ -1,5 +1,5 @@
-/* OS primitives: population (populate.c). Each returns 0 or a negative errno and sets the
- * error sentence on failure; no policy lives here. */
+/* OS primitives: population (populate.c). Each returns 0 or a negative
+ * errno and sets the error sentence on failure. */
 #ifndef SSEG_OS_POPULATE_H
 #define SSEG_OS_POPULATE_H
 
@@ -15,5 +15,10 @@
  * out (instead of a later SIGBUS). */
 SSEG_HIDDEN int sseg_os_populate(void *addr, uint64_t len, uint64_t page_size, int threads,
 			    bool writable);
+
+/* Whether this kernel has MADV_POPULATE_* (5.14 and newer). Without it,
+ * population falls back to first touch, which an exhausted pool or memory
+ * limit answers with a signal: allocate the file first (fallocate). */
+SSEG_HIDDEN bool sseg_os_populate_supported(void);
 
 #endif

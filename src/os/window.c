@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "os/host.h"
 #include "os/window.h"
@@ -45,6 +46,10 @@ int sseg_os_window_map(void *base, uint64_t size, int fd, bool readonly)
 	void *addr;
 
 	addr = mmap(base, size, prot, MAP_SHARED | MAP_FIXED, fd, 0);
+	if (addr == MAP_FAILED && errno == EPERM && !readonly)
+		return sseg_err(-EPERM, "cannot map %" PRIu64 " bytes of the segment writable: the "
+				"memfd is sealed against writing (F_SEAL_WRITE or F_SEAL_FUTURE_WRITE); "
+				"map it read-only", size);
 	if (addr == MAP_FAILED)
 		return sseg_err(-errno, "cannot map %" PRIu64 " bytes of the segment at %p: %s",
 				size, base, strerror(errno));
@@ -62,4 +67,16 @@ int sseg_os_window_release(void *base, uint64_t size)
 		return sseg_err(-errno, "munmap of %" PRIu64 " bytes at %p failed: %s", size,
 				base, strerror(errno));
 	return 0;
+}
+
+int sseg_os_window_tag(void *addr, uint64_t len, const char *tag)
+{
+	int fd = memfd_create(tag, MFD_CLOEXEC);
+	void *at;
+
+	if (fd < 0)
+		return -errno;
+	at = mmap(addr, len, PROT_NONE, MAP_SHARED | MAP_FIXED | MAP_NORESERVE, fd, 0);
+	close(fd);
+	return at == MAP_FAILED ? -errno : 0;
 }

@@ -17,4 +17,11 @@ SSEG_HIDDEN int sseg_os_window_reserve(uint64_t size, uint64_t align, void **bas
 SSEG_HIDDEN int sseg_os_window_map(void *base, uint64_t size, int fd, bool readonly);
 SSEG_HIDDEN int sseg_os_window_release(void *base, uint64_t size);
 
+/* Names [addr, addr + len) of a reserved window as /proc/PID/maps shows
+ * it ("/memfd:TAG (deleted)"), so that `sharedseg ls` can tell which rank
+ * maps what: an empty memfd named TAG mapped there PROT_NONE (no memory,
+ * and it works on every kernel with memfd, unlike anonymous VMA names).
+ * Sets no sentence: naming is best effort. */
+SSEG_HIDDEN int sseg_os_window_tag(void *addr, uint64_t len, const char *tag);
+
 #endif

@@ -1,6 +1,9 @@
 /* Physical allocations: each handle is a memfd of the allocation's size;
  * POSIX fd handles are dups of it, fabric handles name it by owner pid and
- * fd number, so an importer on the same host opens /proc/<pid>/fd/<n>. */
+ * fd number, so an importer on the same host opens /proc/<pid>/fd/<n>.
+ * An allocation belongs to a device (its location's, or for host memory
+ * the creating context's); the memfd's name and the fabric handle carry
+ * it, so an importer's device can be checked for peer access. */
 #define _GNU_SOURCE /* memfd_create */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +17,7 @@
 #include "fake_cuda.h"
 
 #define MEMFD_PREFIX "sseg-fake-cuda-"
+#define MEMFD_FORMAT "%016llx.%d.%d" /* nonce, owner device, location type */
 #define FABRIC_MAGIC "SSEGFAB1"
 
 struct fabric_handle {
@@ -22,6 +26,8 @@ struct fabric_handle {
 	int32_t fd;
 	uint64_t size;
 	uint64_t nonce;
+	int32_t device;
+	int32_t location;
 };
 _Static_assert(sizeof(struct fabric_handle) <= CU_IPC_HANDLE_SIZE, "fits a CUmemFabricHandle");
 
@@ -42,13 +48,17 @@ static CUresult check_location(const CUmemLocation *loc)
 	}
 }
 
-/* Fabric is where the attribute and the truth part: without an IMEX
- * channel the attribute says 1 and the create fails. */
+/* Fabric is where the attribute and the truth part. Without an IMEX
+ * channel the attribute says 1 and FABRIC allocations fail with "an
+ * insufficient permission error" (the IMEX guide; NCCL retries its
+ * cuMemCreate without FABRIC on NOT_PERMITTED): imex_channel=0. With one,
+ * creating and exporting work, and importing still needs the importer to
+ * share the exporter's channel (see import_fabric): imex=1. */
 static CUresult check_fabric(void)
 {
 	if (!fake.cfg.fabric)
 		return CUDA_ERROR_NOT_SUPPORTED;
-	return fake.cfg.fabric_works ? CUDA_SUCCESS : CUDA_ERROR_NOT_PERMITTED;
+	return fake.cfg.imex_channel ? CUDA_SUCCESS : CUDA_ERROR_NOT_PERMITTED;
 }
 
 static CUresult check_handle_types(unsigned types)
@@ -76,6 +86,8 @@ CUresult fake_cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllo
 {
 	CUresult rc = fake_enter(FE_cuMemGetAllocationGranularity);
 
+	if (rc == CUDA_SUCCESS)
+		rc = fake_need_context(fake.cfg.vmm_ctx);
 	if (rc == CUDA_SUCCESS && (!granularity || option > CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
@@ -95,11 +107,12 @@ static uint64_t fresh_nonce(void)
 	return nonce;
 }
 
-static CUresult create_memfd(uint64_t nonce, size_t size, int *fd)
+static CUresult create_memfd(uint64_t nonce, struct fake_owner owner, size_t size, int *fd)
 {
 	char name[64];
 
-	snprintf(name, sizeof(name), MEMFD_PREFIX "%016llx", (unsigned long long)nonce);
+	snprintf(name, sizeof(name), MEMFD_PREFIX MEMFD_FORMAT, (unsigned long long)nonce,
+		 owner.device, owner.location);
 	*fd = memfd_create(name, MFD_CLOEXEC);
 	if (*fd < 0)
 		return errno == ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_UNKNOWN;
@@ -111,19 +124,39 @@ static CUresult create_memfd(uint64_t nonce, size_t size, int *fd)
 
 /* Takes ownership of fd, also on failure. */
 static CUresult add_handle(int fd, size_t size, unsigned types, uint64_t nonce,
-			   CUmemGenericAllocationHandle *out)
+			   struct fake_owner owner, CUmemGenericAllocationHandle *out)
 {
 	for (int i = 0; i < FAKE_MAX_HANDLES; i++) {
 		struct fake_handle *h = &fake.handles[i];
 
 		if (h->id)
 			continue;
-		*h = (struct fake_handle){ ++fake.handle_seq, fd, size, types, nonce };
+		*h = (struct fake_handle){ ++fake.handle_seq, fd, size, types, nonce, owner };
 		*out = h->id;
 		return CUDA_SUCCESS;
 	}
 	close(fd);
 	return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/* host_numa_blocked=1: a container whose seccomp profile refuses
+ * get_mempolicy and mbind without CAP_SYS_NICE (Docker's and containerd's
+ * default) makes HOST_NUMA allocations fail (NCCL probes for it and falls
+ * back to /dev/shm, "this could be due to the container runtime disabling
+ * NUMA support"). The reports do not give the code; the fake answers the
+ * driver's "an OS call failed", and tests/gpu records the real one. */
+static CUresult check_host_numa_policy(const CUmemLocation *loc)
+{
+	if (loc->type == CU_MEM_LOCATION_TYPE_HOST_NUMA && fake.cfg.host_numa_blocked)
+		return CUDA_ERROR_OPERATING_SYSTEM;
+	return CUDA_SUCCESS;
+}
+
+static struct fake_owner owner_of(const CUmemLocation *loc)
+{
+	int device = loc->type == CU_MEM_LOCATION_TYPE_DEVICE ? loc->id : fake_current_device();
+
+	return (struct fake_owner){ device, loc->type };
 }
 
 static CUresult mem_create(CUmemGenericAllocationHandle *handle, size_t size,
@@ -139,17 +172,26 @@ static CUresult mem_create(CUmemGenericAllocationHandle *handle, size_t size,
 		return CUDA_ERROR_INVALID_VALUE;
 	rc = check_handle_types(prop->requestedHandleTypes);
 	if (rc == CUDA_SUCCESS)
-		rc = create_memfd(nonce, size, &fd);
+		rc = check_host_numa_policy(&prop->location);
 	if (rc == CUDA_SUCCESS)
-		rc = add_handle(fd, size, prop->requestedHandleTypes, nonce, handle);
+		rc = create_memfd(nonce, owner_of(&prop->location), size, &fd);
+	if (rc == CUDA_SUCCESS)
+		rc = add_handle(fd, size, prop->requestedHandleTypes, nonce,
+				owner_of(&prop->location), handle);
 	return rc;
 }
 
+/* The return lists of the VMM calls do not name CUDA_ERROR_INVALID_CONTEXT
+ * (those of cuMemHostRegister and its kin do); the docs are silent, so the
+ * fake takes the stricter reading: every VMM call needs a current context
+ * (vmm_ctx=0 lifts it). */
 CUresult fake_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 			  const CUmemAllocationProp *prop, unsigned long long flags)
 {
 	CUresult rc = fake_enter(FE_cuMemCreate);
 
+	if (rc == CUDA_SUCCESS)
+		rc = fake_need_context(fake.cfg.vmm_ctx);
 	if (rc == CUDA_SUCCESS)
 		rc = mem_create(handle, size, prop, flags);
 	return fake_leave(rc);
@@ -159,7 +201,11 @@ CUresult fake_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 CUresult fake_cuMemRelease(CUmemGenericAllocationHandle handle)
 {
 	CUresult rc = fake_enter(FE_cuMemRelease);
-	struct fake_handle *h = rc == CUDA_SUCCESS ? fake_handle_find(handle) : NULL;
+	struct fake_handle *h;
+
+	if (rc == CUDA_SUCCESS)
+		rc = fake_need_context(fake.cfg.vmm_ctx);
+	h = rc == CUDA_SUCCESS ? fake_handle_find(handle) : NULL;
 
 	if (rc == CUDA_SUCCESS && !h) {
 		fake_bug("cuMemRelease(%#llx) of an unknown or released handle", handle);
@@ -175,7 +221,8 @@ CUresult fake_cuMemRelease(CUmemGenericAllocationHandle handle)
 static CUresult export_fabric(CUmemFabricHandle *out, const struct fake_handle *h)
 {
 	struct fabric_handle fh = { .pid = (uint32_t)getpid(), .fd = h->fd, .size = h->size,
-				    .nonce = h->nonce };
+				    .nonce = h->nonce, .device = h->owner.device,
+				    .location = h->owner.location };
 
 	memcpy(fh.magic, FABRIC_MAGIC, sizeof(fh.magic));
 	memset(out, 0, sizeof(*out));
@@ -203,7 +250,11 @@ CUresult fake_cuMemExportToShareableHandle(void *shareable, CUmemGenericAllocati
 					   CUmemAllocationHandleType type, unsigned long long flags)
 {
 	CUresult rc = fake_enter(FE_cuMemExportToShareableHandle);
-	struct fake_handle *h = rc == CUDA_SUCCESS ? fake_handle_find(handle) : NULL;
+	struct fake_handle *h;
+
+	if (rc == CUDA_SUCCESS)
+		rc = fake_need_context(fake.cfg.vmm_ctx);
+	h = rc == CUDA_SUCCESS ? fake_handle_find(handle) : NULL;
 
 	if (rc == CUDA_SUCCESS && (!shareable || flags))
 		rc = CUDA_ERROR_INVALID_VALUE;
@@ -214,8 +265,8 @@ CUresult fake_cuMemExportToShareableHandle(void *shareable, CUmemGenericAllocati
 	return fake_leave(rc);
 }
 
-/* The nonce in the name of a memfd this fake created, or 0. */
-static uint64_t memfd_nonce(int fd)
+/* The nonce (0: not a memfd this fake created) and owner in its name. */
+static uint64_t memfd_nonce(int fd, struct fake_owner *owner)
 {
 	char path[64], link[256];
 	unsigned long long nonce = 0;
@@ -226,25 +277,44 @@ static uint64_t memfd_nonce(int fd)
 	if (n <= 0)
 		return 0;
 	link[n] = '\0';
-	if (sscanf(link, "/memfd:" MEMFD_PREFIX "%16llx", &nonce) != 1)
+	if (sscanf(link, "/memfd:" MEMFD_PREFIX MEMFD_FORMAT, &nonce, &owner->device,
+		   &owner->location) != 3)
 		return 0;
 	return nonce;
+}
+
+/* An importer's device needs peer access to the allocation's: NCCL issue
+ * 1838 (L4 GPUs without P2P, a HOST_NUMA allocation shared as a POSIX fd)
+ * got CUDA_ERROR_PEER_ACCESS_UNSUPPORTED from this very call. The docs
+ * only say NOT_SUPPORTED when "the current process cannot support the
+ * memory"; the fake answers what the field saw. */
+static CUresult check_importer(struct fake_owner owner)
+{
+	int device = fake_current_device();
+
+	if (device >= 0 && !fake_peer_access(device, owner.device))
+		return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+	return CUDA_SUCCESS;
 }
 
 /* Takes ownership of fd. A want of 0 accepts any nonce or size. */
 static CUresult adopt_fd(int fd, uint64_t want_nonce, uint64_t want_size, unsigned type,
 			 CUmemGenericAllocationHandle *handle)
 {
-	uint64_t nonce = memfd_nonce(fd);
+	struct fake_owner owner = { -1, CU_MEM_LOCATION_TYPE_INVALID };
+	uint64_t nonce = memfd_nonce(fd, &owner);
 	struct stat st;
+	CUresult rc = CUDA_ERROR_INVALID_VALUE;
 
-	if (!nonce || (want_nonce && nonce != want_nonce) || fstat(fd, &st) < 0 ||
-	    st.st_size <= 0 || !fake_aligned((uintptr_t)st.st_size, fake.cfg.granularity) ||
-	    (want_size && (uint64_t)st.st_size != want_size)) {
+	if (nonce && (!want_nonce || nonce == want_nonce) && fstat(fd, &st) == 0 &&
+	    st.st_size > 0 && fake_aligned((uintptr_t)st.st_size, fake.cfg.granularity) &&
+	    (!want_size || (uint64_t)st.st_size == want_size))
+		rc = check_importer(owner);
+	if (rc != CUDA_SUCCESS) {
 		close(fd);
-		return CUDA_ERROR_INVALID_VALUE;
+		return rc;
 	}
-	return add_handle(fd, (size_t)st.st_size, type, nonce, handle);
+	return add_handle(fd, (size_t)st.st_size, type, nonce, owner, handle);
 }
 
 static CUresult import_fabric(CUmemGenericAllocationHandle *handle, const CUmemFabricHandle *in)
@@ -256,6 +326,12 @@ static CUresult import_fabric(CUmemGenericAllocationHandle *handle, const CUmemF
 	memcpy(&fh, in->data, sizeof(fh));
 	if (memcmp(fh.magic, FABRIC_MAGIC, sizeof(fh.magic)) != 0 || !fh.size)
 		return CUDA_ERROR_INVALID_VALUE;
+	/* "If shHandleType is CU_MEM_HANDLE_TYPE_FABRIC and the importer process
+	 * has not been granted access to the same IMEX channel as the exporter
+	 * process, this API will error as CUDA_ERROR_NOT_PERMITTED" (cuda.h).
+	 * The exporter itself shares its own channel. */
+	if (!fake.cfg.imex && fh.pid != (uint32_t)getpid())
+		return CUDA_ERROR_NOT_PERMITTED;
 	snprintf(path, sizeof(path), "/proc/%u/fd/%d", fh.pid, fh.fd);
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
@@ -287,6 +363,8 @@ CUresult fake_cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handl
 {
 	CUresult rc = fake_enter(FE_cuMemImportFromShareableHandle);
 
+	if (rc == CUDA_SUCCESS)
+		rc = fake_need_context(fake.cfg.vmm_ctx);
 	if (rc == CUDA_SUCCESS && !handle)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)

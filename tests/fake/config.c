@@ -1,5 +1,7 @@
 /* The configuration string (SSEG_FAKE_CUDA) and the driver's error names. */
 #include <errno.h>
+#include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +17,9 @@ static const struct {
 	{ CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED" },
 	{ CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE" },
 	{ CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE" },
-	{ FAKE_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT" },
+	{ CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT" },
+	{ CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED" },
+	{ CUDA_ERROR_OPERATING_SYSTEM, "CUDA_ERROR_OPERATING_SYSTEM" },
 	{ CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE" },
 	{ CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND" },
 	{ CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED" },
@@ -90,9 +94,74 @@ static int set_int(int *field, unsigned long long value, int min, int max)
 	return 0;
 }
 
-static int set_flag(int *flag, unsigned long long value)
+/* The on/off keys. */
+static const struct {
+	const char *key;
+	size_t offset;
+} flag_keys[] = {
+#define FLAG(name) { #name, offsetof(struct fake_config, name) }
+	FLAG(vmm),          FLAG(fabric),        FLAG(imex_channel),     FLAG(imex),
+	FLAG(host_numa_vmm), FLAG(host_numa_blocked), FLAG(posix_fd),     FLAG(need_ctx),
+	FLAG(vmm_ctx),      FLAG(host_register), FLAG(ro_register),      FLAG(register_aligned),
+	FLAG(uva),          FLAG(map_offset),    FLAG(fork_works),       FLAG(host_pointer),
+	FLAG(pageable_host_pt),
+#undef FLAG
+};
+
+static int set_flag(struct fake_config *cfg, const char *key, unsigned long long v)
 {
-	return set_int(flag, value, 0, 1);
+	for (size_t i = 0; i < sizeof(flag_keys) / sizeof(flag_keys[0]); i++)
+		if (strcmp(key, flag_keys[i].key) == 0)
+			return set_int((int *)((char *)cfg + flag_keys[i].offset), v, 0, 1);
+	/* The older key: creating, exporting and importing all work, or
+	 * none of it (no IMEX channel at all). */
+	if (strcmp(key, "fabric_works") == 0 && v <= 1) {
+		cfg->imex_channel = cfg->imex = (int)v;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static void set_peers(struct fake_config *cfg, int a, int b, int on)
+{
+	if (on) {
+		cfg->peer[a] |= 1u << b;
+		cfg->peer[b] |= 1u << a;
+	} else {
+		cfg->peer[a] &= ~(1u << b);
+		cfg->peer[b] &= ~(1u << a);
+	}
+}
+
+/* "0-1,2-3": pairs of devices, both ways, or "all" or "none". peer= lists
+ * the pairs with access (no others), nopeer= removes pairs from the
+ * current matrix. */
+static int parse_peers(struct fake_config *cfg, const char *list, int on)
+{
+	char *copy = strdup(list), *save = NULL;
+	int rc = copy && *list ? 0 : -EINVAL;
+
+	if (rc == 0 && (!strcmp(list, "all") || !strcmp(list, "none"))) {
+		int full = (strcmp(list, "all") == 0) == on; /* peer=all or nopeer=none */
+
+		memset(cfg->peer, full ? 0xff : 0, sizeof(cfg->peer));
+		free(copy);
+		return 0;
+	}
+	if (rc == 0 && on)
+		memset(cfg->peer, 0, sizeof(cfg->peer));
+	for (char *item = copy ? strtok_r(copy, ",", &save) : NULL; item && rc == 0;
+	     item = strtok_r(NULL, ",", &save)) {
+		int a, b, n = 0;
+
+		if (sscanf(item, "%d-%d%n", &a, &b, &n) != 2 || item[n] || a < 0 || b < 0 ||
+		    a >= FAKE_MAX_DEVICES || b >= FAKE_MAX_DEVICES)
+			rc = -EINVAL;
+		else
+			set_peers(cfg, a, b, on);
+	}
+	free(copy);
+	return rc;
 }
 
 static int set_key(struct fake_config *cfg, const char *key, const char *text)
@@ -101,6 +170,8 @@ static int set_key(struct fake_config *cfg, const char *key, const char *text)
 
 	if (strcmp(key, "numa") == 0)
 		return parse_numa(cfg, text);
+	if (strcmp(key, "peer") == 0 || strcmp(key, "nopeer") == 0)
+		return parse_peers(cfg, text, key[0] == 'p');
 	if (parse_number(text, &v) < 0)
 		return -EINVAL;
 	if (strcmp(key, "devices") == 0)
@@ -117,19 +188,7 @@ static int set_key(struct fake_config *cfg, const char *key, const char *text)
 		cfg->max_register = v;
 		return 0;
 	}
-	if (strcmp(key, "vmm") == 0)
-		return set_flag(&cfg->vmm, v);
-	if (strcmp(key, "fabric") == 0)
-		return set_flag(&cfg->fabric, v);
-	if (strcmp(key, "fabric_works") == 0)
-		return set_flag(&cfg->fabric_works, v);
-	if (strcmp(key, "host_numa_vmm") == 0)
-		return set_flag(&cfg->host_numa_vmm, v);
-	if (strcmp(key, "posix_fd") == 0)
-		return set_flag(&cfg->posix_fd, v);
-	if (strcmp(key, "need_ctx") == 0)
-		return set_flag(&cfg->need_ctx, v);
-	return -EINVAL;
+	return set_flag(cfg, key, v);
 }
 
 /* "devices=2;numa=0,1;fabric=1": each key optional, applied over cfg; on
@@ -168,6 +227,11 @@ int fake_numa_valid(int node)
 		if (fake.cfg.numa[i] == node)
 			return 1;
 	return 0;
+}
+
+int fake_peer_access(int dev, int owner)
+{
+	return owner < 0 || dev == owner || (fake.cfg.peer[dev] >> owner) & 1;
 }
 
 int fake_aligned(uintptr_t value, size_t align)

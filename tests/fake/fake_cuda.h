@@ -6,13 +6,11 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "driver/cuda_abi.h"
 
 #define FAKE_API __attribute__((visibility("default")))
-
-/* A code the fake returns that sharedseg's ABI header does not declare. */
-enum { FAKE_ERROR_INVALID_CONTEXT = 201 };
 
 /* Every entry point: its base name, the first driver version that has it,
  * and whether it answers CUDA_ERROR_NOT_INITIALIZED before cuInit. */
@@ -24,10 +22,13 @@ enum { FAKE_ERROR_INVALID_CONTEXT = 201 };
 	X(cuDeviceGetCount, 2000, 1)                \
 	X(cuDeviceGet, 2000, 1)                     \
 	X(cuDeviceGetAttribute, 2000, 1)            \
+	X(cuDeviceCanAccessPeer, 4000, 1)           \
+	X(cuDeviceGetUuid, 9020, 1)                 \
 	X(cuDevicePrimaryCtxRetain, 7000, 1)        \
 	X(cuDevicePrimaryCtxRelease, 7000, 1)       \
 	X(cuCtxSetCurrent, 4000, 1)                 \
 	X(cuCtxGetCurrent, 4000, 1)                 \
+	X(cuCtxSynchronize, 2000, 1)                \
 	X(cuMemGetAllocationGranularity, 10020, 1)  \
 	X(cuMemCreate, 10020, 1)                    \
 	X(cuMemRelease, 10020, 1)                   \
@@ -40,7 +41,13 @@ enum { FAKE_ERROR_INVALID_CONTEXT = 201 };
 	X(cuMemImportFromShareableHandle, 10020, 1) \
 	X(cuMemHostRegister, 6050, 1)               \
 	X(cuMemHostUnregister, 4000, 1)             \
-	X(cuMemHostGetDevicePointer, 3020, 1)
+	X(cuMemHostGetDevicePointer, 3020, 1)       \
+	X(cuMemAlloc, 3020, 1)                      \
+	X(cuMemFree, 3020, 1)                       \
+	X(cuMemHostAlloc, 2020, 1)                  \
+	X(cuMemFreeHost, 2000, 1)                   \
+	X(cuMemcpyHtoD, 3020, 1)                    \
+	X(cuMemcpyDtoH, 3020, 1)
 
 enum fake_entry {
 #define FAKE_ENUM(name, version, init) FE_##name,
@@ -56,17 +63,35 @@ enum fake_entry {
 #define FAKE_MAX_RESERVATIONS 1024
 #define FAKE_MAX_MAPPINGS 4096
 #define FAKE_MAX_REGISTRATIONS 4096
+#define FAKE_MAX_ALLOCATIONS 256
 
+/* cuDeviceGetUuid answers _v2 from this driver version on. */
+#define FAKE_UUID_V2_VERSION 11040
+
+/* What the fake driver models (the SSEG_FAKE_CUDA keys are listed in
+ * sseg_fake_cuda.h). Every rule the real driver enforces is on by default. */
 struct fake_config {
 	int devices;
 	int numa[FAKE_MAX_NUMA]; /* host NUMA node of device i % numa_count */
 	int numa_count;
 	int vmm;
 	int fabric;       /* what the attribute claims */
-	int fabric_works; /* whether create/export/import with FABRIC succeed */
+	int imex_channel; /* FABRIC allocations may be created and exported */
+	int imex;         /* importers share the exporter's IMEX channel */
 	int host_numa_vmm;
+	int host_numa_blocked; /* HOST_NUMA creation fails (seccomp get_mempolicy) */
 	int posix_fd;
-	int need_ctx; /* host registration needs a current context */
+	int need_ctx; /* the calls documented to need a context need one */
+	int vmm_ctx;  /* VMM calls need a current context */
+	uint32_t peer[FAKE_MAX_DEVICES]; /* bit j of peer[i]: i may access j's memory */
+	int host_register;    /* attribute 99 */
+	int ro_register;      /* attribute 113: READ_ONLY registration */
+	int register_aligned; /* registration needs page-aligned addresses */
+	int uva;              /* device pointers without DEVICEMAP */
+	int host_pointer;     /* attribute 91: device pointer == host pointer */
+	int pageable_host_pt; /* attribute 100: the device reads through host page tables */
+	int map_offset;       /* cuMemMap accepts offsets other than 0 */
+	int fork_works;       /* a forked child may keep using the driver */
 	size_t granularity;
 	int driver;
 	size_t max_register;
@@ -80,12 +105,19 @@ struct fake_rule {
 	CUresult err;
 };
 
+/* Who an allocation belongs to: peers need access to its device. */
+struct fake_owner {
+	int device;   /* the location's device, or the creating context's; -1 none */
+	int location; /* CUmemLocationType it was created on */
+};
+
 struct fake_handle {
 	CUmemGenericAllocationHandle id; /* 0: free slot */
 	int fd;
 	size_t size;
 	unsigned types; /* handle types it may be exported as */
 	uint64_t nonce; /* also in the memfd's name, so a stale fd is caught */
+	struct fake_owner owner;
 };
 
 struct fake_range {
@@ -93,6 +125,9 @@ struct fake_range {
 	size_t size;
 	int prot;        /* mappings: what the CPU may do */
 	unsigned flags;  /* registrations: CU_MEMHOSTREGISTER_* */
+	struct fake_owner owner; /* mappings: the allocation's */
+	uint32_t granted; /* mappings: bit d, device d may access it */
+	int host_node;    /* mappings: the last HOST_NUMA access entry's id; -1 none */
 };
 
 struct fake_state {
@@ -102,6 +137,7 @@ struct fake_state {
 	int nrules;
 	int bugs;
 	int initialized;
+	pid_t init_pid; /* the process whose cuInit succeeded */
 	int ctx_refs[FAKE_MAX_DEVICES];
 	int access[FAKE_MAX_DEVICES];
 	uint64_t handle_seq;
@@ -109,6 +145,8 @@ struct fake_state {
 	struct fake_range reservations[FAKE_MAX_RESERVATIONS];
 	struct fake_range mappings[FAKE_MAX_MAPPINGS];
 	struct fake_range registrations[FAKE_MAX_REGISTRATIONS];
+	struct fake_range device_memory[FAKE_MAX_ALLOCATIONS]; /* cuMemAlloc */
+	struct fake_range host_memory[FAKE_MAX_ALLOCATIONS];   /* cuMemHostAlloc */
 };
 
 extern struct fake_state fake;
@@ -132,6 +170,12 @@ int fake_error_by_name(const char *text, CUresult *err);
 int fake_device_valid(int dev);
 int fake_numa_valid(int node);
 int fake_context_current(void);
+/* The device of this thread's current context, or -1. */
+int fake_current_device(void);
+/* CUDA_ERROR_INVALID_CONTEXT when rule is on and no context is current. */
+CUresult fake_need_context(int rule);
+/* Whether dev may access memory that belongs to owner (-1: anyone's). */
+int fake_peer_access(int dev, int owner);
 int fake_aligned(uintptr_t value, size_t align);
 
 /* Range tables: a free slot, the slot starting exactly at start, the
@@ -149,9 +193,13 @@ struct fake_handle *fake_handle_find(CUmemGenericAllocationHandle id);
 FAKE_FN(PFN_cuGetProcAddress_v1, fake_cuGetProcAddress_v1);
 #define FAKE_DECLARE(name, version, init) FAKE_FN(PFN_##name, fake_##name);
 #define PFN_cuGetProcAddress PFN_cuGetProcAddress_v2
+#define PFN_cuDeviceGetUuid PFN_cuDeviceGetUuid_v2
 FAKE_ENTRIES(FAKE_DECLARE)
+#undef PFN_cuDeviceGetUuid
 #undef PFN_cuGetProcAddress
 #undef FAKE_DECLARE
+/* The pre-11.4 cuDeviceGetUuid, as cuGetProcAddress hands it out. */
+FAKE_FN(PFN_cuDeviceGetUuid_v2, fake_cuDeviceGetUuid_v1);
 
 void *fake_proc_lookup(const char *symbol, int version, int *status);
 

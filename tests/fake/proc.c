@@ -1,6 +1,8 @@
 /* Symbol lookup (the only way in, as with the real driver), error names,
  * initialization, devices and primary contexts. */
+#include <stddef.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fake_cuda.h"
 
@@ -42,6 +44,8 @@ void *fake_proc_lookup(const char *symbol, int version, int *status)
 		/* The same addresses dlsym gives, as the driver does. */
 		if (i == FE_cuGetProcAddress)
 			return version < 12000 ? (void *)cuGetProcAddress : (void *)cuGetProcAddress_v2;
+		if (i == FE_cuDeviceGetUuid && version < FAKE_UUID_V2_VERSION)
+			return (void *)fake_cuDeviceGetUuid_v1;
 		return entries[i].fn;
 	}
 	*status = 1; /* CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND */
@@ -110,8 +114,10 @@ CUresult fake_cuInit(unsigned int flags)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS && fake.cfg.devices == 0)
 		rc = CUDA_ERROR_NO_DEVICE;
-	if (rc == CUDA_SUCCESS)
+	if (rc == CUDA_SUCCESS) {
 		fake.initialized = 1;
+		fake.init_pid = getpid();
+	}
 	return fake_leave(rc);
 }
 
@@ -150,22 +156,44 @@ CUresult fake_cuDeviceGet(CUdevice *device, int ordinal)
 	return fake_leave(rc);
 }
 
-static int attribute(int attrib, CUdevice dev)
+/* The attributes the fake models, each from the first driver version whose
+ * cuda.h declares it (12.2: HOST_NUMA_ID, 12.3: fabric handles, 12.9:
+ * HOST_NUMA VMM; the others predate the oldest driver the fake offers). A
+ * driver answers INVALID_VALUE for an attribute it does not know, and so
+ * does the fake for every attribute it does not model: a query the library
+ * starts to depend on fails here first instead of reading 0. */
+static const struct {
+	int attrib;
+	int since;
+	size_t value; /* offset of the int in struct fake_config */
+} attributes[] = {
+#define ATTR(name, since, field) \
+	{ CU_DEVICE_ATTRIBUTE_##name, since, offsetof(struct fake_config, field) }
+	ATTR(UNIFIED_ADDRESSING, 0, uva),
+	ATTR(CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, 0, host_pointer),
+	ATTR(HOST_REGISTER_SUPPORTED, 0, host_register),
+	ATTR(PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, 0, pageable_host_pt),
+	ATTR(VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0, vmm),
+	ATTR(HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, 0, posix_fd),
+	ATTR(READ_ONLY_HOST_REGISTER_SUPPORTED, 0, ro_register),
+	ATTR(HANDLE_TYPE_FABRIC_SUPPORTED, 12030, fabric),
+	ATTR(HOST_NUMA_ID, 12020, numa),
+	ATTR(HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 12090, host_numa_vmm),
+#undef ATTR
+};
+
+static CUresult attribute(int attrib, CUdevice dev, int *value)
 {
-	switch (attrib) {
-	case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
-		return fake.cfg.vmm;
-	case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:
-		return fake.cfg.posix_fd;
-	case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED:
-		return fake.cfg.fabric;
-	case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID:
-		return fake.cfg.numa[dev % fake.cfg.numa_count];
-	case CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
-		return fake.cfg.host_numa_vmm;
-	default:
-		return 0;
+	for (size_t i = 0; i < sizeof(attributes) / sizeof(attributes[0]); i++) {
+		if (attributes[i].attrib != attrib || fake.cfg.driver < attributes[i].since)
+			continue;
+		if (attrib == CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID)
+			*value = fake.cfg.numa[dev % fake.cfg.numa_count];
+		else
+			*value = *(const int *)((const char *)&fake.cfg + attributes[i].value);
+		return CUDA_SUCCESS;
 	}
+	return CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult fake_cuDeviceGetAttribute(int *value, int attrib, CUdevice dev)
@@ -177,8 +205,54 @@ CUresult fake_cuDeviceGetAttribute(int *value, int attrib, CUdevice dev)
 	if (rc == CUDA_SUCCESS && !fake_device_valid(dev))
 		rc = CUDA_ERROR_INVALID_DEVICE;
 	if (rc == CUDA_SUCCESS)
-		*value = attribute(attrib, dev);
+		rc = attribute(attrib, dev, value);
 	return fake_leave(rc);
+}
+
+/* A device is not its own peer: the docs speak of two devices, and 0 is
+ * the stricter answer for dev == peer. */
+CUresult fake_cuDeviceCanAccessPeer(int *can_access, CUdevice dev, CUdevice peer)
+{
+	CUresult rc = fake_enter(FE_cuDeviceCanAccessPeer);
+
+	if (rc == CUDA_SUCCESS && !can_access)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (rc == CUDA_SUCCESS && (!fake_device_valid(dev) || !fake_device_valid(peer)))
+		rc = CUDA_ERROR_INVALID_DEVICE;
+	if (rc == CUDA_SUCCESS)
+		*can_access = dev != peer && fake_peer_access(dev, peer);
+	return fake_leave(rc);
+}
+
+/* The same 16 bytes for a device in every process, as a GPU's UUID is. */
+static CUresult device_uuid(CUuuid *uuid, CUdevice dev)
+{
+	static const char prefix[12] = "sseg-fakegpu";
+
+	if (!uuid)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!fake_device_valid(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	memset(uuid->bytes, 0, sizeof(uuid->bytes));
+	memcpy(uuid->bytes, prefix, sizeof(prefix));
+	uuid->bytes[15] = (char)dev;
+	return CUDA_SUCCESS;
+}
+
+/* _v2 answers a MIG instance's own UUID where v1 answers the GPU's; the
+ * fake has no MIG, so both give the device's. */
+CUresult fake_cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
+{
+	CUresult rc = fake_enter(FE_cuDeviceGetUuid);
+
+	if (rc == CUDA_SUCCESS)
+		rc = device_uuid(uuid, dev);
+	return fake_leave(rc);
+}
+
+CUresult fake_cuDeviceGetUuid_v1(CUuuid *uuid, CUdevice dev)
+{
+	return fake_cuDeviceGetUuid(uuid, dev);
 }
 
 CUresult fake_cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
@@ -205,7 +279,7 @@ CUresult fake_cuDevicePrimaryCtxRelease(CUdevice dev)
 		rc = CUDA_ERROR_INVALID_DEVICE;
 	if (rc == CUDA_SUCCESS && fake.ctx_refs[dev] == 0) {
 		fake_bug("cuDevicePrimaryCtxRelease(%d) without a retain", dev);
-		rc = FAKE_ERROR_INVALID_CONTEXT;
+		rc = CUDA_ERROR_INVALID_CONTEXT;
 	}
 	if (rc == CUDA_SUCCESS)
 		fake.ctx_refs[dev]--;
@@ -225,7 +299,7 @@ CUresult fake_cuCtxSetCurrent(CUcontext ctx)
 	CUresult rc = fake_enter(FE_cuCtxSetCurrent);
 
 	if (rc == CUDA_SUCCESS && ctx && !context_live(ctx))
-		rc = FAKE_ERROR_INVALID_CONTEXT;
+		rc = CUDA_ERROR_INVALID_CONTEXT;
 	if (rc == CUDA_SUCCESS)
 		current_context = ctx;
 	return fake_leave(rc);
@@ -242,8 +316,30 @@ CUresult fake_cuCtxGetCurrent(CUcontext *ctx)
 	return fake_leave(rc);
 }
 
+/* Work queued in the current context would finish here; the fake's copies
+ * are synchronous, so there is none, but the call needs a context as its
+ * return list says (INVALID_CONTEXT). */
+CUresult fake_cuCtxSynchronize(void)
+{
+	CUresult rc = fake_enter(FE_cuCtxSynchronize);
+
+	if (rc == CUDA_SUCCESS)
+		rc = fake_need_context(1);
+	return fake_leave(rc);
+}
+
 /* Callers hold the lock. A released primary context is no longer current. */
 int fake_context_current(void)
 {
 	return current_context && context_live(current_context);
+}
+
+int fake_current_device(void)
+{
+	return fake_context_current() ? current_context->device : -1;
+}
+
+CUresult fake_need_context(int rule)
+{
+	return rule && !fake_context_current() ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
 }

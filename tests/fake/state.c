@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fake_cuda.h"
 
@@ -31,9 +32,16 @@ static void fake_default_config(struct fake_config *cfg)
 	cfg->devices = 1;
 	cfg->numa_count = 1;
 	cfg->vmm = 1;
+	cfg->imex_channel = 1;
 	cfg->host_numa_vmm = 1;
 	cfg->posix_fd = 1;
 	cfg->need_ctx = 1;
+	cfg->vmm_ctx = 1;
+	memset(cfg->peer, 0xff, sizeof(cfg->peer));
+	cfg->host_register = 1;
+	cfg->ro_register = 1;
+	cfg->uva = 1;
+	cfg->host_pointer = 1;
 	cfg->granularity = 2u << 20;
 	cfg->driver = 13000;
 	cfg->max_register = (512ull << 30) - 1;
@@ -56,8 +64,8 @@ static void fork_done(void)
 	pthread_mutex_unlock(&fake_lock);
 }
 
-/* Unlike the real driver, the fake keeps working in a forked child (the
- * tests share memory that way): fork never copies the lock held. */
+/* fork never copies the lock held, so a forked child can always reach the
+ * control API (whether the driver itself still works there is a rule). */
 static void fake_load_env(void)
 {
 	const char *config = getenv("SSEG_FAKE_CUDA");
@@ -91,6 +99,17 @@ static CUresult scripted_failure(enum fake_entry entry)
 	return CUDA_SUCCESS;
 }
 
+/* CUDA does not survive fork: in a child of a process that initialized
+ * it, cuInit and the calls that need it answer NOT_INITIALIZED (reported
+ * for cuInit, cuDeviceGetCount and cuCtxSetCurrent; the CUDA guidelines
+ * call any use before exec undefined). Version, error names and symbol
+ * lookup need no initialization and keep working. */
+static int forked_child(enum fake_entry entry)
+{
+	return fake.initialized && getpid() != fake.init_pid && !fake.cfg.fork_works &&
+	       (entry_needs_init[entry] || entry == FE_cuInit);
+}
+
 CUresult fake_enter(enum fake_entry entry)
 {
 	CUresult rc;
@@ -98,6 +117,8 @@ CUresult fake_enter(enum fake_entry entry)
 	fake_lock_loaded();
 	fake.calls[entry]++;
 	rc = scripted_failure(entry);
+	if (rc == CUDA_SUCCESS && forked_child(entry))
+		rc = CUDA_ERROR_NOT_INITIALIZED;
 	if (rc == CUDA_SUCCESS && entry_needs_init[entry] && !fake.initialized)
 		rc = CUDA_ERROR_NOT_INITIALIZED;
 	return rc;
@@ -290,6 +311,26 @@ FAKE_API int sseg_fake_cuda_access(int device)
 	if (device < 0 || device >= FAKE_MAX_DEVICES)
 		return 0;
 	return locked_count(&fake.access[device]);
+}
+
+/* The devices granted access to the mapping that holds p, and the node
+ * its last HOST_NUMA entry named. */
+FAKE_API int sseg_fake_cuda_granted(const void *p, unsigned *devices, int *host_node)
+{
+	const struct fake_range *m = NULL;
+	uintptr_t at = (uintptr_t)p;
+
+	fake_lock_loaded();
+	for (int i = 0; i < FAKE_MAX_MAPPINGS && !m; i++)
+		if (fake.mappings[i].start && at - fake.mappings[i].start < fake.mappings[i].size)
+			m = &fake.mappings[i];
+	if (m) {
+		*devices = m->granted;
+		if (host_node)
+			*host_node = m->host_node;
+	}
+	fake_leave(CUDA_SUCCESS);
+	return m ? 0 : -ENOENT;
 }
 
 /* The i-th live registration in address order. */

@@ -1,7 +1,8 @@
 /* Virtual address ranges: reservations are PROT_NONE anonymous mappings,
  * cuMemMap puts the handle's memfd over part of one, still PROT_NONE (the
  * CPU faults until cuMemSetAccess grants it, as with the real driver), and
- * cuMemUnmap puts the PROT_NONE reservation back. */
+ * cuMemUnmap puts the PROT_NONE reservation back. Like every VMM call,
+ * these need a current context (vmm_ctx; see cuMemCreate). */
 #include <sys/mman.h>
 
 #include "fake_cuda.h"
@@ -51,6 +52,8 @@ CUresult fake_cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignmen
 	CUresult rc = fake_enter(FE_cuMemAddressReserve);
 
 	if (rc == CUDA_SUCCESS)
+		rc = fake_need_context(fake.cfg.vmm_ctx);
+	if (rc == CUDA_SUCCESS)
 		rc = address_reserve(ptr, size, alignment, flags);
 	return fake_leave(rc);
 }
@@ -79,6 +82,8 @@ CUresult fake_cuMemAddressFree(CUdeviceptr ptr, size_t size)
 	CUresult rc = fake_enter(FE_cuMemAddressFree);
 
 	if (rc == CUDA_SUCCESS)
+		rc = fake_need_context(fake.cfg.vmm_ctx);
+	if (rc == CUDA_SUCCESS)
 		rc = address_free((uintptr_t)ptr, size);
 	return fake_leave(rc);
 }
@@ -88,12 +93,15 @@ static int inside_reservation(uintptr_t start, size_t size)
 	return fake_range_overlap(fake.reservations, FAKE_MAX_RESERVATIONS, start, size) == size;
 }
 
+/* "offset - Offset into the memory represented by handle from which to
+ * start mapping - Note: currently must be zero." (cuda.h); map_offset=1
+ * accepts any multiple of the granularity, as the text above it reads. */
 static CUresult check_map(uintptr_t start, size_t size, size_t offset, const struct fake_handle *h)
 {
 	size_t gran = fake.cfg.granularity;
 
 	if (!size || !fake_aligned(start, gran) || !fake_aligned(size, gran) ||
-	    !fake_aligned(offset, gran))
+	    !fake_aligned(offset, gran) || (offset && !fake.cfg.map_offset))
 		return CUDA_ERROR_INVALID_VALUE;
 	if (!h)
 		return CUDA_ERROR_INVALID_HANDLE;
@@ -119,7 +127,8 @@ static CUresult mem_map(uintptr_t start, size_t size, size_t offset,
 	if (!m || mmap((void *)start, size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->fd,
 		       (off_t)offset) == MAP_FAILED)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	*m = (struct fake_range){ .start = start, .size = size, .prot = PROT_NONE };
+	*m = (struct fake_range){ .start = start, .size = size, .prot = PROT_NONE, .owner = h->owner,
+				  .host_node = -1 };
 	return CUDA_SUCCESS;
 }
 
@@ -128,6 +137,8 @@ CUresult fake_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 {
 	CUresult rc = fake_enter(FE_cuMemMap);
 
+	if (rc == CUDA_SUCCESS)
+		rc = fake_need_context(fake.cfg.vmm_ctx);
 	if (rc == CUDA_SUCCESS && flags)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
@@ -172,6 +183,8 @@ CUresult fake_cuMemUnmap(CUdeviceptr ptr, size_t size)
 	CUresult rc = fake_enter(FE_cuMemUnmap);
 
 	if (rc == CUDA_SUCCESS)
+		rc = fake_need_context(fake.cfg.vmm_ctx);
+	if (rc == CUDA_SUCCESS)
 		rc = mem_unmap((uintptr_t)ptr, size);
 	return fake_leave(rc);
 }
@@ -183,7 +196,51 @@ static int host_prot(CUmemAccess_flags flags)
 	return flags == CU_MEM_ACCESS_FLAGS_PROT_READ ? PROT_READ : PROT_NONE;
 }
 
-static CUresult check_access(const CUmemAccessDesc *d)
+/* Every mapping in [start, start+size) passes check(owner, arg). */
+static int mappings_all(uintptr_t start, size_t size, int (*check)(struct fake_owner, int),
+			int arg)
+{
+	for (int i = 0; i < FAKE_MAX_MAPPINGS; i++) {
+		const struct fake_range *m = &fake.mappings[i];
+
+		if (m->start && m->start < start + size && m->start + m->size > start &&
+		    !check(m->owner, arg))
+			return 0;
+	}
+	return 1;
+}
+
+static int peer_reaches(struct fake_owner owner, int device)
+{
+	return fake_peer_access(device, owner.device);
+}
+
+static int host_located(struct fake_owner owner, int unused)
+{
+	(void)unused;
+	return owner.location != CU_MEM_LOCATION_TYPE_DEVICE;
+}
+
+/* A device granted access needs peer access to each allocation's device.
+ * The docs list INVALID_DEVICE and NOT_SUPPORTED and say nothing of peers;
+ * the field reports (NCCL issue 1838 on L4, Ray on T4) saw
+ * CUDA_ERROR_PEER_ACCESS_UNSUPPORTED from NCCL's cuMem host path, at the
+ * import (alloc.c); the fake answers the same code here, the stricter
+ * reading. PROT_NONE revokes and needs no peer access. */
+static CUresult check_device_access(uintptr_t start, size_t size, const CUmemAccessDesc *d)
+{
+	if (!fake_device_valid(d->location.id))
+		return CUDA_ERROR_INVALID_DEVICE;
+	if (d->flags != CU_MEM_ACCESS_FLAGS_PROT_NONE &&
+	    !mappings_all(start, size, peer_reaches, d->location.id))
+		return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+	return CUDA_SUCCESS;
+}
+
+/* "Users cannot specify CU_MEM_LOCATION_TYPE_HOST_NUMA accessibility for
+ * allocations created on with other location types", and for HOST_NUMA
+ * "CUmemLocation::id is ignored" (cuda.h): no check of the node. */
+static CUresult check_access(uintptr_t start, size_t size, const CUmemAccessDesc *d)
 {
 	if (d->flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && d->flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
 	    d->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
@@ -192,25 +249,46 @@ static CUresult check_access(const CUmemAccessDesc *d)
 	case CU_MEM_LOCATION_TYPE_HOST:
 		return CUDA_SUCCESS;
 	case CU_MEM_LOCATION_TYPE_HOST_NUMA:
-		return fake_numa_valid(d->location.id) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+		return mappings_all(start, size, host_located, 0) ? CUDA_SUCCESS
+								   : CUDA_ERROR_INVALID_VALUE;
 	case CU_MEM_LOCATION_TYPE_DEVICE:
-		return fake_device_valid(d->location.id) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+		return check_device_access(start, size, d);
 	default:
 		return CUDA_ERROR_INVALID_VALUE;
 	}
 }
 
-static void set_mapping_prot(uintptr_t start, size_t size, int prot)
+/* What each mapping in the range now grants: the host's protection (prot
+ * < 0: unchanged) and the devices named, added or taken away. */
+static void grant(uintptr_t start, size_t size, const CUmemAccessDesc *desc, size_t n, int prot)
 {
 	for (int i = 0; i < FAKE_MAX_MAPPINGS; i++) {
 		struct fake_range *m = &fake.mappings[i];
 
-		if (m->start && m->start < start + size && m->start + m->size > start)
+		if (!m->start || m->start >= start + size || m->start + m->size <= start)
+			continue;
+		if (prot >= 0)
 			m->prot = prot;
+		for (size_t k = 0; k < n; k++) {
+			uint32_t bit;
+
+			if (desc[k].location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA)
+				m->host_node = desc[k].location.id; /* ignored, but seen */
+			if (desc[k].location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+				continue;
+			bit = 1u << desc[k].location.id; /* checked: a device of the fake */
+			if (desc[k].flags == CU_MEM_ACCESS_FLAGS_PROT_NONE)
+				m->granted &= ~bit;
+			else
+				m->granted |= bit;
+		}
 	}
 }
 
-/* Every descriptor is checked before any is applied. */
+/* Every descriptor is checked before any is applied: the docs do not say
+ * whether a list with one refused entry (a host entry and a device without
+ * peer access, as the library batches them) applies the others, and the
+ * stricter reading is that it applies none. */
 static CUresult set_access(uintptr_t start, size_t size, const CUmemAccessDesc *desc, size_t n)
 {
 	CUresult rc = CUDA_SUCCESS;
@@ -225,7 +303,7 @@ static CUresult set_access(uintptr_t start, size_t size, const CUmemAccessDesc *
 		return CUDA_ERROR_INVALID_VALUE;
 	}
 	for (size_t i = 0; i < n && rc == CUDA_SUCCESS; i++)
-		rc = check_access(&desc[i]);
+		rc = check_access(start, size, &desc[i]);
 	if (rc != CUDA_SUCCESS)
 		return rc;
 	for (int dev = 0; dev < FAKE_MAX_DEVICES; dev++)
@@ -238,8 +316,7 @@ static CUresult set_access(uintptr_t start, size_t size, const CUmemAccessDesc *
 	}
 	if (prot >= 0 && mprotect((void *)start, size, prot) < 0)
 		return CUDA_ERROR_UNKNOWN;
-	if (prot >= 0)
-		set_mapping_prot(start, size, prot);
+	grant(start, size, desc, n, prot);
 	return CUDA_SUCCESS;
 }
 
@@ -248,6 +325,8 @@ CUresult fake_cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc
 {
 	CUresult rc = fake_enter(FE_cuMemSetAccess);
 
+	if (rc == CUDA_SUCCESS)
+		rc = fake_need_context(fake.cfg.vmm_ctx);
 	if (rc == CUDA_SUCCESS)
 		rc = set_access((uintptr_t)ptr, size, desc, count);
 	return fake_leave(rc);

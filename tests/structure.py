@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""The shape of src/, checked: the core never names a backend or a driver,
+the include graph has no cycle, OS primitives and drivers include no core
+header beyond the base, no .c file declares another file's function, and
+the version script lists every public function by name, each once.
+
+Usage: structure.py SOURCE_DIR (exit 0 pass, 1 fail)."""
+import os
+import re
+import sys
+
+BASE = {"internal.h", "error.h", "log.h", "util.h", "fault.h"}
+BACKEND_WORDS = re.compile(r"SSEG_BACKEND_(CUDA|MEMFD|ASCEND)|cuda|acl|driver/")
+
+
+def sources(src):
+    for root, _, files in os.walk(src):
+        for name in files:
+            if name.endswith((".c", ".h")):
+                path = os.path.join(root, name)
+                yield os.path.relpath(path, src), open(path, encoding="utf-8").read()
+
+
+def includes(text):
+    return re.findall(r'^#include "([^"]+)"', text, re.M)
+
+
+def unit(path):
+    return os.path.splitext(path)[0]
+
+
+def core_names_no_backend(files):
+    bad = []
+    for path, text in files.items():
+        if path.startswith(("backend/", "driver/")):
+            continue
+        for n, line in enumerate(text.splitlines(), 1):
+            if BACKEND_WORDS.search(line):
+                bad.append(f"{path}:{n}: names a backend or driver: {line.strip()}")
+    return bad
+
+
+def layers(files):
+    bad = []
+    for path, text in files.items():
+        if not path.startswith(("os/", "driver/")):
+            continue
+        own = path.split("/")[0] + "/"
+        for inc in includes(text):
+            if inc not in BASE and not inc.startswith(own) and inc != "sharedseg.h":
+                bad.append(f"{path}: includes the core header {inc}")
+    return bad
+
+
+def graph(files):
+    edges = {}
+    for path, text in files.items():
+        here = os.path.dirname(path)
+        for inc in includes(text):
+            target = inc if inc in files else os.path.normpath(os.path.join(here, inc))
+            if target in files and unit(target) != unit(path):
+                edges.setdefault(unit(path), set()).add(unit(target))
+    return edges
+
+
+def cycles(edges):
+    state, found = {}, []
+
+    def visit(node, trail):
+        state[node] = "open"
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == "open":
+                found.append(" -> ".join(trail[trail.index(nxt):] + [nxt]))
+            elif nxt not in state:
+                visit(nxt, trail + [nxt])
+        state[node] = "done"
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node, [node])
+    return [f"include cycle: {c}" for c in found]
+
+
+def foreign_prototypes(files):
+    bad = []
+    decl = re.compile(r"^(?!static\b)(?!typedef\b)[A-Za-z_][\w \*]*?\b(\w+)\s*\([^;{}]*\)\s*;",
+                      re.M)
+    for path, text in files.items():
+        if path.endswith(".c"):
+            for m in decl.finditer(text):
+                bad.append(f"{path}: declares {m.group(1)}(), which belongs in a header")
+    return bad
+
+
+def version_script(src, header):
+    api = re.findall(r"SSEG_API\s+[^;(]*?\b(sseg_\w+)\s*\(", header, re.S)
+    text = open(os.path.join(src, "libsharedseg.map"), encoding="utf-8").read()
+    listed = re.findall(r"^\s*(sseg_\w+);", text, re.M)
+    bad = [f"libsharedseg.map: {s} is listed {listed.count(s)} times"
+           for s in sorted(set(listed)) if listed.count(s) > 1]
+    bad += [f"libsharedseg.map: {s} is exported by the header but not listed"
+            for s in sorted(set(api) - set(listed))]
+    bad += [f"libsharedseg.map: {s} is listed but not in the header"
+            for s in sorted(set(listed) - set(api))]
+    if re.search(r"sseg_\*|\bglobal:\s*\*", text):
+        bad.append("libsharedseg.map: a glob; list every symbol by name")
+    return bad
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(__file__))
+    src = os.path.join(root, "src")
+    files = dict(sources(src))
+    header = open(os.path.join(root, "include", "sharedseg.h"), encoding="utf-8").read()
+    problems = (core_names_no_backend(files) + layers(files) + cycles(graph(files)) +
+                foreign_prototypes(files) + version_script(src, header))
+    for p in problems:
+        print(p)
+    print(f"structure: {len(files)} files, {'ok' if not problems else f'{len(problems)} problem(s)'}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

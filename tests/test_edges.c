@@ -1,0 +1,265 @@
+/* Edges where the library used to point the wrong way or wait too long:
+ * another uid squatting the local exchange's name, fork() between create
+ * and complete, an interrupt while complete waits, a peer whose fd table
+ * is full, a memfd sealed against writing. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "os/memfd.h"
+#include "os/window.h"
+#include "testutil.h"
+
+#define SZ (4u << 20)
+
+static void nap_ms(int ms)
+{
+	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&t, NULL);
+}
+
+/* ---- another uid holds the local exchange's rendezvous name ---- */
+
+static int squatter(void *arg)
+{
+	const char *name = arg;
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	char full[128];
+	size_t n;
+	int s;
+
+	if (setgid(65534) || setuid(65534))
+		return 1;
+	n = (size_t)snprintf(full, sizeof(full), "sharedseg-group-0-%s", name);
+	memcpy(a.sun_path + 1, full, n);
+	s = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (s < 0 || bind(s, (struct sockaddr *)&a,
+			  (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) ||
+	    listen(s, 64))
+		return 1;
+	nap_ms(4000);
+	return 0;
+}
+
+/* Peers will not send their frames to it, and the hub names who holds it. */
+static void squatted_name(void)
+{
+	struct sseg_local_group *g = NULL;
+	char name[64];
+	pid_t pid;
+
+	if (getuid() != 0) {
+		printf("edges: squatting needs another uid (root to setuid): skipped\n");
+		return;
+	}
+	tu_name(name, sizeof(name), "sseg-squat");
+	pid = tu_fork(squatter, name);
+	nap_ms(300);
+	CHECK_RC(sseg_local_group_open(name, 1, 2, 2000, &g), -EPERM);
+	CHECK_ERR_HAS("is held by uid 65534");
+	CHECK_ERR_HAS("refusing to send it anything");
+	CHECK_RC(sseg_local_group_open(name, 0, 2, 2000, &g), -EADDRINUSE);
+	CHECK_ERR_HAS("(uid 65534) holds its name");
+	CHECK(tu_wait(pid, 10000) == 0);
+}
+
+/* ---- fork() between create and complete ---- */
+
+struct forked {
+	char name[64];
+	int rank;
+};
+
+static int fork_rank(void *arg)
+{
+	const struct forked *f = arg;
+	SSEG_OPTS(o, .name = f->name, .size = SZ, .world_size = 2, .rank = f->rank,
+		  .pages = SSEG_PAGES_BASE, .timeout_ms = 8000);
+	unsigned char blob[SSEG_BLOB_SIZE], blobs[2 * SSEG_BLOB_SIZE];
+	struct sseg_local_group *g;
+	double t0;
+	sseg_t *seg;
+
+	CHECK_RC(sseg_local_group_open(f->name, f->rank, 2, 10000, &g), 0);
+	CHECK_RC(sseg_create(&o, &seg, blob), 0);
+	CHECK_RC(sseg_local_allgather(blob, blobs, SSEG_BLOB_SIZE, g), 0);
+	if (f->rank == 0) {
+		/* The owner forks a long-lived child (a data loader, say) and
+		 * dies before handing the segment over. */
+		if (fork() == 0) {
+			nap_ms(6000);
+			_exit(0);
+		}
+		_exit(0);
+	}
+	nap_ms(300);
+	/* The child must not hold the listener: the peer fails at once. */
+	t0 = tu_now();
+	CHECK_RC(sseg_complete(seg, blobs), -ECONNREFUSED);
+	CHECK(tu_now() - t0 < 1.0);
+	CHECK_RC(sseg_destroy(seg), 0);
+	sseg_local_group_close(g);
+	return 0;
+}
+
+/* The child closes the memfd too: nothing it inherited keeps the pages. */
+static int child_fds(void *arg)
+{
+	SSEG_OPTS(o, .name = "edges-fork-fds", .size = SZ, .world_size = 2, .rank = 0,
+		  .pages = SSEG_PAGES_BASE);
+	unsigned char blob[SSEG_BLOB_SIZE];
+	int before, pipe_fds[2];
+	sseg_t *seg;
+	pid_t pid;
+
+	(void)arg;
+	before = tu_count_fds();
+	CHECK_RC(sseg_create(&o, &seg, blob), 0);
+	CHECK(tu_count_fds() == before + 2); /* the memfd and the listener */
+	CHECK(pipe(pipe_fds) == 0);
+	pid = fork();
+	if (pid == 0) {
+		char n = (char)(tu_count_fds() - 2); /* the pipe's two ends */
+
+		_exit(write(pipe_fds[1], &n, 1) == 1 ? 0 : 1);
+	}
+	{
+		char n = 0;
+
+		CHECK(read(pipe_fds[0], &n, 1) == 1);
+		CHECK(n == before);
+	}
+	CHECK(tu_wait(pid, 5000) == 0);
+	CHECK_RC(sseg_destroy(seg), 0);
+	return 0;
+}
+
+static void fork_between(void)
+{
+	struct forked f[2];
+	pid_t pids[2];
+
+	tu_name(f[0].name, sizeof(f[0].name), "sseg-fork");
+	f[1] = f[0];
+	f[0].rank = 0;
+	f[1].rank = 1;
+	pids[1] = tu_fork(fork_rank, &f[1]);
+	pids[0] = tu_fork(fork_rank, &f[0]);
+	CHECK(tu_wait(pids[0], 10000) == 0);
+	CHECK(tu_wait(pids[1], 10000) == 0);
+	CHECK(tu_wait(tu_fork(child_fds, NULL), 10000) == 0);
+}
+
+/* ---- an interrupt while complete waits ---- */
+
+static int stop_after(void *ctx)
+{
+	return tu_now() > *(double *)ctx;
+}
+
+static void interrupted(void)
+{
+	double when = tu_now() + 0.3, t0 = tu_now();
+	SSEG_OPTS(o, .name = "edges-intr", .size = SZ, .world_size = 2, .rank = 0,
+		  .pages = SSEG_PAGES_BASE, .timeout_ms = 30000, .interrupt = stop_after,
+		  .interrupt_ctx = &when);
+	unsigned char blobs[2 * SSEG_BLOB_SIZE];
+	struct tu_maps before = tu_maps();
+	sseg_t *peer_seg, *seg;
+
+	/* A peer that never comes: its blob exists, it never connects. */
+	CHECK_RC(sseg_create(&o, &seg, blobs), 0);
+	o.rank = 1;
+	o.interrupt = NULL;
+	CHECK_RC(sseg_create(&o, &peer_seg, blobs + SSEG_BLOB_SIZE), 0);
+	CHECK_RC(sseg_complete(seg, blobs), -EINTR);
+	CHECK_ERR_HAS("interrupted while rank(s) 1 had not collected the segment");
+	CHECK(tu_now() - t0 < 2.0);
+	CHECK_RC(sseg_destroy(seg), 0);
+	CHECK_RC(sseg_destroy(peer_seg), 0);
+	CHECK(tu_maps_same(before, tu_maps()));
+}
+
+/* ---- errors that name their cause ---- */
+
+/* A peer with no free descriptor is told so, not that the owner sent
+ * bytes without an fd. */
+static int full_fd_table(void *arg)
+{
+	struct forked *f = arg;
+	SSEG_OPTS(o, .name = f->name, .size = SZ, .world_size = 2, .rank = f->rank,
+		  .pages = SSEG_PAGES_BASE, .timeout_ms = 8000);
+	unsigned char blob[SSEG_BLOB_SIZE], blobs[2 * SSEG_BLOB_SIZE];
+	struct sseg_local_group *g;
+	struct rlimit lim;
+	sseg_t *seg;
+	int rc;
+
+	CHECK_RC(sseg_local_group_open(f->name, f->rank, 2, 10000, &g), 0);
+	CHECK_RC(sseg_create(&o, &seg, blob), 0);
+	CHECK_RC(sseg_local_allgather(blob, blobs, SSEG_BLOB_SIZE, g), 0);
+	if (f->rank == 1) {
+		/* Room for the connection to the owner, none for the fd. */
+		int top = dup(0);
+
+		lim.rlim_cur = lim.rlim_max = (rlim_t)top + 2;
+		close(top);
+		CHECK(setrlimit(RLIMIT_NOFILE, &lim) == 0);
+		while (dup(0) >= 0)
+			;
+		close(top);
+		rc = sseg_complete(seg, blobs);
+		CHECK_RC(rc, -EMFILE);
+		CHECK_ERR_HAS("no free file descriptor");
+	} else {
+		CHECK(sseg_complete(seg, blobs) < 0);
+		CHECK_ERR_HAS("rank 1 could not map the segment it received");
+	}
+	sseg_destroy(seg);
+	return 0;
+}
+
+static void named_errors(void)
+{
+	struct forked f[2];
+	pid_t pids[2];
+	void *base;
+	int fd;
+
+	tu_name(f[0].name, sizeof(f[0].name), "sseg-emfile");
+	f[1] = f[0];
+	f[0].rank = 0;
+	f[1].rank = 1;
+	pids[1] = tu_fork(full_fd_table, &f[1]);
+	pids[0] = tu_fork(full_fd_table, &f[0]);
+	CHECK(tu_wait(pids[0], 15000) == 0);
+	CHECK(tu_wait(pids[1], 15000) == 0);
+	/* A memfd sealed against writing, mapped writable. */
+	CHECK_RC(sseg_os_memfd_create("edges", SZ, 0, &fd), 0);
+	CHECK(fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE) == 0);
+	CHECK_RC(sseg_os_window_reserve(SZ, 2u << 20, &base), 0);
+	CHECK_RC(sseg_os_window_map(base, SZ, fd, false), -EPERM);
+	CHECK_ERR_HAS("sealed against writing");
+	CHECK_RC(sseg_os_window_map(base, SZ, fd, true), 0);
+	CHECK_RC(sseg_os_window_release(base, SZ), 0);
+	close(fd);
+}
+
+int main(void)
+{
+	squatted_name();
+	fork_between();
+	interrupted();
+	named_errors();
+	printf("edges: ok\n");
+	return 0;
+}

@@ -1,0 +1,117 @@
+/* tests/gpu/run.sh and gpu_check, run through the fake CUDA driver: every
+ * step reports, every line of gpu.jsonl is one JSON object, the fake agrees
+ * with what gpu_check expects of the real driver, and a driver that cannot
+ * be loaded fails the checks that need it without stopping the rest. What
+ * only a GPU can tell (the numbers, the real driver's answers) is left to
+ * the GPU run. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static char out_dir[] = "/tmp/sseg-gpu-check-XXXXXX";
+static char jsonl[256];
+
+/* Runs the script with the build's gpu_check and this driver; its exit. */
+static int run_script(const char *driver)
+{
+	const char *build = getenv("SSEG_BUILD_DIR"), *source = getenv("SSEG_SOURCE_DIR");
+	char cmd[2048];
+	int st;
+
+	snprintf(cmd, sizeof(cmd),
+		 "env SSEG_GPU_BUILD='%s' SSEG_CUDA_LIBRARY='%s' "
+		 "SSEG_FAKE_CUDA='devices=3;numa=0,0;nopeer=0-2' "
+		 "OUT='%s' SSEG_GPU_SIZE=16MiB SSEG_GPU_REG_SIZE=8MiB SSEG_GPU_REPS=2 "
+		 "SSEG_GPU_RANKS=2 SSEG_GPU_POOL=0 SSEG_GPU_PAGES=base SSEG_GPU_BUDGET=120 "
+		 "bash '%s/tests/gpu/run.sh' > '%s/stdout' 2>&1",
+		 build, driver, out_dir, source, out_dir);
+	st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* Lines of gpu.jsonl containing every needle; -1 if one is not an object. */
+static int count(const char *needle, const char *also)
+{
+	FILE *f = fopen(jsonl, "r");
+	char line[16384];
+	int n = 0;
+
+	CHECK(f);
+	while (fgets(line, sizeof(line), f)) {
+		size_t len = strlen(line);
+
+		if (len < 3 || line[0] != '{' || strcmp(line + len - 2, "}\n") != 0) {
+			fprintf(stderr, "not a JSON line: %s", line);
+			n = -1;
+			break;
+		}
+		n += strstr(line, needle) && (!also || strstr(line, also));
+	}
+	fclose(f);
+	return n;
+}
+
+static void check_fake_run(const char *fake)
+{
+	CHECK(run_script(fake) == 0);
+	CHECK(count("\"check\": \"cuda_abi\"", NULL) == 1);
+	CHECK(count("\"check\": \"cuda_abi\"", "\"result\": \"fail\"") == 0);
+	CHECK(count("\"check\": \"machine\"", "\"gvisor\": ") == 1);
+	CHECK(count("\"check\": \"driver\"", "\"result\": \"pass\"") == 1);
+	CHECK(count("\"check\": \"rule\"", "\"matches_fake\": true") >= 27);
+	CHECK(count("\"matches_fake\": false", NULL) == 0);
+	/* What the library changed against the strict fake has its rule. */
+	CHECK(count("\"rule\": \"access_own_device_alone\"", NULL) == 1);
+	CHECK(count("\"rule\": \"access_peer_device\"", NULL) == 1);
+	CHECK(count("\"rule\": \"access_no_peer_device\"",
+		    "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED") == 1);
+	CHECK(count("\"rule\": \"fabric_fd_host_numa_create\"", NULL) == 1);
+	CHECK(count("\"rule\": \"register_read_only_mapping_plain\"", NULL) == 1);
+	CHECK(count("\"rule\": \"ctx_synchronize_no_context\"", NULL) == 1);
+	CHECK(count("\"check\": \"library_probe\"", "\"host_vmm_works\": 1") == 3);
+	CHECK(count("\"check\": \"variant\"", "\"result\": \"pass\"") == 4);
+	/* 2 directions x 3 block sizes x (memfd, cuda, cuMemHostAlloc) */
+	CHECK(count("\"schema\": 1", "_kv_block") == 18);
+	CHECK(count("\"bench\": \"host_register_time\"", "\"ranks\": 2") == 1);
+	CHECK(count("\"check\": \"register\"", "\"result\": \"skipped\"") == 1);
+	CHECK(count("\"check\": \"nccl\"", NULL) == 1);
+	CHECK(count("\"check\": \"summary\"", "\"failed\": 0") == 1);
+}
+
+/* No driver: the checks that need one fail; the others still report. */
+static void check_no_driver(void)
+{
+	CHECK(run_script("/nonexistent/libcuda.so.1") == 1);
+	CHECK(count("\"check\": \"driver\"", "\"result\": \"fail\"") == 1);
+	CHECK(count("\"check\": \"os\"", NULL) >= 5);
+	CHECK(count("\"step\": \"variants\"", "\"result\": \"fail\"") == 1);
+	CHECK(count("\"step\": \"register\"", NULL) == 1);
+	CHECK(count("\"check\": \"nccl\"", NULL) == 1);
+	CHECK(count("\"check\": \"summary\"", NULL) == 1);
+}
+
+int main(void)
+{
+	char fake[512];
+
+	if (system("command -v bash >/dev/null && command -v timeout >/dev/null") != 0) {
+		fprintf(stderr, "bash or timeout is missing\n");
+		return TU_SKIP;
+	}
+	/* The script writes the THP and HugeTLB knobs back to see whether it
+	 * may: no other test may change them meanwhile. */
+	tu_lock_machine();
+	CHECK(mkdtemp(out_dir));
+	snprintf(jsonl, sizeof(jsonl), "%s/gpu.jsonl", out_dir);
+	snprintf(fake, sizeof(fake), "%s/libsseg_fake_cuda.so", getenv("SSEG_BUILD_DIR"));
+	check_fake_run(fake);
+	check_no_driver();
+	snprintf(fake, sizeof(fake), "rm -rf '%s'", out_dir);
+	CHECK(system(fake) == 0);
+	printf("gpu_check: ok\n");
+	return 0;
+}

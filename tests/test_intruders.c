@@ -1,0 +1,205 @@
+/* Strangers at the owner's fd channel cannot stall a group or fill its
+ * log. The channel's name is visible in /proc/net/unix: an intruder of the
+ * same uid holds a hundred silent connections open before the peers come
+ * (each used to cost the owner a second in turn, and the group failed
+ * blaming the real peers), and an intruder of another uid floods it with
+ * connections, and the first sends thousands of hellos with a wrong token
+ * while the owner's stderr is a pipe nobody reads (each refusal used to be
+ * a blocking write). The group completes in time, and
+ * the owner's log holds a handful of lines. */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#define WORLD 4
+#define SILENT 100
+#define WRONG_TOKENS 3000
+#define PEER_DELAY_MS 1500
+
+struct run {
+	char name[64];
+	int rank;
+	int log_fd; /* the owner's stderr: a pipe the test does not drain */
+};
+
+static void nap_ms(int ms)
+{
+	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&t, NULL);
+}
+
+static int rank_main(void *arg)
+{
+	const struct run *r = arg;
+	SSEG_OPTS(o, .name = r->name, .size = 8u << 20, .world_size = WORLD, .rank = r->rank,
+		  .pages = SSEG_PAGES_BASE, .timeout_ms = 5000);
+	unsigned char blob[SSEG_BLOB_SIZE], blobs[WORLD * SSEG_BLOB_SIZE];
+	struct sseg_local_group *g;
+	sseg_t *seg;
+
+	if (r->rank == 0)
+		dup2(r->log_fd, STDERR_FILENO); /* blocking, and nobody reads it */
+	CHECK_RC(sseg_local_group_open(r->name, r->rank, WORLD, 10000, &g), 0);
+	CHECK_RC(sseg_create(&o, &seg, blob), 0);
+	CHECK_RC(sseg_local_allgather(blob, blobs, SSEG_BLOB_SIZE, g), 0);
+	if (r->rank != 0)
+		nap_ms(PEER_DELAY_MS); /* the intruders get there first */
+	CHECK_RC(sseg_complete(seg, blobs), 0);
+	CHECK_RC(sseg_local_allgather("x", blobs, 1, g), 0);
+	CHECK_RC(sseg_destroy(seg), 0);
+	sseg_local_group_close(g);
+	return 0;
+}
+
+/* The owner's channel name, as anyone on the host can read it. */
+static int find_channel(pid_t owner, char *name, size_t len)
+{
+	char prefix[64], line[512];
+
+	snprintf(prefix, sizeof(prefix), "@sharedseg-fd-%d-", (int)owner);
+	for (int tries = 0; tries < 500; tries++) {
+		FILE *f = fopen("/proc/net/unix", "r");
+
+		while (f && fgets(line, sizeof(line), f)) {
+			char *at = strstr(line, prefix);
+
+			if (at) {
+				at[strcspn(at, " \n")] = '\0';
+				snprintf(name, len, "%s", at + 1);
+				fclose(f);
+				return 0;
+			}
+		}
+		if (f)
+			fclose(f);
+		nap_ms(10);
+	}
+	return -1;
+}
+
+static int connect_to(const char *name)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	size_t n = strlen(name);
+
+	memcpy(a.sun_path + 1, name, n);
+	if (s >= 0 && connect(s, (struct sockaddr *)&a,
+			      (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n))) {
+		close(s);
+		s = -1;
+	}
+	return s;
+}
+
+/* Same uid: connections that never say hello, held open, then a burst of
+ * hellos with a wrong token (each refusal is a would-be log line). */
+static int silent_intruder(void *arg)
+{
+	const char *name = arg;
+	int fds[SILENT], n = 0;
+
+	for (int i = 0; i < SILENT; i++) {
+		fds[i] = connect_to(name);
+		n += fds[i] >= 0;
+	}
+	for (int i = 0; i < WRONG_TOKENS; i++) {
+		int s = connect_to(name);
+
+		if (s >= 0) {
+			(void)!send(s, "HELO\0\0\0\0wrong-token-here", 24, MSG_NOSIGNAL);
+			close(s);
+		}
+	}
+	nap_ms(PEER_DELAY_MS + 3000);
+	for (int i = 0; i < SILENT; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return n > 0 ? 0 : 1;
+}
+
+/* Another uid: a flood of connections for as long as the group runs. */
+static int foreign_flood(void *arg)
+{
+	const char *name = arg;
+	double end;
+	struct timespec now;
+
+	if (setgid(65534) || setuid(65534)) {
+		perror("intruders: setuid");
+		return 1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	end = (double)now.tv_sec + PEER_DELAY_MS / 1000.0 + 2.0;
+	do {
+		int s = connect_to(name);
+
+		if (s >= 0) {
+			(void)!send(s, "garbage-garbage-garbage!", 24, MSG_NOSIGNAL);
+			close(s);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while ((double)now.tv_sec < end);
+	return 0;
+}
+
+static int count_lines(int fd, const char *needle)
+{
+	char buf[65536 + 1];
+	ssize_t n;
+	int lines = 0;
+
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	n = read(fd, buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	for (const char *at = buf; (at = strstr(at, needle)); at++)
+		lines++;
+	return lines;
+}
+
+int main(void)
+{
+	struct run runs[WORLD];
+	char channel[128];
+	pid_t pids[WORLD], silent, flood = -1;
+	int log_pipe[2], failed = 0;
+
+	CHECK(pipe(log_pipe) == 0);
+	tu_name(runs[0].name, sizeof(runs[0].name), "sseg-intruders");
+	for (int r = 0; r < WORLD; r++) {
+		runs[r] = runs[0];
+		runs[r].rank = r;
+		runs[r].log_fd = log_pipe[1];
+	}
+	for (int r = WORLD - 1; r >= 0; r--)
+		pids[r] = tu_fork(rank_main, &runs[r]);
+	CHECK(find_channel(pids[0], channel, sizeof(channel)) == 0);
+	silent = tu_fork(silent_intruder, channel);
+	if (getuid() == 0)
+		flood = tu_fork(foreign_flood, channel);
+	for (int r = 0; r < WORLD; r++) {
+		int status = tu_wait(pids[r], 20000);
+
+		if (status) {
+			fprintf(stderr, "rank %d ended with %d\n", r, status);
+			failed = 1;
+		}
+	}
+	CHECK(tu_wait(silent, 20000) == 0);
+	if (flood > 0)
+		CHECK(tu_wait(flood, 20000) == 0);
+	CHECK(!failed);
+	/* Refusals are rate-limited: a handful of lines, not one each. */
+	CHECK(count_lines(log_pipe[0], "refused") <= 4);
+	printf("intruders: ok (%s)\n", flood > 0 ? "same and other uid" : "same uid only: not root");
+	return 0;
+}

@@ -1,0 +1,139 @@
+/* sharedseg ls: the segments live on this host, from /proc (the library's
+ * sseg_list_json), as a table or as the JSON itself. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+enum { OPT_JSON = 1 };
+
+static const struct cli_opt ls_opts[] = {
+	{ "json", false, OPT_JSON },
+	{ NULL, false, 0 },
+};
+
+void ls_help(FILE *out)
+{
+	fprintf(out,
+		"usage: sharedseg ls [--json]\n"
+		"\n"
+		"Lists every sharedseg segment live on this host that this user can see\n"
+		"(root: every user's), from what the kernel shows: the memfd each owner\n"
+		"names sseg:NAME, the tag each rank's window carries, the descriptors\n"
+		"that still hold a memfd, and numa_maps. No daemon, nothing to clean up.\n"
+		"For each segment: name, size, page kind, NUMA nodes, host bytes resident,\n"
+		"the owner's pid, and each process that maps it (pid, rank, command,\n"
+		"mapped and resident bytes) or holds its memfd. A segment that no process\n"
+		"maps any more but a descriptor keeps alive is marked UNMAPPED.\n"
+		"\n"
+		"options:\n"
+		"  --json       one JSON object: schema, segments [{name, inode, backend,\n"
+		"               size, pages, page_size, resident_bytes, numa_nodes [],\n"
+		"               world_size, owner_rank, owner_pid, unmapped, processes\n"
+		"               [{pid, uid, comm, rank, mapped_bytes, resident_bytes,\n"
+		"               holds_fd, readonly}]}]; unknown values are null\n"
+		"  -h, --help   this text\n"
+		"\n"
+		"examples:\n"
+		"  sharedseg ls\n"
+		"  sharedseg ls --json | python3 -m json.tool\n");
+}
+
+static char *list_text(void)
+{
+	int n = sseg_list_json(NULL, 0);
+	char *text;
+
+	if (n < 0)
+		return NULL;
+	text = malloc((size_t)n + 4096); /* processes may come meanwhile */
+	if (text && sseg_list_json(text, (size_t)n + 4096) < 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+static void print_process(const struct jval *p)
+{
+	char mapped[32], resident[32], rank[16] = "?";
+
+	if (json_get(p, "rank") && json_get(p, "rank")->type == JSON_NUMBER)
+		snprintf(rank, sizeof(rank), "%.0f", json_num(p, "rank", -1));
+	cli_format_size((uint64_t)json_num(p, "mapped_bytes", 0), mapped, sizeof(mapped));
+	cli_format_size((uint64_t)json_num(p, "resident_bytes", 0), resident, sizeof(resident));
+	printf("    pid %-8.0f rank %-4s %-16s mapped %-11s resident %-11s%s%s\n",
+	       json_num(p, "pid", 0), rank, json_str(p, "comm"), mapped, resident,
+	       json_num(p, "holds_fd", 0) ? " holds fd" : "",
+	       json_num(p, "readonly", 0) ? " read-only" : "");
+}
+
+static void print_segment(const struct jval *s)
+{
+	const struct jval *procs = json_get(s, "processes"), *nodes = json_get(s, "numa_nodes");
+	char size[32], resident[32], owner[64] = "owner gone or unknown";
+
+	cli_format_size((uint64_t)json_num(s, "size", 0), size, sizeof(size));
+	cli_format_size((uint64_t)json_num(s, "resident_bytes", 0), resident, sizeof(resident));
+	if (json_num(s, "owner_pid", -1) >= 0)
+		snprintf(owner, sizeof(owner), "owner rank %.0f pid %.0f", json_num(s, "owner_rank", 0),
+			 json_num(s, "owner_pid", 0));
+	printf("%s  %s, %s pages, %s resident, nodes", json_str(s, "name"), size,
+	       json_str(s, "pages"), resident);
+	for (int i = 0; nodes && i < nodes->n; i++)
+		printf("%s%.0f", i ? "," : " ", nodes->items[i]->num);
+	printf("%s, %s%s\n", nodes && nodes->n ? "" : " ?", owner,
+	       json_num(s, "unmapped", 0) ? ", UNMAPPED (held by a descriptor only)" : "");
+	for (int i = 0; procs && i < procs->n; i++)
+		print_process(procs->items[i]);
+}
+
+static int print_table(const char *text)
+{
+	struct jval *doc = json_parse(text);
+	const struct jval *segs = json_get(doc, "segments");
+
+	if (!segs) {
+		json_value_free(doc);
+		fprintf(stderr, "sharedseg ls: the library's list is not JSON\n");
+		return CLI_FAIL;
+	}
+	if (segs->n == 0)
+		printf("no sharedseg segment is live on this host (that this user can see)\n");
+	for (int i = 0; i < segs->n; i++)
+		print_segment(segs->items[i]);
+	json_value_free(doc);
+	return CLI_OK;
+}
+
+int ls_main(int argc, char **argv)
+{
+	struct cli_args a = { "ls", argc, argv, 1 };
+	bool as_json = false;
+	const char *v;
+	char *text;
+	int id, rc;
+
+	while ((id = cli_next(&a, ls_opts, &v)) != CLI_OPT_END) {
+		if (id == CLI_OPT_HELP) {
+			ls_help(stdout);
+			return CLI_OK;
+		}
+		if (id == CLI_OPT_BAD)
+			return CLI_USAGE;
+		as_json = id == OPT_JSON;
+	}
+	text = list_text();
+	if (!text) {
+		fprintf(stderr, "sharedseg ls: %s\n", sseg_last_error());
+		return CLI_FAIL;
+	}
+	if (as_json) {
+		json_pretty(stdout, text);
+		rc = CLI_OK;
+	} else {
+		rc = print_table(text);
+	}
+	free(text);
+	return rc;
+}
