@@ -66,6 +66,8 @@ def _name_text(name: Any) -> str:
     except UnicodeEncodeError as e:
         raise ValueError(f"name {name!r} cannot be UTF-8 (a lone surrogate at index "
                          f"{e.start}): the C library takes UTF-8 bytes") from None
+    if "\0" in name:
+        raise ValueError(f"name {name!r} holds a NUL character: the C library takes a C string")
     return name
 
 
@@ -179,7 +181,7 @@ def _pick_group(comm_group: Any, tp_group: Any) -> Any:
     return comm_group if comm_group is not None else tp_group
 
 
-def _policy(mmap: bool, pages: Any, backend: Any) -> Any:
+def _policy(mmap: bool, backend: Any) -> Any:
     """mmap=False is the CUDA VMM backend."""
     if not mmap:
         if backend not in (None, "auto", "cuda"):
@@ -275,8 +277,8 @@ def create_shared_segment(
     the same bytes.
 
     Args:
-        name: the segment's name (1 to 63 bytes of UTF-8, no '/'); it names the
-            memfd ("sseg:NAME" in /proc/PID/maps) and enters the fingerprint.
+        name: the segment's name (1 to 63 bytes of UTF-8); it names the memfd
+            ("sseg:NAME" in /proc/PID/maps) and enters the fingerprint.
         blocks: {block name: dict(count=, shape=, dtype=, align=None)} or
             {name: (count, shape, dtype)}: count entries of shape and dtype each.
             dtype is a torch or numpy dtype or a name ("bfloat16", "bf16",
@@ -348,7 +350,7 @@ def create_shared_segment(
             plan = _Plan(name, blocks, dict(
                 layout=layout, align=align, size=size, pages=pages, hugetlb=hugetlb, numa=numa,
                 populate=populate, populate_threads=populate_threads, backend=_policy(
-                    mmap, pages, backend), readonly_peers=readonly_peers,
+                    mmap, backend), readonly_peers=readonly_peers,
                 host_register=host_register, device_id=device_id, timeout=timeout,
                 owner_rank=owner_rank), size_n)
             status.host_id = _native.host_identity()

@@ -34,7 +34,7 @@ import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))  # the in-place package
+sys.path[:0] = [os.path.dirname(HERE), HERE]  # the in-place package, the test helpers
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
@@ -42,25 +42,10 @@ import torch.multiprocessing as mp  # noqa: E402
 
 import sharedseg  # noqa: E402
 from sharedseg import SharedSegmentError, _exchange, create_shared_segment  # noqa: E402
-from sharedseg import segment as _segment  # noqa: E402
+from gloo_ranks import stalled_create  # noqa: E402
 
 WORLD = 2
 BLOCKS = {"kv": dict(count=4, shape=(256, 576), dtype="bfloat16")}
-
-
-@contextlib.contextmanager
-def stalled_create(stall, seconds):
-    original = _segment._native.create
-
-    def slow(*args, **kwargs):
-        time.sleep(seconds)
-        return original(*args, **kwargs)
-    if stall:
-        _segment._native.create = slow
-    try:
-        yield
-    finally:
-        _segment._native.create = original
 
 
 def device_of(backend, rank):
@@ -75,15 +60,21 @@ def all_reduce_works(group, device):
     return float(t.item()) == WORLD
 
 
-def store_share(rank, backend, device):
-    group = dist.group.WORLD
-    with create_shared_segment("gpu-store", BLOCKS, comm_group=group, pages="base") as seg:
+def shares(name, group, rank):
+    """Each rank writes its entry; every rank reads every entry."""
+    with create_shared_segment(name, BLOCKS, comm_group=group, pages="base") as seg:
         kv = seg.tensors("kv")
         kv[rank].fill_(rank + 1)
         dist.barrier()
         ok = all(bool(kv[r].eq(r + 1).all()) for r in range(WORLD))
         dist.barrier()
         del kv
+    return ok
+
+
+def store_share(rank, backend, device):
+    group = dist.group.WORLD
+    ok = shares("gpu-store", group, rank)
     link = type(_exchange.resolve(group, None, None)).__name__
     return dict(ok=ok and link == "StoreLink" and all_reduce_works(group, device), link=link)
 
@@ -118,13 +109,7 @@ def collective_share(rank, backend, device):
     raw = raw_group(backend, "gpu-raw/", rank)
     link = _exchange.resolve(raw, None, None)
     kind = _exchange.collective_kind(raw)
-    with create_shared_segment("gpu-collective", BLOCKS, comm_group=raw, pages="base") as seg:
-        kv = seg.tensors("kv")
-        kv[rank].fill_(rank + 1)
-        dist.barrier()
-        ok = all(bool(kv[r].eq(r + 1).all()) for r in range(WORLD))
-        dist.barrier()
-        del kv
+    ok = shares("gpu-collective", raw, rank)
     want = "cuda" if backend == "nccl" else "cpu"
     return dict(ok=ok and type(link).__name__ == "CollectiveLink" and kind == want,
                 link=type(link).__name__, device=kind)

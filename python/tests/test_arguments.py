@@ -83,6 +83,9 @@ def test_names_that_cannot_be_utf8_or_the_library_refuses():
     with pytest.raises(ValueError, match="lone surrogate") as info:
         create_shared_segment("kv\ud800", KV, pages="base")
     assert "failed in setup" in str(info.value)
+    with pytest.raises(ValueError, match="NUL character") as info:
+        create_shared_segment("kv\0x", KV, pages="base")
+    assert "failed in setup" in str(info.value)
     with pytest.raises(TypeError, match="name must be a str"):
         create_shared_segment(b"kv", KV, pages="base")
     # The C library's own checks (length) arrive as ValueError too.
