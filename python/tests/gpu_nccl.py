@@ -36,9 +36,26 @@ import traceback
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.dirname(HERE), HERE]  # the in-place package, the test helpers
 
-import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
-import torch.multiprocessing as mp  # noqa: E402
+
+def _out_path(argv):
+    """--out, read before torch is imported (a machine may lack it)."""
+    if "--out" in argv[:-1]:
+        return argv[argv.index("--out") + 1]
+    return os.path.join(os.environ.get("OUT", "."), "gpu.jsonl")
+
+
+try:
+    import torch
+    import torch.distributed as dist
+    import torch.multiprocessing as mp
+except ImportError as e:  # say so in the results, not only on stderr
+    if __name__ == "__main__":
+        with open(_out_path(sys.argv), "a") as f:
+            f.write(json.dumps(dict(schema=1, check="python_nccl", ok=False,
+                                    error=f"torch is not installed here: {e}")) + "\n")
+        print(f"python_nccl: FAILED (torch is not installed here: {e})")
+        sys.exit(1)
+    raise
 
 import sharedseg  # noqa: E402
 from sharedseg import SharedSegmentError, _exchange, create_shared_segment  # noqa: E402
@@ -195,7 +212,7 @@ def free_port():
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--backend", default="nccl", choices=("nccl", "gloo"))
-    ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "gpu.jsonl"))
+    ap.add_argument("--out", default=_out_path([]))
     a = ap.parse_args()
     env = dict(torch=torch.__version__, sharedseg=sharedseg.__version__,
                cuda=torch.version.cuda, gpus=torch.cuda.device_count() if a.backend == "nccl"

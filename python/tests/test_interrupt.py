@@ -70,7 +70,9 @@ def test_ctrl_c_in_complete_raises_keyboard_interrupt_at_once(interrupted):
                 p.wait()
     word, at, mapped, fd = out.split()[:4]
     assert word == "interrupted", out
-    assert float(at) - sent < 0.2, f"KeyboardInterrupt {float(at) - sent:.3f} s after SIGINT"
+    took = float(at) - sent
+    print(f"KeyboardInterrupt {took * 1000:.0f} ms after SIGINT")
+    assert took < 0.2, f"KeyboardInterrupt {took:.3f} s after SIGINT"
     assert (mapped, fd) == ("mapped=False", "fd=False"), out
 
 
@@ -110,7 +112,9 @@ def test_ctrl_c_in_a_store_exchange_tells_the_other_ranks():
             proc.kill()
     lines = dict(line.split(" ", 1) for line in out.splitlines())
     assert "interrupted" in lines, out + err
-    assert float(lines["interrupted"]) - sent < 0.2
+    took = float(lines["interrupted"]) - sent
+    print(f"KeyboardInterrupt {took * 1000:.0f} ms after SIGINT")
+    assert took < 0.2
     assert lines["gave-up"] == "1"
     assert lines["why"].startswith("rank 0 stopped: KeyboardInterrupt"), lines["why"]
 
