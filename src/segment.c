@@ -92,11 +92,10 @@ static int create(struct sseg *seg, const struct sseg_opts *opts, void *blob)
 	if (rc)
 		return rc;
 	fill_blob(seg, &b);
-	if (seg->is_owner) {
-		rc = sseg_backend_export(seg, &b.handle);
-		if (rc)
-			return rc;
-	}
+	rc = seg->is_owner ? sseg_backend_export(seg, &b.handle)
+			   : sseg_backend_peer_handle(seg, &b.handle);
+	if (rc)
+		return rc;
 	sseg_blob_encode(&b, seg->blob);
 	memcpy(blob, seg->blob, SSEG_BLOB_SIZE);
 	return 0;

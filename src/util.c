@@ -46,25 +46,23 @@ int sseg_round_up(uint64_t v, uint64_t align, uint64_t *out)
 	return 0;
 }
 
+/* "2 MiB" when exact, else one decimal of the largest unit: "22.4 GiB". */
 void sseg_format_size(uint64_t bytes, char *buf, size_t len)
 {
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
 	size_t u = 0;
 	uint64_t v = bytes;
+	double d = (double)bytes;
 
 	while (u + 1 < ARRAY_SIZE(units) && v >= 1024 && v % 1024 == 0) {
 		v /= 1024;
 		u++;
 	}
-	if (u == 0 && bytes >= 1024) {
-		double d = (double)bytes;
-
-		while (u + 1 < ARRAY_SIZE(units) && d >= 1024) {
-			d /= 1024;
-			u++;
-		}
-		snprintf(buf, len, "%.1f %s", d, units[u]);
+	if (v < 1024) {
+		snprintf(buf, len, "%llu %s", (unsigned long long)v, units[u]);
 		return;
 	}
-	snprintf(buf, len, "%llu %s", (unsigned long long)v, units[u]);
+	for (u = 0; u + 1 < ARRAY_SIZE(units) && d >= 1024; u++)
+		d /= 1024;
+	snprintf(buf, len, "%.1f %s", d, units[u]);
 }

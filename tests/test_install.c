@@ -1,6 +1,6 @@
 /* Installs the build into a temporary prefix and builds a program against
- * it through pkg-config, as a user would; checks the exported symbols and
- * the SONAME. */
+ * it through pkg-config and through CMake's find_package(sharedseg), as a
+ * user would; checks the exported symbols and the SONAME. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -65,6 +65,27 @@ int main(void)
 		 "grep -v '^SHAREDSEG_0[.][0-9]*$' | grep . && "
 		 "! nm -D --defined-only $lib | grep -q -e sseg_err -e sseg_test_ -e sseg_os_",
 		 dir);
+	CHECK(run(cmd) == 0);
+	/* find_package(sharedseg) from a CMake project, against the shared
+	 * and the static target. */
+	snprintf(path, sizeof(path), "%s/CMakeLists.txt", dir);
+	f = fopen(path, "w");
+	CHECK(f && fputs("cmake_minimum_required(VERSION 3.16)\n"
+			 "project(user C)\n"
+			 "find_package(sharedseg 0.2 REQUIRED)\n"
+			 "add_executable(prog_shared prog.c)\n"
+			 "target_link_libraries(prog_shared PRIVATE sharedseg::sharedseg)\n"
+			 "add_executable(prog_static prog.c)\n"
+			 "target_link_libraries(prog_static PRIVATE sharedseg::static)\n", f) >= 0 &&
+	      fclose(f) == 0);
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && CC=%s cmake -S . -B user-build -DCMAKE_PREFIX_PATH=%s/prefix "
+		 "-DCMAKE_C_FLAGS='%s' >/dev/null && cmake --build user-build >/dev/null && "
+		 "./user-build/prog_static | grep -q installed-ok && "
+		 "LD_LIBRARY_PATH=$(ls -d %s/prefix/lib* | head -1) ./user-build/prog_shared | "
+		 "grep -q installed-ok",
+		 dir, getenv("SSEG_CC") ? getenv("SSEG_CC") : "cc", dir,
+		 getenv("SSEG_CFLAGS") ? getenv("SSEG_CFLAGS") : "", dir);
 	CHECK(run(cmd) == 0);
 	/* The installed CLI runs. */
 	snprintf(cmd, sizeof(cmd), "%s/prefix/bin/sharedseg --help >/dev/null", dir);

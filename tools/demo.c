@@ -381,7 +381,7 @@ static int run_parent(const struct demo_config *c)
 	if (stop_signal) {
 		fprintf(stderr, "sharedseg demo: stopped by signal %d; every rank has ended\n",
 			(int)stop_signal);
-		return 128 + stop_signal;
+		goto out;
 	}
 	note_exits(&p);
 	ok = demo_all_verified(c, &p.res);
@@ -391,6 +391,7 @@ static int run_parent(const struct demo_config *c)
 		demo_print_table(c, &p.res);
 	if (!ok)
 		demo_print_errors(c, &p.res);
+out:
 	for (int r = 0; r < c->ranks; r++)
 		free(p.res.exit_note[r]);
 	free(p.res.exit_note);
@@ -398,6 +399,8 @@ static int run_parent(const struct demo_config *c)
 	free(p.res.reports);
 	free(p.status);
 	free(p.pids);
+	if (stop_signal)
+		return 128 + stop_signal;
 	return ok ? CLI_OK : CLI_FAIL;
 }
 

@@ -75,9 +75,12 @@ static uint64_t check_pattern(const unsigned char *base, uint64_t size)
  * 1 all fine, 0 someone is not, negative on an exchange failure. */
 static int barrier(struct sseg_local_group *g, int ranks, bool fine)
 {
-	unsigned char mine = fine, *all = malloc((size_t)ranks);
+	unsigned char mine = fine, *all;
 	int rc, all_fine = 1;
 
+	if (ranks < 1)
+		return -1;
+	all = malloc((size_t)ranks);
 	if (!all)
 		return -1;
 	rc = sseg_local_allgather(&mine, all, 1, g);

@@ -96,10 +96,13 @@ static void print_devices(const struct sseg_probe_backend *b)
 
 		if (sseg_probe_device(b->backend, d, &g))
 			continue;
-		printf("    device %d  vmm %s, host vmm %s, ipc fd %s, fabric claimed %s, "
-		       "fabric works %s, host node %d\n",
-		       d, tri(g.vmm), tri(g.host_vmm), tri(g.ipc_fd), tri(g.fabric_claimed),
-		       tri(g.fabric_works), g.host_numa_id);
+		printf("    device %d  vmm %s, host vmm claimed %s, works %s, ipc fd %s, "
+		       "fabric claimed %s, works %s, host register %s (read-only %s), "
+		       "host node %d%s%s\n",
+		       d, tri(g.vmm), tri(g.host_vmm), tri(g.host_vmm_works), tri(g.ipc_fd),
+		       tri(g.fabric_claimed), tri(g.fabric_works), tri(g.host_register),
+		       tri(g.host_register_readonly), g.host_numa_id, g.uuid[0] ? ", " : "",
+		       g.uuid);
 	}
 }
 

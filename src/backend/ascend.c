@@ -1,20 +1,537 @@
-/* The ascend backend's place in the table until its driver lands: every
- * op answers that this build cannot serve it. */
+/* The ascend backend: the segment is ACL VMM host memory (aclrtMallocPhysical
+ * on a HOST_NUMA location, reserved, mapped and granted), pinned for the
+ * NPU's DMA by construction. Peers import it by a fabric handle in the
+ * owner's blob where the runtime can make one (A3), else by the in-server
+ * handle, which the owner puts each local peer's pid on the trust list of
+ * before the fd channel lets that peer import. The reference does not
+ * support export and import in one process: ranks are processes. Every
+ * runtime resource is a stage released in reverse order; a physical handle
+ * is freed at most once. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
+#include "backend/ascend_device.h"
 #include "backend/backend.h"
+#include "fdchannel.h"
+#include "registry.h"
+
+enum ascend_stage {
+	ACL_HELD_DEVICE = 1u << 0,
+	ACL_HELD_HANDLE = 1u << 1,
+	ACL_HELD_RESERVED = 1u << 2,
+	ACL_HELD_MAPPED = 1u << 3,
+};
+
+struct ascend_state {
+	const struct sseg_acl *acl;
+	int device;
+	aclrtContext ctx;           /* the device's default context */
+	uint32_t held;
+	aclrtDrvMemHandle handle;
+	void *ptr;
+	bool fabric;
+	uint64_t shareable;         /* owner: the in-server handle */
+	aclrtMemFabricHandle fabric_handle; /* owner: the fabric handle */
+	int32_t bare_tgid;          /* owner: its pid as the runtime names it */
+	int32_t *trusted;           /* owner: the pids on the trust list */
+	size_t ntrusted;
+};
+
+_Static_assert(sizeof(aclrtMemFabricHandle) == SSEG_HANDLE_DATA_LEN,
+	       "the fabric handle fills the blob's handle data");
+
+static struct ascend_state *state(const struct sseg *seg)
+{
+	return seg->backend_state;
+}
 
 static int ascend_probe(struct sseg_probe_backend *facts)
 {
+	const struct sseg_acl *acl;
+	char why[64];
+	int rc = sseg_ascend_usable(facts->reason, sizeof(facts->reason), &facts->ndevices);
+
 	facts->host_register = 0;
-	snprintf(facts->reason, sizeof(facts->reason),
-		 "not available: this build of sharedseg has no driver for it yet");
-	return -EOPNOTSUPP;
+	if (sseg_acl_get(&acl)) {
+		sseg_err_clear();
+		return rc;
+	}
+	snprintf(facts->driver, sizeof(facts->driver), "%s", acl->path);
+	facts->driver_version = acl->version;
+	facts->host_register = !sseg_ascend_hostreg_usable(why, sizeof(why));
+	return rc;
+}
+
+/* The runtime's own page kinds: huge (ACL_DDR_MEM_HUGE) for auto, normal
+ * (ACL_DDR_MEM_NORMAL) for base. THP and the HugeTLB pool are the kernel's
+ * mechanisms, which the runtime does not let a caller pick (what backs its
+ * huge host pages is not documented). */
+static int ascend_choose_pages(enum sseg_pages req, uint64_t size, struct sseg_page_choice *c)
+{
+	memset(c, 0, sizeof(*c));
+	if (req != SSEG_PAGES_AUTO && req != SSEG_PAGES_BASE)
+		return sseg_err(-EOPNOTSUPP,
+				"pages=%s: the ascend backend allocates ACL physical host memory, "
+				"huge (pages=auto) or normal (pages=base), at the runtime's "
+				"granularity; the kernel's THP and HugeTLB pool cannot be asked for",
+				sseg_pages_name(req));
+	c->pages = req;
+	snprintf(c->reason, sizeof(c->reason), "ACL VMM pinned host memory, %s pages",
+		 req == SSEG_PAGES_AUTO ? "huge" : "normal");
+	(void)size;
+	return 0;
+}
+
+static int ascend_check_opts(const struct sseg_opts *o)
+{
+	struct sseg_page_choice c;
+	int rc = ascend_choose_pages(o->pages, 0, &c);
+
+	if (rc)
+		return rc;
+	if (o->flags & SSEG_F_READONLY_PEERS)
+		return sseg_err(-EOPNOTSUPP,
+				"SSEG_F_READONLY_PEERS: ACL grants access to VMM memory read-write "
+				"only (aclrtMemAccessDesc: READWRITE is the one flag supported)");
+	if (o->numa == SSEG_NUMA_INTERLEAVE || o->numa == SSEG_NUMA_DEVICE_LOCAL)
+		return sseg_err(-EOPNOTSUPP,
+				"numa=%s is not available with the ascend backend: one allocation "
+				"lives on one host node, and the ACL runtime documents no query of "
+				"a device's host node; give the node",
+				sseg_numa_name(o->numa));
+	return 0;
+}
+
+/* Takes the backend state and a reference on this rank's device; each op
+ * makes the device's context current for its runtime calls and puts the
+ * caller's back. */
+static int enter(struct sseg *seg)
+{
+	struct ascend_state *st = calloc(1, sizeof(*st));
+	int rc;
+
+	if (!st)
+		return sseg_err(-ENOMEM, "out of memory");
+	seg->backend_state = st;
+	seg->held |= SSEG_HELD_BACKEND;
+	st->device = seg->opts.device;
+	rc = sseg_acl_get(&st->acl);
+	if (!rc)
+		rc = sseg_ascend_device_open(st->acl, st->device, &st->ctx);
+	if (rc)
+		return rc;
+	st->held |= ACL_HELD_DEVICE;
+	return 0;
+}
+
+static int size_segment(struct sseg *seg, aclrtPhysicalMemProp *prop, int node)
+{
+	struct ascend_state *st = state(seg);
+	size_t gran = 0;
+	int rc;
+
+	rc = sseg_acl_result(st->acl->aclrtMemGetAllocationGranularity(
+				     prop, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, &gran),
+			     "aclrtMemGetAllocationGranularity");
+	if (rc)
+		return rc;
+	if (!sseg_is_pow2(gran) || gran < 4096 || gran > SSEG_1G)
+		return sseg_err(-EINVAL, "the runtime's allocation granularity %zu is not a page size",
+				gran);
+	if (sseg_round_up(seg->size, gran, &seg->mapped_size))
+		return sseg_err(-EOVERFLOW, "size %llu overflows when padded to the granularity %zu",
+				(unsigned long long)seg->size, gran);
+	seg->page_size = gran;
+	seg->pages = seg->opts.pages;
+	rc = sseg_memory_fits(seg->mapped_size, "the segment (pinned host memory)");
+	if (rc)
+		return rc;
+	snprintf(seg->pages_reason, sizeof(seg->pages_reason),
+		 "ACL VMM pinned host memory on node %d, %s pages, granularity %zu", node,
+		 seg->pages == SSEG_PAGES_AUTO ? "huge" : "normal", gran);
+	return 0;
+}
+
+/* Reserve, map and grant access: the steps owner and peers share. The
+ * mapping covers the whole physical allocation (the reference: aclrtMapMem's
+ * size is aclrtMallocPhysical's, its offset 0). */
+static int map_handle(struct sseg *seg)
+{
+	struct ascend_state *st = state(seg);
+	aclrtMemAccessDesc desc[2];
+	int rc;
+
+	rc = sseg_acl_result(st->acl->aclrtReserveMemAddress(&st->ptr, seg->mapped_size, 0, NULL, 0),
+			     "aclrtReserveMemAddress");
+	if (rc)
+		return rc;
+	st->held |= ACL_HELD_RESERVED;
+	rc = sseg_acl_result(st->acl->aclrtMapMem(st->ptr, seg->mapped_size, 0, st->handle, 0),
+			     "aclrtMapMem");
+	if (rc)
+		return rc;
+	st->held |= ACL_HELD_MAPPED;
+	sseg_ascend_access(st->device, desc);
+	rc = sseg_acl_result(st->acl->aclrtMemSetAccess(st->ptr, seg->mapped_size, desc, 2),
+			     "aclrtMemSetAccess");
+	if (rc)
+		return rc;
+	seg->base = st->ptr;
+	return 0;
+}
+
+/* One export per handle (the reference refuses a second). A fabric handle
+ * goes to ranks on other hosts whose runtime pids the owner cannot learn,
+ * so it is exported without pid validation: its 128 bytes are the
+ * capability, as a CUDA fabric handle's are. */
+static int export_owner(struct sseg *seg)
+{
+	struct ascend_state *st = state(seg);
+	const struct sseg_acl *acl = st->acl;
+	int rc;
+
+	if (st->fabric)
+		return sseg_acl_result(acl->aclrtMemExportToShareableHandleV2(
+					       st->handle, ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION,
+					       ACL_MEM_SHARE_HANDLE_TYPE_FABRIC, &st->fabric_handle),
+				       "aclrtMemExportToShareableHandleV2(fabric)");
+	rc = sseg_acl_result(acl->aclrtDeviceGetBareTgid(&st->bare_tgid), "aclrtDeviceGetBareTgid");
+	if (!rc)
+		rc = sseg_acl_result(acl->aclrtMemExportToShareableHandle(
+					     st->handle, ACL_MEM_HANDLE_TYPE_NONE,
+					     ACL_RT_VMM_EXPORT_FLAG_DEFAULT, &st->shareable),
+				     "aclrtMemExportToShareableHandle");
+	return rc;
+}
+
+static int allocate(struct sseg *seg)
+{
+	struct ascend_state *st = state(seg);
+	aclrtPhysicalMemProp prop;
+	int node, rc;
+
+	rc = sseg_ascend_placement(seg, &node);
+	if (rc)
+		return rc;
+	st->fabric = sseg_ascend_fabric_works(st->acl, st->device, node);
+	sseg_ascend_prop(&prop, seg->opts.pages == SSEG_PAGES_AUTO, node);
+	rc = size_segment(seg, &prop, node);
+	if (!rc)
+		rc = sseg_acl_result(st->acl->aclrtMallocPhysical(&st->handle, seg->mapped_size, &prop,
+								  0),
+				     "aclrtMallocPhysical");
+	if (rc)
+		return rc;
+	st->held |= ACL_HELD_HANDLE;
+	rc = map_handle(seg);
+	if (!rc)
+		rc = export_owner(seg);
+	if (rc)
+		return rc;
+	/* The channel is the barrier for fabric peers too: the owner must not
+	 * free its handle before every local peer imported it. */
+	return sseg_channel_listen(seg);
+}
+
+static int ascend_create_owner(struct sseg *seg)
+{
+	aclrtContext saved;
+	int rc = enter(seg);
+
+	if (rc)
+		return rc;
+	rc = sseg_acl_enter(state(seg)->acl, state(seg)->ctx, &saved);
+	if (rc)
+		return rc;
+	rc = allocate(seg);
+	sseg_acl_leave(state(seg)->acl, saved);
+	return rc;
+}
+
+static int ascend_reserve(struct sseg *seg)
+{
+	return enter(seg);
+}
+
+/* "TGID" and the peer's runtime pid, in its blob's handle data: the name
+ * the owner must put on the in-server handle's trust list. */
+#define TGID_MAGIC 0x44494754u
+
+/* Every peer says its runtime pid (aclrtDeviceGetBareTgid: the host's pid
+ * inside a container), which the owner's PID namespace may not show. */
+static int ascend_peer_handle(struct sseg *seg, struct sseg_blob_handle *h)
+{
+	struct ascend_state *st = state(seg);
+	aclrtContext saved;
+	int32_t tgid = 0;
+	int rc = sseg_acl_enter(st->acl, st->ctx, &saved);
+
+	if (rc)
+		return rc;
+	rc = sseg_acl_result(st->acl->aclrtDeviceGetBareTgid(&tgid), "aclrtDeviceGetBareTgid");
+	sseg_acl_leave(st->acl, saved);
+	if (rc)
+		return rc;
+	sseg_put32(h->data, TGID_MAGIC);
+	sseg_put32(h->data + 4, (uint32_t)tgid);
+	return 0;
+}
+
+/* The runtime pid a peer's blob carries; 0 when it carries none. */
+static int32_t peer_tgid(const struct sseg_blob *peer)
+{
+	if (sseg_get32(peer->handle.data) != TGID_MAGIC)
+		return 0;
+	return (int32_t)sseg_get32(peer->handle.data + 4);
+}
+
+static int ascend_export(struct sseg *seg, struct sseg_blob_handle *h)
+{
+	struct ascend_state *st = state(seg);
+
+	h->kind = st->fabric ? SSEG_HANDLE_FABRIC : SSEG_HANDLE_FD_CHANNEL;
+	sseg_channel_describe(seg, h);
+	if (st->fabric)
+		memcpy(h->data, &st->fabric_handle, sizeof(st->fabric_handle));
+	else
+		sseg_put64(h->data, st->shareable);
+	return 0;
+}
+
+/* Who may import is the pid the runtime names a process by
+ * (aclrtDeviceGetBareTgid: the host's pid inside a container). Each peer's
+ * blob carries its own (peer_handle); only a blob without it (a peer of an
+ * older build) falls back to the pid the owner sees (SO_PEERCRED), which
+ * is the runtime's only when the owner runs where the runtime's pids are
+ * its own: otherwise the owner refuses instead of trusting a wrong pid. */
+static int check_nameable(const struct sseg *seg, const struct sseg_blob *peer, pid_t pid)
+{
+	const struct ascend_state *st = state(seg);
+
+	if (peer_tgid(peer) > 0)
+		return 0;
+	if (st->bare_tgid != (int32_t)getpid())
+		return sseg_err(-EOPNOTSUPP,
+				"rank %u cannot be put on the trust list of the in-server handle: "
+				"the ACL runtime names this owner pid %d (aclrtDeviceGetBareTgid) "
+				"where it sees itself as pid %d (a container's PID namespace), and "
+				"the peers' runtime pids do not reach the owner; a fabric handle "
+				"(A3) needs no trust list",
+				peer->rank, st->bare_tgid, (int)getpid());
+	if (pid <= 0)
+		return sseg_err(-EPERM, "rank %u (pid %u) runs outside the owner's PID namespace: "
+				"its pid cannot be put on the trust list", peer->rank, peer->pid);
+	return 0;
+}
+
+/* The whole list every time: whether aclrtMemSetPidToShareableHandle adds
+ * to the trust list or replaces it is not documented. */
+static int admit_peer(struct sseg *seg, const struct sseg_blob *peer, pid_t pid)
+{
+	struct ascend_state *st = state(seg);
+	aclrtContext saved;
+	int32_t *list;
+	int rc = check_nameable(seg, peer, pid);
+
+	if (rc)
+		return rc;
+	list = realloc(st->trusted, (st->ntrusted + 1) * sizeof(*list));
+	if (!list)
+		return sseg_err(-ENOMEM, "out of memory");
+	st->trusted = list;
+	list[st->ntrusted] = peer_tgid(peer) > 0 ? peer_tgid(peer) : (int32_t)pid;
+	rc = sseg_acl_enter(st->acl, st->ctx, &saved);
+	if (rc)
+		return rc;
+	rc = sseg_acl_result(st->acl->aclrtMemSetPidToShareableHandle(st->shareable, list,
+								      st->ntrusted + 1),
+			     "aclrtMemSetPidToShareableHandle");
+	sseg_acl_leave(st->acl, saved);
+	if (!rc)
+		st->ntrusted++;
+	return rc;
+}
+
+static int ascend_serve(struct sseg *seg, const struct sseg_blob *blobs)
+{
+	return sseg_channel_hand_over(seg, blobs, -1, state(seg)->fabric ? NULL : admit_peer);
+}
+
+static int import_handle(struct sseg *seg, const struct sseg_blob *owner)
+{
+	struct ascend_state *st = state(seg);
+	aclrtMemFabricHandle fabric;
+	int rc;
+
+	st->fabric = owner->handle.kind == SSEG_HANDLE_FABRIC;
+	if (st->fabric) {
+		if (!st->acl->fabric)
+			return sseg_err(-EOPNOTSUPP, "owner rank %u exported a fabric handle, and this "
+					"ACL runtime has no aclrtMemImportFromShareableHandleV2",
+					owner->rank);
+		memcpy(&fabric, owner->handle.data, sizeof(fabric));
+		rc = sseg_acl_result(st->acl->aclrtMemImportFromShareableHandleV2(
+					     &fabric, ACL_MEM_SHARE_HANDLE_TYPE_FABRIC, 0, &st->handle),
+				     "aclrtMemImportFromShareableHandleV2(fabric)");
+	} else {
+		rc = sseg_acl_result(st->acl->aclrtMemImportFromShareableHandle(
+					     sseg_get64(owner->handle.data), st->device, &st->handle),
+				     "aclrtMemImportFromShareableHandle");
+	}
+	if (rc)
+		return rc;
+	st->held |= ACL_HELD_HANDLE;
+	seg->mapped_size = owner->handle.mapped_size;
+	seg->page_size = owner->handle.page_size;
+	seg->pages = (enum sseg_pages)owner->handle.pages;
+	return map_handle(seg);
+}
+
+static int import_in_context(struct sseg *seg, const struct sseg_blob *owner)
+{
+	aclrtContext saved;
+	int rc = sseg_acl_enter(state(seg)->acl, state(seg)->ctx, &saved);
+
+	if (rc)
+		return rc;
+	rc = import_handle(seg, owner);
+	sseg_acl_leave(state(seg)->acl, saved);
+	return rc;
+}
+
+static int ascend_import(struct sseg *seg, const struct sseg_blob *blobs)
+{
+	const struct sseg_blob *owner = &blobs[seg->opts.owner_rank];
+	int sock, rc;
+
+	/* Another host's owner (verification let only a fabric handle here):
+	 * the caller's own barrier keeps the owner alive meanwhile. */
+	if (!sseg_blob_same_host(owner, &blobs[seg->opts.rank]))
+		return import_in_context(seg, owner);
+	/* The owner answers only after it admitted this rank: no import
+	 * before the trust list names it. */
+	rc = sseg_channel_fetch(seg, owner, NULL, &sock);
+	if (rc)
+		return rc;
+	rc = import_in_context(seg, owner);
+	if (sseg_channel_ack(sock, rc, sseg_timeout_ms(seg)) && !rc)
+		sseg_log(SSEG_LOG_WARN, "segment '%s': could not confirm the import to owner rank %u",
+			 seg->name, owner->rank);
+	return rc;
+}
+
+/* One stage: marked released only after the call succeeded. */
+static int release_stage(struct ascend_state *st, uint32_t stage, aclError r, const char *call)
+{
+	int rc = sseg_acl_result(r, call);
+
+	if (!rc)
+		st->held &= ~stage;
+	return rc;
+}
+
+/* aclrtFreePhysical at most once per handle: marked consumed before the
+ * call. A failure is returned and counted (sseg_abandoned_handles), and the
+ * next destroy goes on with the stages after it. */
+static int free_handle(struct sseg *seg, struct ascend_state *st)
+{
+	int rc;
+
+	st->held &= ~ACL_HELD_HANDLE;
+	rc = sseg_acl_result(st->acl->aclrtFreePhysical(st->handle), "aclrtFreePhysical");
+	if (rc) {
+		sseg_registry_abandoned();
+		sseg_log(SSEG_LOG_ERROR,
+			 "segment '%s': %s; the handle is not freed again (its state is unknown)",
+			 seg->name, sseg_last_error());
+		return sseg_err_wrap(rc, "segment '%s': the physical memory handle was abandoned",
+				     seg->name);
+	}
+	return 0;
+}
+
+/* The reference's order: unmap, free the physical memory, release the
+ * address range. */
+static int release_memory(struct sseg *seg, struct ascend_state *st)
+{
+	int rc = 0;
+
+	if (st->held & ACL_HELD_MAPPED)
+		rc = release_stage(st, ACL_HELD_MAPPED, st->acl->aclrtUnmapMem(st->ptr),
+				   "aclrtUnmapMem");
+	if (!rc && (st->held & ACL_HELD_HANDLE))
+		rc = free_handle(seg, st);
+	if (!rc && (st->held & ACL_HELD_RESERVED))
+		rc = release_stage(st, ACL_HELD_RESERVED, st->acl->aclrtReleaseMemAddress(st->ptr),
+				   "aclrtReleaseMemAddress");
+	return rc;
+}
+
+static int ascend_release(struct sseg *seg)
+{
+	struct ascend_state *st = state(seg);
+	aclrtContext saved;
+	int rc;
+
+	if (!st)
+		return 0;
+	/* Destroy may run on another thread than create: the device's context
+	 * is made current here, and the caller's again afterwards. */
+	if (st->held & ~ACL_HELD_DEVICE) {
+		rc = sseg_acl_enter(st->acl, st->ctx, &saved);
+		if (rc)
+			return rc;
+		rc = release_memory(seg, st);
+		sseg_acl_leave(st->acl, saved);
+		if (rc)
+			return rc;
+	}
+	if (st->held & ACL_HELD_DEVICE) {
+		rc = release_stage(st, ACL_HELD_DEVICE, st->acl->aclrtResetDevice(st->device),
+				   "aclrtResetDevice");
+		if (rc)
+			return rc;
+	}
+	free(st->trusted);
+	free(st);
+	seg->backend_state = NULL;
+	seg->base = NULL;
+	seg->held &= ~SSEG_HELD_BACKEND;
+	return 0;
+}
+
+static void ascend_describe(const struct sseg *seg, struct sseg_info *info)
+{
+	const struct ascend_state *st = seg->backend_state;
+
+	info->device = seg->opts.device;
+	info->pinned = 1;
+	info->pages_verified = st && (st->held & ACL_HELD_MAPPED);
+	if (!st)
+		return;
+	info->device_addr = (st->held & ACL_HELD_MAPPED) ? (uint64_t)(uintptr_t)st->ptr : 0;
+	snprintf(info->handle_type, sizeof(info->handle_type), "%s",
+		 st->fabric ? "acl-fabric" : "acl-trustlist");
 }
 
 const struct sseg_backend_ops sseg_ascend_ops = {
 	.kind = SSEG_BACKEND_ASCEND,
 	.name = "ascend",
-	.caps = SSEG_CAP_PINNED | SSEG_CAP_DEVICES,
+	.caps = SSEG_CAP_PINNED | SSEG_CAP_DEVICES | SSEG_CAP_FABRIC,
+	.hostreg = &sseg_ascend_hostreg_ops,
 	.probe = ascend_probe,
+	.probe_device = sseg_ascend_probe_device,
+	.choose_pages = ascend_choose_pages,
+	.check_opts = ascend_check_opts,
+	.create_owner = ascend_create_owner,
+	.reserve = ascend_reserve,
+	.export_handle = ascend_export,
+	.peer_handle = ascend_peer_handle,
+	.serve = ascend_serve,
+	.import_and_map = ascend_import,
+	.describe = ascend_describe,
+	/* no forget_in_child: the backend holds no descriptor */
+	.release = ascend_release,
 };

@@ -150,6 +150,11 @@ int sseg_backend_export(struct sseg *seg, struct sseg_blob_handle *handle)
 				       : unsupported(seg, "exporting a handle");
 }
 
+int sseg_backend_peer_handle(struct sseg *seg, struct sseg_blob_handle *handle)
+{
+	return seg->ops->peer_handle ? seg->ops->peer_handle(seg, handle) : 0;
+}
+
 int sseg_backend_serve(struct sseg *seg, const struct sseg_blob *blobs)
 {
 	return seg->ops->serve ? seg->ops->serve(seg, blobs) : unsupported(seg, "serving peers");

@@ -70,6 +70,11 @@ struct sseg_backend_ops {
 	int (*reserve)(struct sseg *seg);
 	/* Owner: the handle section of its blob. */
 	int (*export_handle)(struct sseg *seg, struct sseg_blob_handle *handle);
+	/* Peer: what the owner needs to know of it before it may import (a
+	 * driver's name for this process, for a trust list), in handle->data;
+	 * the kind stays SSEG_HANDLE_NONE. The owner's admit sees it in the
+	 * peer's blob. Optional. */
+	int (*peer_handle)(struct sseg *seg, struct sseg_blob_handle *handle);
 
 	/* ---- complete (phase 3) ---- */
 	/* Owner: hand the pages to the local peers (the fd channel). */
@@ -116,6 +121,7 @@ SSEG_HIDDEN int sseg_backend_check_opts(const struct sseg_backend_ops *ops,
 SSEG_HIDDEN int sseg_backend_create_owner(struct sseg *seg);
 SSEG_HIDDEN int sseg_backend_reserve(struct sseg *seg);
 SSEG_HIDDEN int sseg_backend_export(struct sseg *seg, struct sseg_blob_handle *handle);
+SSEG_HIDDEN int sseg_backend_peer_handle(struct sseg *seg, struct sseg_blob_handle *handle);
 SSEG_HIDDEN int sseg_backend_serve(struct sseg *seg, const struct sseg_blob *blobs);
 SSEG_HIDDEN int sseg_backend_import(struct sseg *seg, const struct sseg_blob *blobs);
 SSEG_HIDDEN void sseg_backend_settle(struct sseg *seg);

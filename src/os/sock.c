@@ -94,7 +94,7 @@ static int new_socket(const char *name, struct sockaddr_un *addr, socklen_t *add
 int sseg_os_listen_abstract(const char *name, int backlog, int *fd)
 {
 	struct sockaddr_un addr;
-	socklen_t addrlen;
+	socklen_t addrlen = 0;
 	int rc, s, err;
 
 	rc = new_socket(name, &addr, &addrlen, &s);
@@ -121,7 +121,7 @@ close_socket:
 int sseg_os_connect_abstract(const char *name, int *fd)
 {
 	struct sockaddr_un addr;
-	socklen_t addrlen;
+	socklen_t addrlen = 0;
 	int rc, s;
 
 	rc = sseg_fault("connect");

@@ -538,7 +538,7 @@ static int variant_rank(int rank, void *arg, int out)
 
 static int variants_main(unsigned long long size)
 {
-	struct record recs[MAX_RANKS];
+	struct record recs[MAX_RANKS] = { 0 };
 	int failed_variants = 0;
 
 	for (size_t i = 0; i < sizeof(variants) / sizeof(variants[0]); i++) {
@@ -790,7 +790,7 @@ static int copy_main(unsigned long long size, int reps)
 		{ SSEG_BACKEND_MEMFD, "sharedseg-memfd-hostreg" },
 		{ SSEG_BACKEND_CUDA, "sharedseg-cuda-vmm" },
 	};
-	struct record recs[64];
+	struct record recs[64] = { 0 };
 	int failures = 0;
 
 	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
@@ -918,7 +918,7 @@ static int register_pages(unsigned long long size, int reps, int ranks, int huge
 {
 	struct register_job job = { .size = size, .reps = reps, .ranks = ranks,
 				    .pages_requested = hugetlb ? "hugetlb-2M" : "base" };
-	struct record recs[MAX_RANKS];
+	struct record recs[MAX_RANKS] = { 0 };
 	int err, nrec = 0, failed;
 
 	job.p = populated(size, hugetlb, &err);

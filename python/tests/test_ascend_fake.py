@@ -1,0 +1,76 @@
+"""The ascend backend from Python, through the project's fake ACL runtime
+(the C build's libsseg_fake_acl.so): create_shared_segment(...,
+backend="ascend") with 4 gloo ranks, each its own process (the ACL
+reference forbids importing a handle in the process that exported it), on
+the in-server handle whose trust list the owner extends with each peer.
+Untested on an NPU."""
+import json
+import os
+import traceback
+
+import pytest
+
+import gloo_ranks
+from conftest import free_port
+
+WORLD = 4
+
+
+def fake_runtime():
+    build = os.environ.get("SSEG_BUILD_DIR")
+    path = os.path.join(build or "", "libsseg_fake_acl.so")
+    if not build or not os.path.exists(path):
+        pytest.fail("the fake ACL runtime is not built: run make (SSEG_BUILD_DIR unset or "
+                    f"{path} missing)")
+    return path
+
+
+def share(rank, world, group):
+    import torch
+    import torch.distributed as dist
+    from sharedseg import create_shared_segment
+
+    seg = create_shared_segment(
+        "py-ascend", {"kv": dict(count=world, shape=(64, 576), dtype=torch.bfloat16)},
+        world_size=world, rank_id=rank, comm_group=group, backend="ascend",
+        device_id=rank % 2)
+    kv = seg.tensors("kv")
+    kv[rank].fill_(rank + 1)
+    dist.barrier(group)
+    facts = seg.info
+    seen = dict(seen=[bool(kv[r].eq(r + 1).all()) for r in range(world)],
+                backend=facts["backend"], handle_type=facts["handle_type"],
+                device=facts["device"], owner=facts["owner_rank"],
+                device_addr_is_base=seg.device_addr() == seg.base_addr())
+    dist.barrier(group)
+    del kv
+    seg.close()
+    return seen
+
+
+def rank_main(rank, world, port, outdir, runtime):
+    # Read by the library at its first use of ACL, in this process.
+    os.environ["SSEG_ACL_LIBRARY"] = runtime
+    os.environ["SSEG_FAKE_ACL"] = "devices=2"
+    import torch.distributed as dist
+
+    group = gloo_ranks.init_gloo(rank, world, port)
+    try:
+        result = dict(ok=True, data=share(rank, world, group))
+    except Exception:
+        result = dict(ok=False, error=traceback.format_exc())
+    with open(os.path.join(outdir, f"rank{rank}.json"), "w") as f:
+        json.dump(result, f)
+    dist.destroy_process_group()
+
+
+def test_four_gloo_ranks_share_an_ascend_segment_through_the_fake_runtime(tmp_path):
+    gloo_ranks.spawn(rank_main, WORLD, (WORLD, free_port(), str(tmp_path), fake_runtime()),
+                     timeout=150)
+    for r in range(WORLD):
+        res = json.loads((tmp_path / f"rank{r}.json").read_text())
+        assert res["ok"], f"rank {r}:\n{res['error']}"
+        d = res["data"]
+        assert d["seen"] == [True] * WORLD, f"rank {r} saw {d['seen']}"
+        assert d["backend"] == "ascend" and d["handle_type"] == "acl-trustlist"
+        assert d["device"] == r % 2 and d["owner"] == 0 and d["device_addr_is_base"]

@@ -1,0 +1,259 @@
+/* Checks on a real Ascend NPU (run by tests/npu/run.sh; nothing here has
+ * run on one yet): two processes share a segment (the ascend backend, or
+ * memfd + aclrtHostRegister), the peer checks that the CPU can load and
+ * store through its mapping (a fault is caught and reported, not fatal)
+ * and reads what the owner wrote, and both copy the segment to and from
+ * their device with aclrtMemcpy, timed side by side with an aclrtMallocHost
+ * buffer of the same size. One JSON object per rank on stdout.
+ *
+ *   npu_check share ascend|memfd SIZE REPS
+ * SSEG_ASCEND_FABRIC=0 keeps the ascend backend on the in-server handle. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sharedseg.h"
+
+#define RANKS 2
+#define H2D 1 /* ACL_MEMCPY_HOST_TO_DEVICE; the runtime decides from the pointers anyway */
+#define D2H 2
+
+static struct {
+	int (*init)(const char *);
+	int (*set_device)(int32_t);
+	int (*malloc_dev)(void **, size_t, int);
+	int (*free_dev)(void *);
+	int (*malloc_host)(void **, size_t);
+	int (*free_host)(void *);
+	int (*memcpy)(void *, size_t, const void *, size_t, int);
+} acl;
+
+struct report {
+	char error[512];
+	int cpu_access; /* -1: not tried */
+	int verified;
+	double h2d, d2h, pinned_h2d, pinned_d2h; /* GB/s; 0: not measured */
+	char handle[16];
+	unsigned long long page_size;
+	int chunks; /* host registration chunks */
+	int device_addr; /* the segment has a device address */
+};
+
+static int load_acl(char *why, size_t len)
+{
+	const char *path = getenv("SSEG_ACL_LIBRARY");
+	void *lib = dlopen(path && *path ? path : "libascendcl.so", RTLD_NOW | RTLD_GLOBAL);
+
+	if (!lib) {
+		snprintf(why, len, "no ACL runtime: %s", dlerror());
+		return -1;
+	}
+	*(void **)&acl.init = dlsym(lib, "aclInit");
+	*(void **)&acl.set_device = dlsym(lib, "aclrtSetDevice");
+	*(void **)&acl.malloc_dev = dlsym(lib, "aclrtMalloc");
+	*(void **)&acl.free_dev = dlsym(lib, "aclrtFree");
+	*(void **)&acl.malloc_host = dlsym(lib, "aclrtMallocHost");
+	*(void **)&acl.free_host = dlsym(lib, "aclrtFreeHost");
+	*(void **)&acl.memcpy = dlsym(lib, "aclrtMemcpy");
+	if (!acl.init || !acl.set_device || !acl.malloc_dev || !acl.free_dev ||
+	    !acl.malloc_host || !acl.free_host || !acl.memcpy) {
+		snprintf(why, len, "the ACL runtime lacks aclrtMalloc/aclrtMemcpy/aclrtMallocHost: "
+			 "no copies measured");
+		return -1;
+	}
+	acl.init(NULL); /* 0, or ACL_ERROR_REPEAT_INITIALIZE after the library's */
+	return 0;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* GB/s of reps copies of size bytes, or 0 with why set on a failed copy. */
+static double timed(void *dst, const void *src, size_t size, int kind, int reps, char *why,
+		    size_t len)
+{
+	double t0 = now();
+	int r;
+
+	for (int i = 0; i <= reps; i++) {
+		if (i == 1)
+			t0 = now(); /* the first copy warms up */
+		r = acl.memcpy(dst, size, src, size, kind);
+		if (r) {
+			snprintf(why, len, "aclrtMemcpy(%s) = %d", kind == H2D ? "H2D" : "D2H", r);
+			return 0;
+		}
+	}
+	return (double)size * reps / (now() - t0) / 1e9;
+}
+
+static void bandwidth(void *host, size_t size, int device, int reps, struct report *rp)
+{
+	void *dev = NULL, *pinned = NULL;
+	int r = acl.set_device(device);
+
+	if (!r)
+		r = acl.malloc_dev(&dev, size, 0 /* ACL_MEM_MALLOC_HUGE_FIRST */);
+	if (r) {
+		snprintf(rp->error, sizeof(rp->error), "aclrtSetDevice/aclrtMalloc = %d", r);
+		return;
+	}
+	rp->h2d = timed(dev, host, size, H2D, reps, rp->error, sizeof(rp->error));
+	rp->d2h = timed(host, dev, size, D2H, reps, rp->error, sizeof(rp->error));
+	if (!acl.malloc_host(&pinned, size)) {
+		rp->pinned_h2d = timed(dev, pinned, size, H2D, reps, rp->error, sizeof(rp->error));
+		rp->pinned_d2h = timed(pinned, dev, size, D2H, reps, rp->error, sizeof(rp->error));
+		acl.free_host(pinned);
+	}
+	acl.free_dev(dev);
+}
+
+static sigjmp_buf fault;
+
+static void on_fault(int sig)
+{
+	siglongjmp(fault, sig);
+}
+
+/* Whether the CPU may store and load through p: a fault is caught. */
+static int cpu_can_touch(volatile unsigned char *p)
+{
+	struct sigaction sa = { .sa_handler = on_fault }, old_segv, old_bus;
+	int ok = 0;
+
+	sigaction(SIGSEGV, &sa, &old_segv);
+	sigaction(SIGBUS, &sa, &old_bus);
+	if (!sigsetjmp(fault, 1)) {
+		p[0] = p[0];
+		ok = 1;
+	}
+	sigaction(SIGSEGV, &old_segv, NULL);
+	sigaction(SIGBUS, &old_bus, NULL);
+	return ok;
+}
+
+static int barrier(struct sseg_local_group *g)
+{
+	char mine = 1, all[RANKS];
+
+	return sseg_local_allgather(&mine, all, 1, g);
+}
+
+static void use_segment(sseg_t *seg, struct sseg_local_group *g, int rank, int device, int reps,
+			bool copies, struct report *rp)
+{
+	struct sseg_info info = { .sz = sizeof(info) };
+	unsigned char *p = sseg_base(seg);
+	size_t size = sseg_size(seg);
+
+	sseg_info(seg, &info);
+	snprintf(rp->handle, sizeof(rp->handle), "%s", info.handle_type);
+	rp->page_size = info.page_size;
+	rp->chunks = info.registered_chunks;
+	rp->device_addr = info.device_addr != 0;
+	rp->cpu_access = cpu_can_touch(p);
+	if (rp->cpu_access && rank == 0)
+		for (size_t i = 0; i < size; i += 4096)
+			p[i] = (unsigned char)(i / 4096 * 7 + 1);
+	barrier(g);
+	rp->verified = rp->cpu_access;
+	for (size_t i = 0; rp->verified && i < size; i += 4096)
+		rp->verified = p[i] == (unsigned char)(i / 4096 * 7 + 1);
+	barrier(g);
+	if (copies)
+		bandwidth(p, size, device, reps, rp);
+	barrier(g); /* the owner keeps the segment until the peer is done */
+}
+
+/* Messages go into a JSON string: no quote or backslash of theirs survives. */
+static void json_safe(char *s)
+{
+	for (; *s; s++)
+		if (*s == '"' || *s == '\\' || (unsigned char)*s < 0x20)
+			*s = '\'';
+}
+
+static void print_report(const char *backend, int rank, size_t size, struct report *rp)
+{
+	json_safe(rp->error);
+	printf("{\"check\": \"share\", \"backend\": \"%s\", \"rank\": %d, \"size\": %zu, "
+	       "\"handle_type\": \"%s\", \"page_size\": %llu, \"registered_chunks\": %d, "
+	       "\"device_addr\": %s, \"cpu_access\": %d, "
+	       "\"verified\": %s, \"h2d_gbps\": %.2f, \"d2h_gbps\": %.2f, "
+	       "\"pinned_h2d_gbps\": %.2f, \"pinned_d2h_gbps\": %.2f, \"error\": \"%s\"}\n",
+	       backend, rank, size, rp->handle, rp->page_size, rp->chunks,
+	       rp->device_addr ? "true" : "false", rp->cpu_access,
+	       rp->verified ? "true" : "false", rp->h2d, rp->d2h, rp->pinned_h2d, rp->pinned_d2h,
+	       rp->error);
+	fflush(stdout);
+}
+
+static int rank_main(const char *backend, size_t size, int reps, int rank)
+{
+	int memfd = !strcmp(backend, "memfd");
+	SSEG_OPTS(o, .name = "npu-check", .size = size, .world_size = RANKS, .rank = rank,
+		  .backend = memfd ? SSEG_BACKEND_MEMFD : SSEG_BACKEND_ASCEND,
+		  .flags = memfd ? SSEG_F_HOST_REGISTER : 0, .device_backend = SSEG_BACKEND_ASCEND,
+		  .pages = memfd ? SSEG_PAGES_BASE : SSEG_PAGES_AUTO, .timeout_ms = 60000);
+	struct sseg_probe_backend facts = { .sz = sizeof(facts) };
+	struct report rp = { .cpu_access = -1 };
+	struct sseg_local_group *g = NULL;
+	sseg_t *seg = NULL;
+
+	bool copies;
+
+	sseg_probe_backend(SSEG_BACKEND_ASCEND, &facts);
+	o.device = facts.ndevices > 0 ? rank % facts.ndevices : 0;
+	copies = load_acl(rp.error, sizeof(rp.error)) == 0;
+	if (sseg_local_group_open("npu-check", rank, RANKS, 60000, &g))
+		snprintf(rp.error, sizeof(rp.error), "%s", sseg_last_error());
+	else if (sseg_open(&o, sseg_local_allgather, g, &seg) == 0)
+		use_segment(seg, g, rank, o.device, reps, copies, &rp);
+	else
+		snprintf(rp.error, sizeof(rp.error), "%s", sseg_last_error());
+	print_report(backend, rank, size, &rp);
+	if (seg && sseg_destroy(seg))
+		fprintf(stderr, "destroy: %s\n", sseg_last_error());
+	if (g)
+		sseg_local_group_close(g);
+	return rp.verified && !rp.error[0] ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t size = 0;
+	pid_t pids[RANKS];
+	int failed = 0;
+
+	if (argc != 5 || strcmp(argv[1], "share") || sseg_parse_size(argv[3], &size) ||
+	    atoi(argv[4]) < 1) {
+		fprintf(stderr, "usage: npu_check share ascend|memfd SIZE REPS\n");
+		return 2;
+	}
+	for (int r = 0; r < RANKS; r++) {
+		fflush(stdout);
+		pids[r] = fork();
+		if (pids[r] == 0)
+			_exit(rank_main(argv[2], size, atoi(argv[4]), r));
+	}
+	for (int r = 0; r < RANKS; r++) {
+		int st = 0;
+
+		waitpid(pids[r], &st, 0);
+		failed |= !WIFEXITED(st) || WEXITSTATUS(st);
+	}
+	return failed;
+}
