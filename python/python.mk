@@ -25,12 +25,12 @@ test-python: python
 	SSEG_BUILD_DIR=$(abspath $(BUILD)) SSEG_TEST_LEG=$(SSEG_TEST_LEG) \
 		$(PYTHON) -m pytest -q python/tests $(PYTEST_ARGS)
 
-# mpi4py is Debian's: the MPI tests run on the Debian leg only.
+# mpi4py and the README's install are Debian's: those run on the Debian leg only.
 test-python-pypi:
 	@test -x $(PYPI_VENV)/bin/python || \
 		{ echo "no PyPI test environment in $(PYPI_VENV): run make deps" >&2; exit 1; }
 	$(MAKE) --no-print-directory test-python PYTHON=$(PYPI_VENV)/bin/python \
-		SSEG_TEST_LEG=pypi PYTEST_ARGS='-m "not mpi"'
+		SSEG_TEST_LEG=pypi PYTEST_ARGS='-m "not debian"'
 
 # Without setuptools (a fresh 3.12+ virtual environment) pip builds in an
 # isolated environment, which fetches setuptools from the package index.

@@ -7,6 +7,7 @@ import datetime
 import gc
 import json
 import os
+import runpy
 import time
 import traceback
 
@@ -82,21 +83,13 @@ def share(rank, world, group):
 
 
 def exact_call(rank, world, group):
-    """The issue's call, unchanged but for the names it assumes."""
-    num_layers, tp_size, tp_rank, tp_group = 3, world, rank, group
-    k_shape, v_shape = (16, 512), (16, 64)
-    from sharedseg import create_shared_segment
-    seg = create_shared_segment(
-        "vllm_sparse_kv",
-        blocks={
-            "k": dict(count=num_layers, shape=k_shape, dtype=torch.bfloat16),
-            "v": dict(count=num_layers, shape=v_shape, dtype=torch.bfloat16),
-        },
-        world_size=tp_size,
-        rank_id=tp_rank,
-        tp_group=tp_group,
-    )
-    k_caches_cpu = seg.tensors("k")   # list of num_layers zero-copy CPU tensors
+    """README's call (readme_call.py, the same lines), with the names it assumes."""
+    num_layers, k_shape, v_shape = 3, (16, 512), (16, 64)
+    names = runpy.run_path(os.path.join(os.path.dirname(__file__), "readme_call.py"),
+                           init_globals=dict(num_layers=num_layers, k_shape=k_shape,
+                                             v_shape=v_shape, tp_size=world, tp_rank=rank,
+                                             tp_group=group, torch=torch))
+    seg, k_caches_cpu = names["seg"], names["k_caches_cpu"]
     if rank == 0:
         for layer, t in enumerate(k_caches_cpu):
             t.fill_(layer + 0.5)
@@ -105,7 +98,7 @@ def exact_call(rank, world, group):
         t.shape == k_shape and t.dtype == torch.bfloat16 and bool(t.eq(i + 0.5).all())
         for i, t in enumerate(k_caches_cpu))
     dist.barrier(group)
-    del k_caches_cpu
+    del k_caches_cpu, names
     seg.close()
     return dict(ok=ok)
 

@@ -17,8 +17,8 @@ RANKS = 3
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", str(RANKS)]
 
 # Debian's Open MPI and mpi4py (make deps): the PyPI leg deselects these
-# (-m "not mpi"); where they run, a missing install fails.
-pytestmark = pytest.mark.mpi
+# (-m "not debian"); where they run, a missing install fails.
+pytestmark = pytest.mark.debian
 
 
 def needs(program, package):
