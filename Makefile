@@ -49,9 +49,10 @@ test-c: all
 # The Python package's targets (python, test-python) live beside it.
 -include python/python.mk
 
-# The sanitizer build first, then the release build, the Python tests last,
-# so the output ends with the last runner's summary line.
-test: deps test-asan test-tsan test-c $(if $(wildcard python/python.mk),test-python)
+# The sanitizer builds first, then the release build, the Python tests last
+# (Debian's torch, then PyPI's), so the output ends with the last runner's
+# summary line.
+test: deps test-asan test-tsan test-c $(if $(wildcard python/python.mk),test-python test-python-pypi)
 
 install: all
 	$(CMAKE) --install $(BUILD) --prefix $(PREFIX)

@@ -23,10 +23,15 @@ from sharedseg import create_shared_segment
 KV_LORA_RANK, ROPE_DIM = 512, 64  # DeepSeek-V3: 512 latent + 64 rope = 576 per token
 
 
-def mapping_pss(base, size):
-    """This process's proportional share (bytes) of the pages in [base, base+size):
-    a page mapped by n processes counts 1/n in each."""
-    pss, inside = 0, False
+def mapping_usage(base, size, world):
+    """This process's share (bytes) of the pages in [base, base+size): PSS
+    for base and THP pages (a page mapped by n processes counts 1/n in
+    each). smaps gives HugeTLB pages no PSS, only Private_Hugetlb (mapped
+    here alone: counted whole) and Shared_Hugetlb (mapped by others too:
+    counted 1/world, as every rank maps every page here: each reads every
+    layer)."""
+    pss = private_huge = shared_huge = 0
+    inside = False
     with open("/proc/self/smaps") as f:
         for line in f:
             head = line.split()[0]
@@ -35,7 +40,11 @@ def mapping_pss(base, size):
                 inside = base <= start < base + size
             elif inside and head == "Pss:":
                 pss += int(line.split()[1]) * 1024
-    return pss
+            elif inside and head == "Private_Hugetlb:":
+                private_huge += int(line.split()[1]) * 1024
+            elif inside and head == "Shared_Hugetlb:":
+                shared_huge += int(line.split()[1]) * 1024
+    return pss + private_huge + shared_huge / world
 
 
 def rank_main(rank, world, port, layers, tokens):
@@ -61,7 +70,8 @@ def rank_main(rank, world, port, layers, tokens):
     base, size = seg.base_addr(), seg.info["mapped_size"]
     zero_copy = all(base <= t.data_ptr() < base + size for t in kv_cpu)
     dist.barrier(tp_group)  # PSS splits a page among the ranks mapping it by now
-    mine = torch.tensor([mapping_pss(base, size), int(good), int(zero_copy)], dtype=torch.float64)
+    mine = torch.tensor([mapping_usage(base, size, world), int(good), int(zero_copy)],
+                        dtype=torch.float64)
     every = [torch.zeros_like(mine) for _ in range(world)]
     dist.all_gather(every, mine, group=tp_group)
     if rank == 0:
@@ -85,7 +95,8 @@ def report(seg, every, world, layers, tokens):
           f"{all(float(t[1]) == 1 for t in every)}, zero copy: "
           f"{all(float(t[2]) == 1 for t in every)}")
     print(f"host memory used by the {world} ranks: {used / mib:.1f} MiB "
-          f"(sum of each rank's PSS of the segment)")
+          f"(each rank's PSS of the segment; HugeTLB pages: private ones whole, shared "
+          f"ones 1/{world} each)")
     print(f"with per-rank copies: {world * copy / mib:.1f} MiB")
     print(f"{world} ranks used {used / copy:.2f} copies of the KV cache "
           f"(saved {(world * copy - used) / mib:.1f} MiB)")

@@ -1,6 +1,7 @@
 #!/bin/sh
-# Installs what building and testing sharedseg needs, from Debian's archive,
-# only when something is missing.
+# Installs what building and testing sharedseg needs, only when something is
+# missing: Debian's packages, and the PyPI test environment of the Python
+# package. Run from the repository root (make deps).
 set -e
 need=""
 command -v cmake >/dev/null 2>&1 || need="$need cmake"
@@ -15,11 +16,30 @@ command -v mpicc >/dev/null 2>&1 || need="$need openmpi-bin libopenmpi-dev"
 	need="$need python3 python3-dev python3-torch python3-numpy python3-pytest python3-mpi4py python3-setuptools python3-pip python3-wheel"
 [ -f /usr/include/python3.11/Python.h ] || ls /usr/include/python3*/Python.h >/dev/null 2>&1 ||
 	need="$need python3-dev"
-[ -z "$need" ] && exit 0
-if [ "$(id -u)" != 0 ]; then
-	echo "missing:$need (install them, or run as root)" >&2
-	exit 1
+# The PyPI leg's virtual environment falls back to Debian's interpreter.
+/usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need="$need python3-venv"
+if [ -n "$need" ]; then
+	if [ "$(id -u)" != 0 ]; then
+		echo "missing:$need (install them, or run as root)" >&2
+		exit 1
+	fi
+	echo "installing:$need"
+	apt-get update -q
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q $need
 fi
-echo "installing:$need"
-apt-get update -q
-DEBIAN_FRONTEND=noninteractive apt-get install -y -q $need
+
+# The Python package's second test leg: the newest torch, numpy 2 and
+# ml_dtypes from PyPI, in a virtual environment outside the checkout, made
+# once per machine (torch brings several GB of CUDA libraries). The stamp
+# names what was installed; delete the folder to take newer releases.
+venv=${SHAREDSEG_PYPI_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/sharedseg/venv-pypi}
+want="torch numpy>=2 ml_dtypes pytest"
+[ "$(cat "$venv/.sharedseg-deps" 2>/dev/null)" = "$want" ] && exit 0
+base=$(sh python/find-python.sh pypi)
+echo "installing the PyPI test environment in $venv ($("$base" -V), $want): once per machine"
+start=$(date +%s)
+rm -rf "$venv"
+"$base" -m venv "$venv"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check $want
+echo "$want" >"$venv/.sharedseg-deps"
+echo "the PyPI test environment took $(($(date +%s) - start)) s and $(du -sh "$venv" | cut -f1)"

@@ -21,18 +21,16 @@ const struct sseg_layout *sseg_py_layout_get(PyObject *obj)
 }
 
 /* One (name, count, bytes, align, shape) tuple into desc; the strings stay
- * owned by item, which the caller keeps alive. */
+ * owned by item, which the caller keeps alive. A number wider than 64 bits
+ * is a ValueError: truncated, 2**64+1 entries would be one. */
 static int parse_block(PyObject *item, struct sseg_block_desc *desc)
 {
-	unsigned long long count, bytes, align;
 	PyObject *shape = Py_None;
 
-	if (!PyArg_ParseTuple(item, "sKKK|O:Layout block", &desc->name, &count, &bytes, &align,
+	if (!PyArg_ParseTuple(item, "sO&O&O&|O:Layout block", &desc->name, sseg_py_u64,
+			      &desc->count, sseg_py_u64, &desc->bytes, sseg_py_u64, &desc->align,
 			      &shape))
 		return -1;
-	desc->count = count;
-	desc->bytes = bytes;
-	desc->align = align;
 	desc->shape = NULL;
 	if (shape != Py_None) {
 		desc->shape = PyUnicode_AsUTF8(shape);
@@ -68,13 +66,13 @@ static int layout_init(PyObject *self_obj, PyObject *args, PyObject *kwargs)
 	static char *keywords[] = { "blocks", "order", "align", NULL };
 	struct layout_object *self = (struct layout_object *)self_obj;
 	struct sseg_block_desc *descs;
-	unsigned long long align = 0;
+	uint64_t align = 0;
 	PyObject *blocks, *seq;
 	Py_ssize_t n;
 	int order = SSEG_LAYOUT_INTERLEAVED, rc;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|iK:Layout", keywords, &blocks, &order,
-					 &align))
+	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|iO&:Layout", keywords, &blocks, &order,
+					 sseg_py_u64, &align))
 		return -1;
 	if (self->layout) {
 		PyErr_SetString(PyExc_RuntimeError, "Layout is already initialised");
@@ -93,8 +91,10 @@ static int layout_init(PyObject *self_obj, PyObject *args, PyObject *kwargs)
 		return -1;
 	if (rc) {
 		sseg_py_raise(PyExc_ValueError, rc);
+		sseg_py_log_drain();
 		return -1;
 	}
+	sseg_py_log_drain();
 	return 0;
 }
 
@@ -159,12 +159,11 @@ static PyObject *layout_block(PyObject *self, PyObject *block)
 static PyObject *layout_offset(PyObject *self, PyObject *args)
 {
 	struct sseg_layout *l = ready(self);
-	unsigned long long index;
-	uint64_t offset;
+	uint64_t index, offset;
 	PyObject *block;
 	int b, rc;
 
-	if (!l || !PyArg_ParseTuple(args, "OK:offset", &block, &index))
+	if (!l || !PyArg_ParseTuple(args, "OO&:offset", &block, sseg_py_u64, &index))
 		return NULL;
 	b = block_index(l, block);
 	if (b < 0)
@@ -186,6 +185,9 @@ static PyObject *layout_offsets(PyObject *self, PyObject *block)
 	if (b < 0)
 		return NULL;
 	sseg_layout_block(l, b, &d);
+	if (d.count > (uint64_t)PY_SSIZE_T_MAX)
+		return PyErr_Format(PyExc_ValueError, "block '%s' has %llu entries: more than a list holds",
+				    d.name, (unsigned long long)d.count);
 	list = PyList_New((Py_ssize_t)d.count);
 	for (uint64_t i = 0; list && i < d.count; i++) {
 		uint64_t offset = 0;

@@ -19,6 +19,9 @@ PyObject *sseg_py_raise(PyObject *exc, int rc)
 	const char *why = sseg_last_error();
 	PyObject *value, *num;
 
+	/* errno is never 0: a caller that checks it must see a failure. */
+	if (!rc)
+		rc = -EIO;
 	if (!why || !why[0])
 		why = strerror(rc < 0 ? -rc : rc);
 	value = PyObject_CallFunction(exc, "s", why);
@@ -34,6 +37,27 @@ PyObject *sseg_py_raise(PyObject *exc, int rc)
 	PyErr_SetObject(exc, value);
 	Py_DECREF(value);
 	return NULL;
+}
+
+int sseg_py_u64(PyObject *obj, void *out)
+{
+	PyObject *num = PyNumber_Index(obj);
+	unsigned long long v;
+
+	if (!num)
+		return 0;
+	v = PyLong_AsUnsignedLongLong(num);
+	if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+		if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+			PyErr_Clear();
+			PyErr_Format(PyExc_ValueError, "%R is outside 0..2**64-1", num);
+		}
+		Py_DECREF(num);
+		return 0;
+	}
+	Py_DECREF(num);
+	*(uint64_t *)out = v;
+	return 1;
 }
 
 /* ---- names and parsing: the C library's words, never a Python copy ---- */
@@ -213,12 +237,12 @@ PyDoc_STRVAR(probe_json_doc, "probe_json(size=0) -> str: sseg_probe_json, the sc
 
 static PyObject *py_probe_json(PyObject *self, PyObject *args)
 {
-	unsigned long long size = 0;
+	uint64_t size = 0;
 	PyObject *out = NULL;
 	char *text = NULL;
 	int n, need = 0;
 
-	if (!PyArg_ParseTuple(args, "|K:probe_json", &size))
+	if (!PyArg_ParseTuple(args, "|O&:probe_json", sseg_py_u64, &size))
 		return NULL;
 	/* The facts can change between the two calls: ask until they fit. */
 	do {
@@ -236,6 +260,7 @@ static PyObject *py_probe_json(PyObject *self, PyObject *args)
 	else
 		out = PyUnicode_FromStringAndSize(text, n);
 	free(text);
+	sseg_py_log_drain();
 	return out;
 }
 
@@ -251,6 +276,7 @@ static PyObject *py_supported(PyObject *self, PyObject *args)
 	Py_BEGIN_ALLOW_THREADS
 	rc = sseg_supported((enum sseg_backend)backend, (enum sseg_pages)pages);
 	Py_END_ALLOW_THREADS
+	sseg_py_log_drain();
 	return Py_BuildValue("(Os)", rc ? Py_False : Py_True, rc ? sseg_last_error() : "");
 }
 
@@ -260,7 +286,21 @@ PyDoc_STRVAR(create_doc,
 	     "       readonly_peers=False, host_register=False, timeout_ms=0, device=0)\n"
 	     "-> (Segment or None, blob, errno, message)\n\n"
 	     "Phase 1 (sseg_create), without the GIL. On failure the segment is None and\n"
-	     "blob is the failure blob carrying message: send it in the exchange anyway.");
+	     "blob is the failure blob carrying message: send it in the exchange anyway.\n"
+	     "Sizes wider than 64 bits are a ValueError, never truncated.");
+
+PyDoc_STRVAR(lookup_doc, "lookup(addr, length) -> str or None: when [addr, addr+length) is\n"
+			 "exactly a live segment or one entry of its layout (sseg_lookup), the\n"
+			 "segment's memfd name (\"\" for a segment without one); else None.");
+
+PyDoc_STRVAR(set_log_sink_doc, "set_log_sink(fn): fn(level, text) receives the library's\n"
+			       "messages after each native call (None: they wait in the queue).");
+PyDoc_STRVAR(drain_log_doc, "drain_log(): hands the queued library messages to the sink now.");
+PyDoc_STRVAR(set_log_level_doc, "set_log_level(level): the most verbose level the library\n"
+				"delivers (LOG_OFF, LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG).");
+PyDoc_STRVAR(log_level_doc, "log_level() -> int: the library's current level.");
+PyDoc_STRVAR(queue_log_doc, "_queue_log(level, text, count): queues count lines as the\n"
+			    "library would (tests of the queue's bound).");
 
 static PyMethodDef module_methods[] = {
 	{ "parse", py_parse, METH_VARARGS, parse_doc },
@@ -271,6 +311,12 @@ static PyMethodDef module_methods[] = {
 	{ "supported", py_supported, METH_VARARGS, supported_doc },
 	{ "create", (PyCFunction)(void (*)(void))sseg_py_create, METH_VARARGS | METH_KEYWORDS,
 	  create_doc },
+	{ "lookup", sseg_py_lookup, METH_VARARGS, lookup_doc },
+	{ "set_log_sink", sseg_py_set_log_sink, METH_O, set_log_sink_doc },
+	{ "drain_log", sseg_py_drain_log, METH_NOARGS, drain_log_doc },
+	{ "set_log_level", sseg_py_set_log_level, METH_O, set_log_level_doc },
+	{ "log_level", sseg_py_log_level, METH_NOARGS, log_level_doc },
+	{ "_queue_log", sseg_py_queue_log, METH_VARARGS, queue_log_doc },
 	{ NULL, NULL, 0, NULL },
 };
 
@@ -320,6 +366,11 @@ static int add_constants(PyObject *m)
 	       PyModule_AddIntConstant(m, "NAME_MAX", SSEG_NAME_MAX) ||
 	       PyModule_AddIntConstant(m, "LAYOUT_INTERLEAVED", SSEG_LAYOUT_INTERLEAVED) ||
 	       PyModule_AddIntConstant(m, "LAYOUT_GROUPED", SSEG_LAYOUT_GROUPED) ||
+	       PyModule_AddIntConstant(m, "LOG_OFF", SSEG_LOG_OFF) ||
+	       PyModule_AddIntConstant(m, "LOG_ERROR", SSEG_LOG_ERROR) ||
+	       PyModule_AddIntConstant(m, "LOG_WARN", SSEG_LOG_WARN) ||
+	       PyModule_AddIntConstant(m, "LOG_INFO", SSEG_LOG_INFO) ||
+	       PyModule_AddIntConstant(m, "LOG_DEBUG", SSEG_LOG_DEBUG) ||
 	       PyModule_AddStringConstant(m, "LIBRARY_VERSION", VERSION_TEXT);
 }
 
@@ -335,5 +386,6 @@ PyMODINIT_FUNC PyInit__native(void)
 		Py_DECREF(m);
 		return NULL;
 	}
+	sseg_py_log_install();
 	return m;
 }

@@ -15,6 +15,21 @@ extern PyObject *sseg_py_error;
  * and .errno set to -rc; returns NULL. */
 PyObject *sseg_py_raise(PyObject *exc, int rc);
 
+/* A PyArg "O&" converter: an int in 0..2**64-1 into a uint64_t; anything
+ * wider is a ValueError, never truncated. */
+int sseg_py_u64(PyObject *obj, void *out);
+
+/* The library's messages (log.c): install the callback at import; drain
+ * what it queued into the Python sink after each native call (keeps a
+ * pending exception). */
+void sseg_py_log_install(void);
+void sseg_py_log_drain(void);
+PyObject *sseg_py_set_log_sink(PyObject *module, PyObject *fn);
+PyObject *sseg_py_drain_log(PyObject *module, PyObject *unused);
+PyObject *sseg_py_set_log_level(PyObject *module, PyObject *arg);
+PyObject *sseg_py_log_level(PyObject *module, PyObject *unused);
+PyObject *sseg_py_queue_log(PyObject *module, PyObject *args);
+
 /* The NUMA node numbers set in mask, as a list. */
 PyObject *sseg_py_node_list(uint64_t mask);
 
@@ -28,5 +43,7 @@ extern PyTypeObject sseg_py_segment_type;
 extern PyTypeObject sseg_py_pin_type;
 /* _native.create(...) */
 PyObject *sseg_py_create(PyObject *module, PyObject *args, PyObject *kwargs);
+/* _native.lookup(addr, length): the registry's exact-range lookup. */
+PyObject *sseg_py_lookup(PyObject *module, PyObject *args);
 
 #endif

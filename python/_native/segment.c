@@ -11,6 +11,15 @@
 
 #include "native.h"
 
+/* What complete's interrupt check needs: the library polls it (about every
+ * 50 ms, and when a signal interrupts a wait) on the thread that waits in
+ * sseg_complete, which released the GIL. */
+struct waiting {
+	PyObject *watch;     /* optional callable, asked at each poll */
+	PyObject *type, *value, *tb; /* the exception that stopped the wait */
+	int stop;
+};
+
 struct segment_object {
 	PyObject_HEAD
 	sseg_t *seg;
@@ -22,12 +31,33 @@ struct segment_object {
 	int busy;	      /* a call runs without the GIL */
 	Py_ssize_t exports;   /* live buffer exports of the Segment itself */
 	Py_ssize_t pins;      /* live Pin objects */
+	struct waiting *waiting; /* the library holds this pointer (opts.interrupt_ctx) */
+	PyObject *quiesce;    /* called before sseg_destroy (device DMA rule) */
 };
 
 struct pin_object {
 	PyObject_HEAD
 	struct segment_object *segment;
 };
+
+/* The quiesce callable runs before the pages go: with host registration it
+ * synchronises the device, so no DMA still runs when they are unregistered
+ * and unmapped. Its failure is reported and the teardown goes on: a device
+ * that cannot synchronise runs no DMA, and keeping the pages would leak
+ * them. Called with the GIL held and no exception pending. */
+static void quiesce(struct segment_object *self)
+{
+	PyObject *fn = self->quiesce, *r;
+
+	if (!fn)
+		return;
+	self->quiesce = NULL;
+	r = PyObject_CallObject(fn, NULL);
+	if (!r)
+		PyErr_WriteUnraisable(fn);
+	Py_XDECREF(r);
+	Py_DECREF(fn);
+}
 
 /* Destroys the segment when it was closed and nothing can reach it. */
 static int release_if_unused(struct segment_object *self)
@@ -36,6 +66,7 @@ static int release_if_unused(struct segment_object *self)
 
 	if (!self->seg || !self->closed || self->busy || self->exports || self->pins)
 		return 0;
+	quiesce(self);
 	rc = sseg_destroy(self->seg);
 	/* -EINPROGRESS: the library took the segment over and retries it. */
 	if (!rc || rc == -EINPROGRESS) {
@@ -46,15 +77,58 @@ static int release_if_unused(struct segment_object *self)
 	return rc;
 }
 
-/* Where no exception can be raised (deallocation, buffer release). */
+/* Where no exception can be raised (deallocation, buffer release): these
+ * run while another exception may be propagating (a frame that held the
+ * last view unwinds), so that one is kept aside and put back. */
 static void release_quietly(struct segment_object *self)
 {
-	int rc = release_if_unused(self);
+	PyObject *type, *value, *tb;
+	int rc;
 
+	PyErr_Fetch(&type, &value, &tb);
+	rc = release_if_unused(self);
 	if (rc) {
 		sseg_py_raise(sseg_py_error, rc);
 		PyErr_WriteUnraisable((PyObject *)self);
 	}
+	sseg_py_log_drain();
+	PyErr_Restore(type, value, tb);
+}
+
+/* sseg_interrupt_fn: non-zero stops the wait in sseg_complete. Signals
+ * (Ctrl-C) and the watch callable are asked with the GIL taken for that
+ * moment; the exception they raise is kept for complete to raise. */
+static int interrupt_check(void *ctx)
+{
+	struct waiting *w = ctx;
+	PyGILState_STATE gil;
+
+	if (w->stop)
+		return 1;
+	gil = PyGILState_Ensure();
+	if (PyErr_CheckSignals() < 0) {
+		w->stop = 1;
+	} else if (w->watch) {
+		PyObject *r = PyObject_CallObject(w->watch, NULL);
+
+		w->stop = r == NULL;
+		Py_XDECREF(r);
+	}
+	if (w->stop)
+		PyErr_Fetch(&w->type, &w->value, &w->tb);
+	PyGILState_Release(gil);
+	return w->stop;
+}
+
+static void waiting_free(struct waiting *w)
+{
+	if (!w)
+		return;
+	Py_XDECREF(w->watch);
+	Py_XDECREF(w->type);
+	Py_XDECREF(w->value);
+	Py_XDECREF(w->tb);
+	PyMem_Free(w);
 }
 
 static int usable(struct segment_object *self, const char *what)
@@ -75,7 +149,7 @@ static int usable(struct segment_object *self, const char *what)
 struct create_args {
 	const char *name;
 	int world_size, rank, owner_rank;
-	unsigned long long size;
+	uint64_t size;
 	PyObject *layout;
 	int backend, pages, numa, numa_node, populate, populate_threads;
 	int readonly_peers, host_register, timeout_ms, device;
@@ -92,13 +166,14 @@ static int parse_create(PyObject *args, PyObject *kwargs, struct create_args *a)
 	a->layout = Py_None;
 	a->numa_node = -1;
 	return PyArg_ParseTupleAndKeywords(
-		args, kwargs, "siii|$KOiiiiiippii:create", keywords, &a->name, &a->world_size,
-		&a->rank, &a->owner_rank, &a->size, &a->layout, &a->backend, &a->pages, &a->numa,
+		args, kwargs, "siii|$O&Oiiiiiippii:create", keywords, &a->name, &a->world_size,
+		&a->rank, &a->owner_rank, sseg_py_u64, &a->size, &a->layout, &a->backend, &a->pages,
+		&a->numa,
 		&a->numa_node, &a->populate, &a->populate_threads, &a->readonly_peers,
 		&a->host_register, &a->timeout_ms, &a->device);
 }
 
-static PyObject *wrap_segment(sseg_t *seg)
+static PyObject *wrap_segment(sseg_t *seg, struct waiting *waiting)
 {
 	struct sseg_info info = { .sz = sizeof(info) };
 	struct segment_object *self;
@@ -117,6 +192,8 @@ static PyObject *wrap_segment(sseg_t *seg)
 	self->busy = 0;
 	self->exports = 0;
 	self->pins = 0;
+	self->waiting = waiting;
+	self->quiesce = NULL;
 	return (PyObject *)self;
 }
 
@@ -124,32 +201,42 @@ PyObject *sseg_py_create(PyObject *module, PyObject *args, PyObject *kwargs)
 {
 	struct create_args a;
 	char blob[SSEG_BLOB_SIZE], why[512];
+	struct waiting *waiting;
 	sseg_t *seg = NULL;
 	PyObject *wrapped;
 	int rc;
 
 	if (!parse_create(args, kwargs, &a))
 		return NULL;
+	waiting = PyMem_Calloc(1, sizeof(*waiting));
+	if (!waiting)
+		return PyErr_NoMemory();
 	SSEG_OPTS(opts, .name = a.name, .size = a.size, .world_size = a.world_size,
 		  .rank = a.rank, .owner_rank = a.owner_rank, .backend = a.backend,
 		  .pages = a.pages, .numa = a.numa, .numa_node = a.numa_node,
 		  .populate = a.populate, .populate_threads = a.populate_threads,
-		  .timeout_ms = a.timeout_ms, .device = a.device);
-	if (a.layout != Py_None && !(opts.layout = sseg_py_layout_get(a.layout)))
+		  .timeout_ms = a.timeout_ms, .device = a.device, .interrupt = interrupt_check,
+		  .interrupt_ctx = waiting);
+	if (a.layout != Py_None && !(opts.layout = sseg_py_layout_get(a.layout))) {
+		waiting_free(waiting);
 		return NULL;
+	}
 	opts.flags = (a.readonly_peers ? SSEG_F_READONLY_PEERS : 0) |
 		     (a.host_register ? SSEG_F_HOST_REGISTER : 0);
 	Py_BEGIN_ALLOW_THREADS
 	rc = sseg_create(&opts, &seg, blob);
 	Py_END_ALLOW_THREADS
+	sseg_py_log_drain();
 	if (rc) {
+		waiting_free(waiting);
 		snprintf(why, sizeof(why), "%s", sseg_last_error()[0] ? sseg_last_error()
 								     : strerror(-rc));
 		return Py_BuildValue("(Oy#is)", Py_None, blob, (Py_ssize_t)sizeof(blob), -rc, why);
 	}
-	wrapped = wrap_segment(seg);
+	wrapped = wrap_segment(seg, waiting);
 	if (!wrapped) {
 		sseg_destroy(seg);
+		waiting_free(waiting);
 		return NULL;
 	}
 	return Py_BuildValue("(Ny#is)", wrapped, blob, (Py_ssize_t)sizeof(blob), 0, "");
@@ -157,31 +244,55 @@ PyObject *sseg_py_create(PyObject *module, PyObject *args, PyObject *kwargs)
 
 /* ---- phase 3 ---- */
 
-static PyObject *segment_complete(PyObject *self_obj, PyObject *arg)
+/* Puts back the exception that stopped the wait; 1 when there was one. */
+static int raise_stop(struct waiting *w)
+{
+	if (!w->stop)
+		return 0;
+	if (!w->type) /* stopped without an exception: cannot happen, but say so */
+		PyErr_SetString(sseg_py_error, "complete: the wait was stopped");
+	else
+		PyErr_Restore(w->type, w->value, w->tb);
+	w->type = w->value = w->tb = NULL;
+	w->stop = 0;
+	return 1;
+}
+
+static PyObject *segment_complete(PyObject *self_obj, PyObject *args)
 {
 	struct segment_object *self = (struct segment_object *)self_obj;
+	struct waiting *w = self->waiting;
+	PyObject *arg, *watch = Py_None;
 	Py_buffer blobs;
 	int rc;
 
+	if (!PyArg_ParseTuple(args, "O|O:complete", &arg, &watch))
+		return NULL;
 	if (!usable(self, "complete"))
 		return NULL;
 	if (self->completed)
 		return PyErr_Format(sseg_py_error, "complete: the segment is already complete");
+	if (watch != Py_None && !PyCallable_Check(watch))
+		return PyErr_Format(PyExc_TypeError, "complete: watch must be callable or None");
 	if (PyObject_GetBuffer(arg, &blobs, PyBUF_SIMPLE) < 0)
 		return NULL;
-	rc = 0;
 	if (blobs.len % SSEG_BLOB_SIZE || blobs.len == 0) {
 		PyBuffer_Release(&blobs);
 		return PyErr_Format(PyExc_ValueError,
 				    "complete needs world_size blobs of %u bytes, joined; got %zd bytes",
 				    SSEG_BLOB_SIZE, blobs.len);
 	}
+	Py_XSETREF(w->watch, watch == Py_None ? NULL : (Py_INCREF(watch), watch));
 	self->busy = 1;
 	Py_BEGIN_ALLOW_THREADS
 	rc = sseg_complete(self->seg, blobs.buf);
 	Py_END_ALLOW_THREADS
 	self->busy = 0;
+	Py_CLEAR(w->watch);
 	PyBuffer_Release(&blobs);
+	sseg_py_log_drain();
+	if (raise_stop(w))
+		return NULL;
 	if (rc)
 		return sseg_py_raise(sseg_py_error, rc);
 	self->completed = 1;
@@ -198,7 +309,7 @@ static PyObject *info_dict(const struct sseg_info *i)
 	if (!nodes)
 		return NULL;
 	out = Py_BuildValue("{s:s,s:s,s:K,s:O,s:K,s:K,s:K,s:K,s:i,s:i,s:i,s:O,s:O,s:s,s:i,s:O,"
-			    "s:d,s:d,s:d,s:s,s:K,s:i,s:s,s:i}",
+			    "s:d,s:d,s:d,s:s,s:K,s:i,s:s,s:i,s:O,s:s}",
 			    "backend", sseg_backend_name(i->backend), "pages",
 			    sseg_pages_name(i->pages), "page_size", (unsigned long long)i->page_size,
 			    "pages_verified", i->pages_verified ? Py_True : Py_False, "huge_bytes",
@@ -213,7 +324,8 @@ static PyObject *info_dict(const struct sseg_info *i)
 			    "complete_s", i->complete_s, "populate_s", i->populate_s, "pages_reason",
 			    i->pages_reason, "device_addr", (unsigned long long)i->device_addr,
 			    "registered_chunks", i->registered_chunks, "handle_type", i->handle_type,
-			    "device", i->device);
+			    "device", i->device, "pinned", i->pinned ? Py_True : Py_False,
+			    "memfd_name", i->memfd_name);
 	Py_DECREF(nodes);
 	return out;
 }
@@ -246,9 +358,22 @@ static PyObject *segment_close(PyObject *self_obj, PyObject *unused)
 	self->closed = 1;
 	rc = release_if_unused(self);
 	if (rc)
-		return sseg_py_raise(sseg_py_error, rc);
+		sseg_py_raise(sseg_py_error, rc);
+	sseg_py_log_drain();
+	if (rc)
+		return NULL;
 	/* True: unmapped now; False: a view still holds it, unmapped with the last. */
 	return PyBool_FromLong(self->seg == NULL);
+}
+
+static PyObject *segment_set_quiesce(PyObject *self_obj, PyObject *fn)
+{
+	struct segment_object *self = (struct segment_object *)self_obj;
+
+	if (fn != Py_None && !PyCallable_Check(fn))
+		return PyErr_Format(PyExc_TypeError, "set_quiesce: fn must be callable or None");
+	Py_XSETREF(self->quiesce, fn == Py_None ? NULL : (Py_INCREF(fn), fn));
+	Py_RETURN_NONE;
 }
 
 static PyObject *segment_pin(PyObject *self_obj, PyObject *unused)
@@ -276,6 +401,10 @@ static void segment_dealloc(PyObject *self_obj)
 	/* No export or Pin is left: each holds a reference to this object. */
 	self->closed = 1;
 	release_quietly(self);
+	Py_CLEAR(self->quiesce);
+	/* The library no longer holds the pointer once the segment is gone. */
+	if (!self->seg)
+		waiting_free(self->waiting);
 	PyObject_Free(self_obj);
 }
 
@@ -346,8 +475,13 @@ static PyObject *segment_mapped(PyObject *self_obj, void *closure)
 }
 
 static PyMethodDef segment_methods[] = {
-	{ "complete", segment_complete, METH_O,
-	  "complete(blobs): phase 3 (sseg_complete) without the GIL; blobs joined in rank order" },
+	{ "complete", segment_complete, METH_VARARGS,
+	  "complete(blobs, watch=None): phase 3 (sseg_complete) without the GIL; blobs joined\n"
+	  "in rank order. While it waits, signals are checked (Ctrl-C raises\n"
+	  "KeyboardInterrupt) and watch() is called about every 50 ms: an exception from\n"
+	  "it stops the wait and is raised. The segment is then left for close()." },
+	{ "set_quiesce", segment_set_quiesce, METH_O,
+	  "set_quiesce(fn): fn() runs once, just before the pages are released" },
 	{ "info", segment_info, METH_NOARGS, "info() -> dict: sseg_info" },
 	{ "close", segment_close, METH_NOARGS,
 	  "close() -> bool: unmaps now (True) or with the last view (False)" },
@@ -409,3 +543,20 @@ PyTypeObject sseg_py_pin_type = {
 	.tp_dealloc = pin_dealloc,
 	.tp_as_buffer = &pin_buffer,
 };
+
+/* ---- the registry ---- */
+
+PyObject *sseg_py_lookup(PyObject *module, PyObject *args)
+{
+	struct sseg_lookup_result res;
+	struct sseg_info info = { .sz = sizeof(info) };
+	uint64_t addr, len;
+
+	if (!PyArg_ParseTuple(args, "O&O&:lookup", sseg_py_u64, &addr, sseg_py_u64, &len))
+		return NULL;
+	/* Segments are destroyed with the GIL held: res.seg stays valid here. */
+	if (sseg_lookup((const void *)(uintptr_t)addr, (size_t)len, &res) ||
+	    sseg_info(res.seg, &info))
+		Py_RETURN_NONE;
+	return PyUnicode_FromString(info.memfd_name);
+}

@@ -3,37 +3,44 @@ every rank of a group (a tensor-parallel group, an MPI job, ...).
 
     from sharedseg import create_shared_segment
     seg = create_shared_segment("kv", blocks={"k": dict(count=61, shape=(4096, 576),
-                                dtype="bfloat16")}, world_size=4, rank_id=rank,
-                                comm_group=group)
+                                dtype="bfloat16")}, comm_group=tp_group)
     k = seg.tensors("k")
 
-Importing this package needs neither torch nor numpy.
+Importing this package needs neither torch nor numpy. The C library's
+messages go to logging.getLogger("sharedseg").
 """
 import json
+from typing import Any, Dict, Tuple, Union
 
-from . import _native
+from . import _log, _native
+from ._group import SharedSegmentTypeError, SharedSegmentValueError
 from ._native import SharedSegmentError
 from .segment import SharedSegment, create_shared_segment
 
-__version__ = "0.1.0"
-__all__ = ["create_shared_segment", "SharedSegment", "SharedSegmentError", "probe",
-           "supported", "BLOB_SIZE", "HOST_ID_SIZE"]
+__version__ = "0.2.0"
+__all__ = ["create_shared_segment", "SharedSegment", "SharedSegmentError",
+           "SharedSegmentValueError", "SharedSegmentTypeError", "probe", "supported",
+           "BLOB_SIZE", "HOST_ID_SIZE", "LIBRARY_VERSION"]
 
-BLOB_SIZE = _native.BLOB_SIZE
-HOST_ID_SIZE = _native.HOST_ID_SIZE
+BLOB_SIZE: int = _native.BLOB_SIZE
+HOST_ID_SIZE: int = _native.HOST_ID_SIZE
+LIBRARY_VERSION: str = _native.LIBRARY_VERSION
+
+_log.install()
 
 
-def probe(size=0):
-    """What this host can do, as the C library sees it (sseg_probe): memfd
-    and sealing, THP knobs and whether madvise gets 2 MiB pages on shmem,
-    HugeTLB pools, NUMA nodes, what pages="auto" would pick for size bytes
-    (0: 1 GiB) and why, each backend's availability, and the knobs to change."""
+def probe(size: Union[int, str] = 0) -> Dict[str, Any]:
+    """What this host can do, as the C library sees it: the object that
+    `sharedseg probe --json` prints (sseg_probe_json), parsed. Its "schema"
+    field is the version of this layout; README.md ("Probe") lists the
+    keys. size: the segment size pages="auto" is decided for, in bytes or
+    as text ("64GiB"); 0: 1 GiB."""
     if isinstance(size, str):
         size = _native.parse("size", size)
-    return json.loads(_native.probe_json(int(size)))
+    return json.loads(_native.probe_json(size))
 
 
-def supported(backend="auto", pages="auto"):
+def supported(backend: str = "auto", pages: str = "auto") -> Tuple[bool, str]:
     """(True, "") when this system can create segments with that backend and
     page kind, else (False, the reason). Unknown names raise ValueError."""
     return _native.supported(_native.parse("backend", str(backend)),

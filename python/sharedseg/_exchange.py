@@ -1,118 +1,424 @@
-"""All-gathers of fixed-size bytes over the caller's process group: a
-torch.distributed group, an mpi4py communicator or any callable. The C
-library never calls back into Python; these run between its two phases."""
-import datetime
+"""How the ranks reach each other between the C library's two phases: one
+fixed-size all-gather per round (setup status, blobs, complete status).
+The C library never calls back into Python; these run between its phases.
+
+The link to a group is chosen once, best first:
+
+- the group's Store (a torch.distributed group, registered or carrying its
+  store; a vLLM or SGLang coordinator through its cpu_group; vLLM's
+  StatelessProcessGroup): keys under "sharedseg/", never a collective of
+  the group, so a timeout leaves the group exactly as it was. A rank that
+  gives up writes why; the others stop at their next look (within 0.25 s,
+  also while they wait in complete) with that reason.
+- the group's own all-gather, for a group torch holds no store for (a raw
+  c10d backend such as ProcessGroupGloo, an unregistered group on a torch
+  without ProcessGroup.get_group_store): CPU tensors where the group has a
+  CPU backend, else tensors on its device, completion polled against the
+  deadline. Never Work.wait(timeout): on torch >= 2.1 a timed-out NCCL
+  wait aborts the communicator.
+- an mpi4py communicator, or a callable: blocking, no timeout of ours.
+"""
+import errno
+import logging
 import sys
+import time
+from typing import Any, Callable, List, Optional
+
+from ._group import ranks_text
+from ._native import SharedSegmentError
+
+log = logging.getLogger("sharedseg")
+
+# How often a waiting rank looks whether another rank gave up.
+_LOOK_S = 0.25
+_PAUSE_MAX_S = 0.05
 
 
-class _Callable:
-    def __init__(self, fn):
+def _timed_out(text: str, missing: Optional[List[int]] = None) -> SharedSegmentError:
+    err = SharedSegmentError(text)
+    err.errno = errno.ETIMEDOUT
+    err.missing = missing or []
+    return err
+
+
+class Link:
+    """One way to all-gather fixed-size bytes among the ranks."""
+    what = "the exchange"
+    size: Optional[int] = None  # the group's size; None: the caller's world_size
+    rank: Optional[int] = None  # this process's rank in it
+    timed = False               # honours a deadline
+
+    def open_call(self, name: str) -> None:
+        """Starts one create_shared_segment call."""
+        self.name = name
+
+    def gather(self, label: str, mine: bytes, wait_s: float, size: int) -> List[bytes]:
+        raise NotImplementedError
+
+    def watch(self) -> Optional[Callable[[], None]]:
+        """A check for complete's wait: raises when the call was given up."""
+        return None
+
+    def close_call(self) -> None:
+        """Every rank read every round of this call."""
+
+    def give_up(self, why: str) -> None:
+        """Tells the ranks still waiting in this call to stop, with why."""
+
+
+class Alone(Link):
+    what = "no exchange (world_size 1)"
+    size, rank = 1, 0
+
+    def gather(self, label, mine, wait_s, size):
+        return [bytes(mine)]
+
+
+class CallableLink(Link):
+    def __init__(self, fn: Callable[[bytes], Any]):
         self.fn = fn
         self.what = f"the exchange callable {getattr(fn, '__name__', fn)!r}"
 
-    def check(self, world_size, rank):
-        return None
-
-    def __call__(self, mine):
+    def gather(self, label, mine, wait_s, size):
         return list(self.fn(bytes(mine)))
 
 
-class _Mpi:
-    def __init__(self, comm):
+class MpiLink(Link):
+    def __init__(self, comm: Any):
         self.comm = comm
         self.what = "the MPI communicator"
+        self.size, self.rank = comm.Get_size(), comm.Get_rank()
 
-    def check(self, world_size, rank):
-        size, mine = self.comm.Get_size(), self.comm.Get_rank()
-        if (size, mine) != (world_size, rank):
-            return (f"world_size={world_size}, rank_id={rank}, but the MPI communicator has "
-                    f"{size} ranks and this process is rank {mine}")
-        return None
-
-    def __call__(self, mine):
+    def gather(self, label, mine, wait_s, size):
         return self.comm.allgather(bytes(mine))
 
 
-class _Torch:
-    """gloo (and mpi): CPU tensors; nccl: CUDA tensors on the current device."""
+class StoreLink(Link):
+    """All-gathers through a c10d Store. Every rank counts its own calls on
+    the store, so the n-th call of every rank meets under one prefix
+    whatever else uses the store. Per round and rank: the data key, a
+    "here" counter (to name who is missing) and one shared count."""
+    timed = True
 
-    def __init__(self, group, timeout):
-        import torch.distributed as dist
-        self.dist = dist
-        self.group = group
-        self.timeout = timeout
-        self.what = "the torch.distributed group"
+    def __init__(self, store: Any, rank: int, size: int, what: str, space: str = ""):
+        self.store, self.rank, self.size, self.what = store, rank, size, what
+        # torch 1.x keeps one store for all its groups: keys carry the group's name.
+        self.space = f"sharedseg/{space}/" if space else "sharedseg/"
+        self.prefix = ""
+        self.labels: List[str] = []
 
-    def check(self, world_size, rank):
-        size = self.dist.get_world_size(self.group)
-        mine = self.dist.get_rank(self.group)
-        if (size, mine) != (world_size, rank):
-            return (f"world_size={world_size}, rank_id={rank}, but the torch.distributed group "
-                    f"has {size} ranks and this process is rank {mine} in it")
-        return None
+    def open_call(self, name):
+        self.name = name
+        n = self.store.add(f"{self.space}calls/{self.rank}", 1)
+        self.prefix = f"{self.space}{n}"
+        self.labels = []
 
-    def __call__(self, mine):
+    def _given_up(self) -> Optional[str]:
+        if self.store.add(f"{self.prefix}/gave-up", 0) == 0:
+            return None
+        return bytes(self.store.get(f"{self.prefix}/why")).decode("utf-8", "replace")
+
+    def _raise_if_given_up(self) -> None:
+        why = self._given_up()
+        if why is not None:
+            raise _timed_out(f"segment '{self.name}': {why}; rank {self.rank} arrived later "
+                             f"and gives up too")
+
+    def give_up(self, why):
+        self.store.set(f"{self.prefix}/why", why)
+        self.store.add(f"{self.prefix}/gave-up", 1)
+
+    def _give_up(self, label: str, base: str, wait_s: float) -> SharedSegmentError:
+        missing = [r for r in range(self.size)
+                   if self.store.add(f"{base}/here/{r}", 0) == 0]
+        text = (f"{ranks_text(missing) if missing else 'no rank'} did not reach the {label} "
+                f"exchange within {round(wait_s, 1):g} s (over {self.what})")
+        self.give_up(f"rank {self.rank} gave up: {text}")
+        return _timed_out(
+            f"segment '{self.name}': {text}; every rank gives up on this segment, and the "
+            f"group itself was not used: it stays usable", missing)
+
+    def gather(self, label, mine, wait_s, size):
+        base = f"{self.prefix}/{label}"
+        self.labels.append(label)
+        self._raise_if_given_up()
+        self.store.set(f"{base}/{self.rank}", bytes(mine))
+        self.store.add(f"{base}/here/{self.rank}", 1)
+        arrived = self.store.add(f"{base}/count", 1)
+        now = time.monotonic()
+        deadline, look, pause = now + wait_s, now + _LOOK_S, 0.001
+        while arrived < self.size:
+            if now >= deadline:
+                raise self._give_up(label, base, wait_s)
+            if now >= look:
+                self._raise_if_given_up()
+                look = now + _LOOK_S
+            time.sleep(min(pause, max(0.0, deadline - now)))
+            pause = min(pause * 2, _PAUSE_MAX_S)
+            arrived = self.store.add(f"{base}/count", 0)
+            now = time.monotonic()
+        self._raise_if_given_up()
+        return [bytes(self.store.get(f"{base}/{r}")) for r in range(self.size)]
+
+    def watch(self):
+        state = {"next": time.monotonic() + _LOOK_S}
+
+        def check():
+            now = time.monotonic()
+            if now >= state["next"]:
+                state["next"] = now + _LOOK_S
+                self._raise_if_given_up()
+        return check
+
+    def close_call(self):
+        if self.store.add(f"{self.prefix}/done", 1) < self.size:
+            return
+        # The last rank to finish reading removes the call's keys.
+        keys = [f"{self.prefix}/{k}" for k in ("done", "gave-up")]
+        for label in self.labels:
+            keys.append(f"{self.prefix}/{label}/count")
+            for r in range(self.size):
+                keys += [f"{self.prefix}/{label}/{r}", f"{self.prefix}/{label}/here/{r}"]
+        try:
+            for key in keys:
+                self.store.delete_key(key)
+        except Exception as e:  # a store without delete_key keeps a few KiB
+            log.debug("segment '%s': the store kept this call's keys: %s", self.name, e)
+
+
+class CollectiveLink(Link):
+    """All-gathers with the group's own collective, polled against the
+    deadline. After a timeout the all-gather stays posted on this rank."""
+    timed = True
+
+    def __init__(self, group: Any, rank: int, size: int, what: str):
+        self.group, self.rank, self.size, self.what = group, rank, size, what
+        self.device = None
+
+    def gather(self, label, mine, wait_s, size):
         import torch
-        n = self.dist.get_world_size(self.group)
+        if self.device is None:
+            self.device = _collective_device(torch, self.group)
         sent = torch.frombuffer(bytearray(mine), dtype=torch.uint8)
-        if str(self.dist.get_backend(self.group)).lower() == "nccl":
-            sent = sent.to(torch.device("cuda", torch.cuda.current_device()))
-        got = [torch.empty_like(sent) for _ in range(n)]
-        work = self.dist.all_gather(got, sent, group=self.group, async_op=True)
-        _wait(work, self.timeout)
+        if self.device.type != "cpu":
+            sent = sent.to(self.device)
+        got = [torch.empty_like(sent) for _ in range(self.size)]
+        work = self.group.allgather([got], [sent])
+        deadline, pause = time.monotonic() + wait_s, 0.001
+        while not work.is_completed():
+            if time.monotonic() >= deadline:
+                err = _timed_out(
+                    f"segment '{self.name}': the {label} all-gather over {self.what} did not "
+                    f"complete within {round(wait_s, 1):g} s: some rank did not call "
+                    f"create_shared_segment (a collective cannot tell which; a group with a "
+                    f"Store can). The all-gather stays posted: it completes when the missing "
+                    f"ranks post theirs, and until then the group's next collective would pair "
+                    f"with it. Do not use this group again: destroy it")
+                err.pending = work  # what stays posted; completes when the others arrive
+                raise err
+            time.sleep(pause)
+            pause = min(pause * 2, _PAUSE_MAX_S)
+        work.wait()  # completed: returns at once, or raises the work's error
         return [bytes(t.cpu().tolist()) for t in got]
 
 
-def _wait(work, timeout):
-    if timeout is None:
-        work.wait()
-        return
-    try:
-        done = work.wait(timeout=datetime.timedelta(seconds=timeout))
-    except TypeError:  # a torch whose Work.wait takes no timeout
-        done = work.wait()
-    if done is False:
-        raise TimeoutError(f"the all-gather did not finish within {timeout} s")
+_ACCELERATOR_OF = {"nccl": "cuda", "hccl": "npu", "xccl": "xpu"}
 
 
-def _is_torch_group(obj):
+def collective_kind(group: Any) -> str:
+    """The device type for a group's collective, as torch's object
+    collectives choose it: "cpu" when the group has a CPU backend, else its
+    device's ("cuda" for NCCL, "npu" for HCCL, "xpu" for XCCL)."""
+    types = getattr(group, "_device_types", None)  # a ProcessGroup of torch 2.x
+    if types:
+        kinds = [d.type for d in types]
+        return "cpu" if "cpu" in kinds else kinds[0]
+    # torch 1.x process groups and 2.x backends name themselves.
+    name = str(group.name() if hasattr(group, "name") else "").lower()
+    return next((dev for word, dev in _ACCELERATOR_OF.items() if word in name), "cpu")
+
+
+def _collective_device(torch: Any, group: Any) -> Any:
+    """collective_kind's device, at the current index of that type."""
+    kind = collective_kind(group)
+    if kind == "cpu":
+        return torch.device("cpu")
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is not None and hasattr(accelerator, "current_device_index"):
+        index = accelerator.current_device_index()
+    else:
+        index = getattr(torch, kind).current_device()
+    return torch.device(kind, index)
+
+
+def _torch_dist() -> Any:
+    """torch.distributed when the process already imported torch."""
     if "torch" not in sys.modules:
-        return False
+        return None
     import torch.distributed as dist
-    return dist.is_available() and isinstance(obj, dist.ProcessGroup)
+    return dist if dist.is_available() else None
 
 
-def _default_torch_group(world_size):
-    if "torch" in sys.modules:
-        import torch.distributed as dist
-        if dist.is_available() and dist.is_initialized():
-            return dist.group.WORLD
-    raise ValueError(
-        f"world_size={world_size} needs an exchange: pass comm_group= (a torch.distributed "
-        f"group or an mpi4py communicator), or exchange= (a callable), or initialise "
-        f"torch.distributed so its default group can be used")
+def _registry(dist: Any, table: str) -> Any:
+    """torch.distributed's table of registered groups (torch 2.x: _world.X,
+    1.x: _X)."""
+    c10d = dist.distributed_c10d
+    found = getattr(getattr(c10d, "_world", None), table, None)
+    return found if found is not None else getattr(c10d, "_" + table, {})
 
 
-def resolve(group, exchange, world_size, timeout):
-    """The all-gather to use, or None when world_size is 1 and none is given."""
+def _group_name(dist: Any, group: Any) -> str:
+    """The name torch gave a group, the same on every rank of it."""
+    return str(_registry(dist, "pg_names").get(group) or getattr(group, "group_name", "") or "")
+
+
+def _registered_store(dist: Any, group: Any) -> Any:
+    entry = _registry(dist, "pg_map").get(group)
+    if entry is not None and entry[1] is not None:
+        return entry[1]
+    getter = getattr(group, "get_group_store", None)
+    if getter is not None:
+        try:
+            return getter()
+        except RuntimeError:  # a group built without one
+            return None
+    return None
+
+
+def _group_types(dist: Any) -> tuple:
+    import torch
+    backend = getattr(torch._C._distributed_c10d, "Backend", None)
+    return (dist.ProcessGroup,) + ((backend,) if isinstance(backend, type) else ())
+
+
+def _is_coordinator(obj: Any) -> bool:
+    """vLLM's and SGLang's GroupCoordinator: cpu_group, rank_in_group, world_size."""
+    return all(hasattr(obj, a) for a in ("cpu_group", "rank_in_group", "world_size"))
+
+
+def _is_stateless(dist: Any, obj: Any) -> bool:
+    """vLLM's StatelessProcessGroup: rank, world_size and a c10d store."""
+    return (dist is not None and isinstance(getattr(obj, "store", None), dist.Store) and
+            isinstance(getattr(obj, "rank", None), int) and
+            isinstance(getattr(obj, "world_size", None), int))
+
+
+def _torch_link(dist: Any, group: Any, what: str) -> Link:
+    rank, size = group.rank(), group.size()
+    store = _registered_store(dist, group)
+    if store is not None:
+        return StoreLink(store, rank, size, f"the store of {what}", _group_name(dist, group))
+    return CollectiveLink(group, rank, size, what)
+
+
+def link_for(group: Any) -> Link:
+    """The link to a group the caller named; TypeError or ValueError, at
+    once and on this rank only, for what cannot be a group."""
+    dist = _torch_dist()
+    if dist is not None and (group is dist.GroupMember.NON_GROUP_MEMBER or (
+            isinstance(group, int) and not isinstance(group, bool) and group == -100)):
+        raise ValueError("comm_group is torch's NON_GROUP_MEMBER: this process is not in "
+                         "that group (new_group returns it to processes outside its ranks)")
+    if _is_coordinator(group):
+        link = link_for(group.cpu_group)
+        if (link.size, link.rank) != (group.world_size, group.rank_in_group):
+            raise ValueError(
+                f"the coordinator says world_size={group.world_size}, "
+                f"rank_in_group={group.rank_in_group}, but its cpu_group has {link.size} "
+                f"ranks and this process is rank {link.rank} in it")
+        link.what = f"{link.what} (the coordinator's cpu_group)"
+        return link
+    if dist is not None and isinstance(group, _group_types(dist)):
+        return _torch_link(dist, group, f"the torch.distributed group ({type(group).__name__})")
+    if _is_stateless(dist, group):
+        return StoreLink(group.store, group.rank, group.world_size,
+                         "the StatelessProcessGroup's store")
+    if type(group).__module__.startswith("mpi4py") or (
+            hasattr(group, "allgather") and hasattr(group, "Get_rank")):
+        return MpiLink(group)
+    if callable(group):
+        return CallableLink(group)
+    raise TypeError(
+        f"comm_group must be a torch.distributed group (a ProcessGroup, a c10d backend "
+        f"such as ProcessGroupGloo, a vLLM/SGLang GroupCoordinator, a vLLM "
+        f"StatelessProcessGroup), an mpi4py communicator or a callable, not "
+        f"{type(group).__name__}")
+
+
+def _default_link(world_size: Optional[int]) -> Link:
+    """No group named: world_size 1 needs none; more ranks use the default
+    torch.distributed group only when it has exactly world_size ranks."""
+    if world_size in (None, 1):
+        return Alone()
+    dist = _torch_dist()
+    if dist is None or not dist.is_initialized():
+        raise ValueError(
+            f"world_size={world_size} needs an exchange: pass comm_group= (a torch.distributed "
+            f"group, a vLLM/SGLang coordinator or an mpi4py communicator), or exchange= (a "
+            f"callable), or initialise torch.distributed so its default group can be used")
+    world = dist.group.WORLD
+    if world.size() != world_size:
+        raise ValueError(
+            f"world_size={world_size}, but the default torch.distributed group has "
+            f"{world.size()} ranks: pass the group of these {world_size} ranks as comm_group= "
+            f"(the default group is used only when it is exactly that group)")
+    return _torch_link(dist, world, "the default torch.distributed group")
+
+
+def resolve(group: Any, exchange: Any, world_size: Optional[int]) -> Link:
+    """The link for this call. Its errors are raised at once, on this rank:
+    a rank that cannot name its group cannot tell the others anything."""
     if exchange is not None:
         if group is not None:
             raise ValueError("pass either comm_group=/tp_group= or exchange=, not both")
         if not callable(exchange):
             raise TypeError(f"exchange must be callable, not {type(exchange).__name__}")
-        return _Callable(exchange)
+        return CallableLink(exchange)
     if group is None:
-        return None if world_size == 1 else _Torch(_default_torch_group(world_size), timeout)
-    # A vLLM GroupCoordinator carries its gloo group as cpu_group.
-    cpu_group = getattr(group, "cpu_group", None)
-    if cpu_group is not None and _is_torch_group(cpu_group):
-        group = cpu_group
-    if _is_torch_group(group):
-        return _Torch(group, timeout)
-    if type(group).__module__.startswith("mpi4py") or (
-            hasattr(group, "allgather") and hasattr(group, "Get_rank")):
-        return _Mpi(group)
-    if callable(group):
-        return _Callable(group)
-    raise TypeError(f"comm_group must be a torch.distributed group, an mpi4py communicator "
-                    f"or a callable, not {type(group).__name__}")
+        return _default_link(world_size)
+    return link_for(group)
+
+
+def open_call(link: Link, name: str) -> None:
+    try:
+        link.open_call(name)
+    except Exception as e:
+        err = SharedSegmentError(f"segment '{name}': {link.what} failed: {type(e).__name__}: {e}")
+        err.errno = getattr(e, "errno", 0) or errno.EIO
+        raise err from e
+
+
+def abandon(link: Link, rank: int, exc: BaseException) -> None:
+    """This rank leaves the call with exc, which the others did not agree
+    on (Ctrl-C, a failed exchange): tell those still waiting, so they stop
+    now instead of at their timeout. Best effort: the link may be what
+    failed."""
+    if getattr(exc, "agreed", False) or getattr(exc, "errno", 0) == errno.ETIMEDOUT:
+        return
+    try:
+        link.give_up(f"rank {rank} stopped: {type(exc).__name__}: {exc}")
+    except Exception as e:
+        log.debug("segment '%s': could not tell the other ranks: %s",
+                  getattr(link, "name", "?"), e)
+
+
+def gather(link: Link, label: str, mine: bytes, wait_s: float, size: int) -> List[bytes]:
+    """All-gathers mine (fixed length) and checks what came back."""
+    try:
+        got = link.gather(label, mine, wait_s, size)
+    except SharedSegmentError:
+        raise
+    except Exception as e:
+        err = SharedSegmentError(
+            f"segment '{link.name}': the all-gather of {label} over {link.what} failed: "
+            f"{type(e).__name__}: {e}")
+        err.errno = getattr(e, "errno", 0) or errno.EIO
+        raise err from e
+    if len(got) != size or any(len(g) != len(mine) for g in got):
+        sizes = [len(g) for g in got]
+        err = SharedSegmentError(
+            f"segment '{link.name}': the all-gather of {label} over {link.what} returned "
+            f"{len(got)} items of {sizes} bytes; {size} items of {len(mine)} bytes expected")
+        err.errno = errno.EPROTO
+        raise err
+    return [bytes(g) for g in got]

@@ -1,46 +1,91 @@
 """What the ranks tell each other besides the blobs: one fixed-size record
 per rank (did this rank get through its phase, and if not, why), so that a
-failure on any rank becomes the same SharedSegmentError on every rank."""
+failure on any rank becomes the same exception on every rank."""
+import errno as errnos
 import struct
+from typing import Dict, List, Optional, Tuple
 
 from ._native import SharedSegmentError
 
 RECORD_SIZE = 512
 PHASES = ("setup", "create", "complete")
 _MAGIC = b"sSgR"
-_HEAD = struct.Struct("<4sBBxxi32s")  # magic, ok, phase, errno, host identity
+_HEAD = struct.Struct("<4sBBBxi32s")  # magic, ok, phase, kind, errno, host identity
 _MESSAGE_MAX = RECORD_SIZE - _HEAD.size
+
+# What kind of mistake a failure is, so that every rank raises the type a
+# caller catches: an argument (ValueError/TypeError) or anything else.
+KIND_FAILURE, KIND_VALUE, KIND_TYPE = 0, 1, 2
+# The library's answers to arguments it refuses, or that ranks disagree on.
+_ARGUMENT_ERRNOS = (errnos.EINVAL, errnos.EOVERFLOW)
+
+
+class SharedSegmentValueError(SharedSegmentError, ValueError):
+    """An argument was refused, on some rank; every rank raises it alike."""
+
+
+class SharedSegmentTypeError(SharedSegmentError, TypeError):
+    """An argument was of the wrong type, on some rank; every rank raises it alike."""
+
+
+_KINDS = {KIND_FAILURE: SharedSegmentError, KIND_VALUE: SharedSegmentValueError,
+          KIND_TYPE: SharedSegmentTypeError}
+
+
+def _kind(exc: BaseException, err: int) -> int:
+    if isinstance(exc, TypeError):
+        return KIND_TYPE
+    if isinstance(exc, ValueError) or err in _ARGUMENT_ERRNOS:
+        return KIND_VALUE
+    return KIND_FAILURE
+
+
+def errno_of(exc: BaseException) -> int:
+    """The errno a failure is reported with; never 0."""
+    err = getattr(exc, "errno", 0) or 0
+    if err:
+        return err
+    if isinstance(exc, (ValueError, TypeError)):
+        return errnos.EINVAL
+    if isinstance(exc, TimeoutError):
+        return errnos.ETIMEDOUT
+    return errnos.EIO
 
 
 class Status:
-    __slots__ = ("ok", "phase", "errno", "message", "host_id")
+    __slots__ = ("ok", "phase", "kind", "errno", "message", "host_id")
 
-    def __init__(self, ok=True, phase="setup", errno=0, message="", host_id=b""):
+    def __init__(self, ok: bool = True, phase: str = "setup", errno: int = 0, message: str = "",
+                 host_id: bytes = b"", kind: Optional[int] = None):
         self.ok, self.phase, self.errno = ok, phase, errno
+        self.kind = kind if kind is not None else (
+            KIND_VALUE if errno in _ARGUMENT_ERRNOS else KIND_FAILURE)
         self.message, self.host_id = message, host_id
 
     @classmethod
-    def failed(cls, phase, exc):
-        return cls(False, phase, getattr(exc, "errno", 0) or 0, _describe(exc))
+    def failed(cls, phase: str, exc: BaseException) -> "Status":
+        err = errno_of(exc)
+        return cls(False, phase, err, _describe(exc), kind=_kind(exc, err))
 
-    def encode(self):
+    def encode(self) -> bytes:
         text = self.message.encode("utf-8", "replace")[:_MESSAGE_MAX]
-        head = _HEAD.pack(_MAGIC, int(self.ok), PHASES.index(self.phase), self.errno,
+        head = _HEAD.pack(_MAGIC, int(self.ok), PHASES.index(self.phase), self.kind, self.errno,
                           self.host_id)
         return head + text.ljust(_MESSAGE_MAX, b"\0")
 
     @classmethod
-    def decode(cls, rank, raw):
+    def decode(cls, rank: int, raw: bytes) -> "Status":
         if len(raw) != RECORD_SIZE or raw[:4] != _MAGIC:
             raise SharedSegmentError(
                 f"rank {rank}'s status record is {len(raw)} bytes starting {bytes(raw[:4])!r}: "
                 f"the exchange returned something other than what rank {rank} sent")
-        magic, ok, phase, errno, host_id = _HEAD.unpack_from(raw)
+        magic, ok, phase, kind, err, host_id = _HEAD.unpack_from(raw)
         message = raw[_HEAD.size:].rstrip(b"\0").decode("utf-8", "replace")
-        return cls(bool(ok), PHASES[min(phase, len(PHASES) - 1)], errno, message, host_id)
+        return cls(bool(ok), PHASES[min(phase, len(PHASES) - 1)], err, message, host_id,
+                   kind if kind in _KINDS else KIND_FAILURE)
 
 
-def _describe(exc):
+def _describe(exc: BaseException) -> str:
     """The sentence alone for the errors arguments make; the type for the rest."""
     if isinstance(exc, KeyError) and exc.args:
         return str(exc.args[0])
@@ -49,28 +94,7 @@ def _describe(exc):
     return f"{type(exc).__name__}: {exc}"
 
 
-def gather(exchange, world_size, what, mine):
-    """All-gathers mine (fixed length) and checks what came back."""
-    try:
-        got = exchange(mine)
-    except Exception as e:
-        raise SharedSegmentError(
-            f"the all-gather of {what} over {exchange.what} failed: {_describe(e)}") from e
-    if len(got) != world_size or any(len(g) != len(mine) for g in got):
-        sizes = [len(g) for g in got]
-        raise SharedSegmentError(
-            f"the all-gather of {what} over {exchange.what} returned {len(got)} items of "
-            f"{sizes} bytes; {world_size} items of {len(mine)} bytes expected")
-    return [bytes(g) for g in got]
-
-
-def agree(exchange, world_size, what, status):
-    """Every rank's Status, in rank order."""
-    got = gather(exchange, world_size, what, status.encode())
-    return [Status.decode(r, raw) for r, raw in enumerate(got)]
-
-
-def ranks_text(ranks):
+def ranks_text(ranks: List[int]) -> str:
     """[0, 1, 2, 5] -> 'ranks 0-2, 5'; [3] -> 'rank 3'."""
     ranks = sorted(ranks)
     spans = []
@@ -84,14 +108,16 @@ def ranks_text(ranks):
     return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(spans)
 
 
-def failure(name, statuses):
-    """The SharedSegmentError every rank raises, or None when all succeeded.
-    The earliest phase that failed is the cause; later failures follow it."""
+def failure(name: str, statuses: List[Status]) -> Optional[SharedSegmentError]:
+    """The exception every rank raises, or None when all succeeded. The
+    earliest phase that failed is the cause; later failures follow it. Its
+    type is the lowest such rank's kind: SharedSegmentValueError or
+    SharedSegmentTypeError for arguments, else SharedSegmentError."""
     failed = {r: s for r, s in enumerate(statuses) if not s.ok}
     if not failed:
         return None
     first = min(PHASES.index(s.phase) for s in failed.values())
-    by_message = {}
+    by_message: Dict[str, List[int]] = {}
     for r, s in failed.items():
         if PHASES.index(s.phase) == first:
             by_message.setdefault(s.message, []).append(r)
@@ -101,7 +127,9 @@ def failure(name, statuses):
     later = sorted(r for r, s in failed.items() if PHASES.index(s.phase) != first)
     if later:
         text += f" (then {ranks_text(later)} failed in a later phase)"
-    err = SharedSegmentError(text)
-    err.errno = next(failed[r].errno for rs in by_message.values() for r in rs)
-    err.failures = {r: (s.phase, s.message) for r, s in failed.items()}
+    cause = failed[min(r for rs in by_message.values() for r in rs)]
+    err = _KINDS[cause.kind](text)
+    err.errno = cause.errno or errnos.EIO
+    failures: Dict[int, Tuple[str, str]] = {r: (s.phase, s.message) for r, s in failed.items()}
+    err.failures = failures
     return err

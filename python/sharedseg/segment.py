@@ -2,136 +2,196 @@
 with the caller's all-gather between them, and zero-copy views over the
 result. Layout, validation and fingerprint are the C library's."""
 import math
+import sys
 import warnings
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
-from . import _dtypes, _exchange, _group, _native
+from . import _dtypes, _exchange, _ipc, _log, _native, _options
+from ._group import Status, failure
 from ._native import SharedSegmentError
+from ._options import U64_MAX, whole
 
 _ORDERS = {"interleaved": _native.LAYOUT_INTERLEAVED, "grouped": _native.LAYOUT_GROUPED}
 
+BlockSpec = Union[Mapping[str, Any], Tuple[int, Any, Any]]
+
 
 class _Block:
-    __slots__ = ("name", "count", "shape", "dtype", "numel", "align", "offsets")
+    __slots__ = ("name", "count", "shape", "dtype", "numel", "entry_bytes", "align")
 
-    def __init__(self, name, spec):
-        if isinstance(spec, dict):
+    def __init__(self, name: Any, spec: BlockSpec):
+        if not isinstance(name, str):
+            raise TypeError(f"block names are str, not {type(name).__name__} ({name!r})")
+        if isinstance(spec, Mapping):
             unknown = set(spec) - {"count", "shape", "dtype", "align"}
             if unknown:
                 raise TypeError(f"block '{name}': unknown keys {sorted(unknown)}; "
                                 f"expected count, shape, dtype and optionally align")
             count, shape, dtype = spec.get("count", 1), spec.get("shape"), spec.get("dtype")
             align = spec.get("align") or 0
-        else:
+        elif isinstance(spec, (tuple, list)) and len(spec) == 3:
             count, shape, dtype = spec
             align = 0
+        else:
+            raise TypeError(f"block '{name}': expected dict(count=, shape=, dtype=) or "
+                            f"(count, shape, dtype), not {spec!r}")
         if shape is None or dtype is None:
             raise TypeError(f"block '{name}' needs a shape and a dtype")
         self.name = name
-        self.count = _whole(count, f"block '{name}': count")
-        self.shape = tuple(_whole(d, f"block '{name}': shape")
-                           for d in ((shape,) if isinstance(shape, int) else shape))
+        self.count = whole(count, f"block '{name}': count")
+        dims = (shape,) if hasattr(shape, "__index__") else tuple(shape)
+        self.shape = tuple(whole(d, f"block '{name}': shape") for d in dims)
         self.dtype = _dtypes.dtype_name(dtype)
         self.numel = math.prod(self.shape)
-        self.align = _whole(align, f"block '{name}': align", minimum=0)
-        self.offsets = None
+        # Python ints do not wrap: refuse what 64 bits cannot hold before
+        # the C library sees it.
+        self.entry_bytes = self.numel * _dtypes.ITEMSIZE[self.dtype]
+        if self.entry_bytes > U64_MAX or self.count * self.entry_bytes > U64_MAX:
+            raise ValueError(
+                f"block '{name}': {self.count} x {self.shape} {self.dtype} is "
+                f"{self.count * self.entry_bytes} bytes, more than 2**64-1")
+        self.align = whole(align, f"block '{name}': align", minimum=0)
 
-    def desc(self):
+    def desc(self) -> Tuple[str, int, int, int, str]:
         """The (name, count, bytes, align, shape) the C layout takes."""
         shape_text = f"{self.dtype}[{','.join(map(str, self.shape))}]"
-        return (self.name, self.count, self.numel * _dtypes.ITEMSIZE[self.dtype], self.align,
-                shape_text)
+        return (self.name, self.count, self.entry_bytes, self.align, shape_text)
 
 
-def _whole(value, what, minimum=1):
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
-        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
-    value = value.__index__()
-    if value < minimum:
-        raise ValueError(f"{what} must be at least {minimum}, got {value}")
-    return value
-
-
-def _parse(kind, value, default):
-    text = default if value is None else str(value)
-    return _native.parse(kind, text)
+def _name_text(name: Any) -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, not {type(name).__name__}")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"name {name!r} cannot be UTF-8 (a lone surrogate at index "
+                         f"{e.start}): the C library takes UTF-8 bytes") from None
+    if "\0" in name:
+        raise ValueError(f"name {name!r} holds a NUL character: the C library takes a C string")
+    return name
 
 
 class _Plan:
     """Everything decided before phase 1; built inside the setup phase so
     that a mistake on one rank reaches every rank."""
 
-    def __init__(self, name, blocks, opts):
-        if not isinstance(name, str):
-            raise TypeError(f"name must be a str, not {type(name).__name__}")
-        self.name = name
-        self.blocks = {}
+    def __init__(self, name: Any, blocks: Optional[Mapping[str, BlockSpec]], a: Dict[str, Any],
+                 world_size: int):
+        self.name = _name_text(name)
+        self.blocks: Dict[str, _Block] = {}
         self.layout = None
+        self._offsets: Dict[str, List[int]] = {}
         if blocks:
-            self.blocks = {str(n): _Block(str(n), spec) for n, spec in dict(blocks).items()}
-            order = _ORDERS.get(opts["layout"])
+            if not isinstance(blocks, Mapping):
+                raise TypeError(f"blocks must be a dict of name -> spec, not "
+                                f"{type(blocks).__name__}")
+            self.blocks = {n: _Block(n, spec) for n, spec in blocks.items()}
+            order = _ORDERS.get("interleaved" if a["layout"] is None else a["layout"])
             if order is None:
-                raise ValueError(f"layout={opts['layout']!r}: expected "
+                raise ValueError(f"layout={a['layout']!r}: expected "
                                  f"{' or '.join(map(repr, _ORDERS))}")
-            align = _whole(opts["align"] or 0, "align", minimum=0)
+            align = whole(a["align"] or 0, "align", minimum=0)
             self.layout = _native.Layout([b.desc() for b in self.blocks.values()], order, align)
-            for b in self.blocks.values():
-                b.offsets = self.layout.offsets(b.name)
-        size = opts["size"]
-        if isinstance(size, str):
-            size = _native.parse("size", size)
-        size = _whole(size or 0, "size", minimum=0)
+        else:
+            for arg in ("layout", "align"):
+                if a[arg] is not None:
+                    raise ValueError(f"{arg}={a[arg]!r} places blocks, and this segment has "
+                                     f"none: give blocks=, or leave {arg} out")
+        size = _options.size_bytes(a["size"])
         if not size and self.layout is None:
             raise ValueError("give blocks= (a layout) or size= (bytes)")
-        numa, numa_node = _parse("numa", opts["numa"], "none")
+        settings = {k: _options.setting(k, a[k]) for k in ("pages", "numa", "populate")}
+        if a["hugetlb"]:
+            if a["pages"] in (None, "auto"):
+                settings["pages"] = ("hugetlb-2M", "argument (hugetlb=True)")
+            elif not str(a["pages"]).lower().startswith("hugetlb"):
+                raise ValueError(f"hugetlb=True asks for HugeTLB pages, not "
+                                 f"pages={a['pages']!r}")
+        pages_value = _options.parse("pages", *settings["pages"])
+        numa, numa_node = _options.parse("numa", *settings["numa"])
+        populate_value = _options.parse("populate", *settings["populate"])
+        backend = _native.parse("backend", "auto" if a["backend"] is None else str(a["backend"]))
+        self.backend_name = _native.name("backend", backend)
+        self.host_register = bool(a["host_register"])
+        numa_word = _native.name("numa", numa)
+        needs_device = (self.backend_name == "cuda" or self.host_register or
+                        numa_word == "device-local")
+        device = _device(a["device_id"], needs_device)
+        timeout_s, timeout_from = _options.timeout_seconds(a["timeout"])
+        declared = max(size, self.layout.size if self.layout is not None else 0)
+        allowance = _options.population_allowance(
+            declared, _native.name("pages", pages_value), _native.name("populate", populate_value))
+        self.wait_s = min(timeout_s + allowance, float(_options.TIMEOUT_MAX_S))
+        settings["timeout"] = (timeout_s, timeout_from)
+        settings["populate_allowance"] = (round(allowance, 3), "size and page kind")
+        self.settings = _options.describe_settings(settings)
         self.create_args = dict(
-            size=size, layout=self.layout,
-            backend=_parse("backend", opts["backend"], "auto"),
-            pages=_parse("pages", opts["pages"], "auto"),
-            numa=numa, numa_node=numa_node,
-            populate=_parse("populate", opts["populate"], "owner"),
-            populate_threads=_whole(opts["populate_threads"], "populate_threads", minimum=0),
-            readonly_peers=bool(opts["readonly_peers"]),
-            host_register=bool(opts["host_register"]),
-            device=_whole(opts["device"], "device_id", minimum=0),
-            timeout_ms=0 if opts["timeout"] is None else max(1, int(opts["timeout"] * 1000)),
-        )
+            size=size, layout=self.layout, backend=backend, pages=pages_value,
+            numa=numa, numa_node=numa_node, populate=populate_value,
+            populate_threads=whole(a["populate_threads"], "populate_threads", minimum=0,
+                                   maximum=256),
+            readonly_peers=bool(a["readonly_peers"]), host_register=self.host_register,
+            device=device, timeout_ms=max(1, int(self.wait_s * 1000)))
+        self.device = device
+        owner_rank = _options.optional_index(a["owner_rank"], "owner_rank")
+        if owner_rank is not None and owner_rank >= world_size:
+            raise ValueError(f"owner_rank={owner_rank} is outside 0..{world_size - 1}")
+        self.owner_rank = owner_rank
+
+    def offsets(self, block: str) -> List[int]:
+        found = self._offsets.get(block)
+        if found is None:
+            found = self._offsets[block] = self.layout.offsets(block)
+        return found
 
 
-def _device(device_id):
+def _device(device_id: Any, needed: bool) -> int:
     """The GPU for the CUDA paths: device_id, else torch's current CUDA
-    device when torch has one, else 0."""
+    device when torch already initialised CUDA, else 0. Nothing here
+    initialises CUDA (a process that did not ask for it must stay
+    fork-safe): torch.cuda is read only when the segment needs a device and
+    torch.cuda.is_initialized() says CUDA is up."""
     if device_id is not None:
-        return device_id
-    try:
-        import torch
-        if torch.cuda.is_available():
-            return torch.cuda.current_device()
-    except ImportError:
-        pass
+        return whole(device_id, "device_id", minimum=0, maximum=2 ** 31 - 1)
+    torch = sys.modules.get("torch")
+    if needed and torch is not None and torch.cuda.is_initialized():
+        return int(torch.cuda.current_device())
     return 0
 
 
-def _pick_group(comm_group, tp_group):
+def _quiesce(device: int) -> Callable[[], None]:
+    """Run before a pinned segment's pages go: no device copy may still be
+    reading or writing them (a non_blocking copy returns before its DMA
+    ends). Synchronises torch's current device and the segment's; work on
+    other devices is the caller's to synchronise. Nothing to do when torch
+    never initialised CUDA: then no copy of torch's can be in flight."""
+    def quiesce() -> None:
+        torch = sys.modules.get("torch")
+        if torch is None or not torch.cuda.is_initialized():
+            return
+        for d in sorted({device, torch.cuda.current_device()}):
+            torch.cuda.synchronize(d)
+    return quiesce
+
+
+def _pick_group(comm_group: Any, tp_group: Any) -> Any:
     if comm_group is not None and tp_group is not None and comm_group is not tp_group:
         raise ValueError("comm_group= and tp_group= name different groups; tp_group is an "
                          "alias of comm_group: pass one of them")
     return comm_group if comm_group is not None else tp_group
 
 
-def _policy(mmap, hugetlb, pages, backend):
-    """The issue's compatibility switches, mapped onto our own options."""
+def _policy(mmap: bool, backend: Any) -> Any:
+    """mmap=False is the CUDA VMM backend."""
     if not mmap:
         if backend not in (None, "auto", "cuda"):
             raise ValueError(f"mmap=False selects the CUDA VMM backend, not backend={backend!r}")
         backend = "cuda"
-    if hugetlb:
-        if pages not in (None, "auto") and not str(pages).lower().startswith("hugetlb"):
-            raise ValueError(f"hugetlb=True asks for HugeTLB pages, not pages={pages!r}")
-        pages = pages if pages not in (None, "auto") else "hugetlb-2M"
-    return pages, backend
+    return backend
 
 
-def _owner(owner_rank, ids, world_size, rank, backend):
+def _owner(owner_rank: Optional[int], ids: List[bytes], world_size: int, rank: int,
+           backend: str) -> int:
     """Each host's lowest rank, unless owner_rank is on this rank's host.
     With the CUDA backend owner_rank serves every rank: a fabric handle
     crosses hosts of one NVLink domain (the C library refuses the group,
@@ -141,131 +201,254 @@ def _owner(owner_rank, ids, world_size, rank, backend):
     return _native.host_owner(b"".join(ids), world_size, rank)
 
 
-def create_shared_segment(name, blocks=None, *, world_size=1, rank_id=0, tp_group=None,
-                          comm_group=None, owner_rank=None, device_id=None, mmap=True,
-                          host_register=False, hugetlb=False, pages=None, numa=None,
-                          populate=None, backend=None, layout="interleaved", align=None,
-                          exchange=None, timeout=30.0, size=None, readonly_peers=False,
-                          populate_threads=0):
-    """Creates one segment shared by world_size ranks; every rank calls it.
+def _talk(link: _exchange.Link, world_size: Any, rank_id: Any) -> Tuple[int, int]:
+    """The size and rank the exchange runs with: the group's own when it
+    has them, else (a callable exchange) world_size and rank_id, checked
+    here, on this rank, since the ranks cannot talk without them."""
+    if link.size is not None:
+        return link.size, link.rank
+    if world_size is None:
+        raise ValueError("an exchange callable needs world_size= (and rank_id=): it cannot "
+                         "tell them")
+    size = whole(world_size, "world_size", maximum=65536)
+    if rank_id is None and size > 1:
+        raise ValueError(f"world_size={size} with an exchange callable needs rank_id=")
+    rank = whole(rank_id or 0, "rank_id", minimum=0)
+    if rank >= size:
+        raise ValueError(f"rank_id={rank} is outside 0..{size - 1}")
+    return size, rank
 
-    Raises ValueError/TypeError for arguments that decide how the ranks talk
-    (world_size, rank_id, the group), and SharedSegmentError, on every rank
-    alike, for anything that fails once they can talk.
+
+def _check_ranks(world_size: Any, rank_id: Any, link: _exchange.Link, size: int,
+                 rank: int) -> None:
+    """world_size and rank_id, when given, must be the group's."""
+    if world_size is not None:
+        given = whole(world_size, "world_size")
+        if given != size:
+            raise ValueError(f"world_size={given}, but {link.what} has {size} ranks")
+    if rank_id is not None:
+        given = whole(rank_id, "rank_id", minimum=0)
+        if given != rank:
+            raise ValueError(f"rank_id={given}, but this process is rank {rank} of "
+                             f"{link.what}")
+
+
+def _agree(link: _exchange.Link, label: str, status: Status, wait_s: float,
+           size: int) -> List[Status]:
+    got = _exchange.gather(link, label, status.encode(), wait_s, size)
+    return [Status.decode(r, raw) for r, raw in enumerate(got)]
+
+
+def _raise_if_failed(link: _exchange.Link, name: str, statuses: List[Status]) -> None:
+    """Every rank raises the same error here, having read every round."""
+    err = failure(name, statuses)
+    if err is not None:
+        err.agreed = True
+        link.close_call()
+        raise err
+
+
+def create_shared_segment(
+        name: str,
+        blocks: Optional[Mapping[str, BlockSpec]] = None,
+        *,
+        world_size: Optional[int] = None,
+        rank_id: Optional[int] = None,
+        tp_group: Any = None,
+        comm_group: Any = None,
+        exchange: Optional[Callable[[bytes], List[bytes]]] = None,
+        owner_rank: Optional[int] = None,
+        size: Union[int, str, None] = None,
+        pages: Optional[str] = None,
+        hugetlb: bool = False,
+        numa: Union[str, int, None] = None,
+        populate: Optional[str] = None,
+        populate_threads: int = 0,
+        layout: Optional[str] = None,
+        align: Optional[int] = None,
+        readonly_peers: bool = False,
+        backend: Optional[str] = None,
+        mmap: bool = True,
+        host_register: bool = False,
+        device_id: Optional[int] = None,
+        timeout: Any = None) -> "SharedSegment":
+    """Creates one segment shared by every rank of a group; every rank calls
+    it with the same declaration, and every rank gets a SharedSegment over
+    the same bytes.
+
+    Args:
+        name: the segment's name (1 to 63 bytes of UTF-8); it names the memfd
+            ("sseg:NAME" in /proc/PID/maps) and enters the fingerprint.
+        blocks: {block name: dict(count=, shape=, dtype=, align=None)} or
+            {name: (count, shape, dtype)}: count entries of shape and dtype each.
+            dtype is a torch or numpy dtype or a name ("bfloat16", "bf16",
+            "float8_e4m3fn", "fp8", "f32", ...). The C library lays them out.
+        world_size: ranks in the group; default: the group's size (1 without
+            a group). Given and different from the group's: ValueError.
+        rank_id: this process's rank in the group; default: the group's rank.
+        tp_group: alias of comm_group.
+        comm_group: the group: a torch.distributed ProcessGroup (registered
+            or not, any backend), a c10d backend such as ProcessGroupGloo, a
+            vLLM or SGLang GroupCoordinator (its cpu_group is used), a vLLM
+            StatelessProcessGroup, an mpi4py communicator, or a callable like
+            exchange. None: no group for world_size 1, else the default
+            torch.distributed group when it has exactly world_size ranks.
+        exchange: a callable exchange(my_bytes) -> [bytes of rank 0, 1, ...]
+            instead of a group (needs world_size and rank_id).
+        owner_rank: the rank that allocates its host's copy; default: each
+            host's lowest rank.
+        size: bytes (4096, "256MiB") for a segment without blocks, or more
+            than the blocks need.
+        pages: "auto", "base", "thp", "hugetlb" (2 MiB), "hugetlb-2M",
+            "hugetlb-1G"; default: $SHAREDSEG_PAGES, else "auto".
+        hugetlb: True asks for "hugetlb-2M" when pages is not given.
+        numa: "none", a node number, "interleave", "device-local"; default:
+            $SHAREDSEG_NUMA, else "none".
+        populate: "owner" (the owner faults every page in create), "spread"
+            (each rank faults its slice in complete), "lazy"; default:
+            $SHAREDSEG_POPULATE, else "owner".
+        populate_threads: the owner's population threads (0: up to 4).
+        layout: "interleaved" (index 0 of every block, then index 1, ...) or
+            "grouped"; only with blocks.
+        align: every entry's alignment (a power of two; default 4096); only
+            with blocks.
+        readonly_peers: peers map the segment read-only; only the owner writes.
+        backend: "auto", "memfd", "cuda" (CUDA VMM host memory), "ascend".
+        mmap: False selects the CUDA VMM backend.
+        host_register: pin each rank's mapping for GPU DMA (cuMemHostRegister).
+        device_id: the GPU for the CUDA paths; default: torch's current CUDA
+            device when torch already initialised CUDA, else 0. CUDA is never
+            initialised for a memfd segment without host_register.
+        timeout: how long a rank waits for the others at each step (seconds,
+            or a datetime.timedelta); None or 0: 30 s. The declared
+            population's expected time is added to it (2 s per GiB on base
+            or auto pages, 1 s per GiB on huge pages; none for "lazy"), so
+            the owner's first touch does not count against its peers.
+
+    Returns:
+        This rank's SharedSegment.
+
+    Raises:
+        ValueError, TypeError: at once, on this rank, for what decides how
+            the ranks talk (the group, or world_size/rank_id with a callable).
+        SharedSegmentValueError, SharedSegmentTypeError (subclasses of
+            SharedSegmentError and of ValueError/TypeError): on every rank
+            alike, for an argument one rank got wrong or ranks disagree on.
+        SharedSegmentError: on every rank alike for the rest; errno is set
+            (errno.ETIMEDOUT when a rank did not arrive, naming it).
     """
-    group = _pick_group(comm_group, tp_group)
-    world_size = _whole(world_size, "world_size")
-    rank = _whole(rank_id, "rank_id", minimum=0)
-    if rank >= world_size:
-        raise ValueError(f"rank_id={rank} is outside 0..{world_size - 1}")
-    pages, backend = _policy(mmap, hugetlb, pages, backend)
-    gather = _exchange.resolve(group, exchange, world_size, timeout)
-    opts = dict(layout=layout, align=align, size=size, numa=numa, backend=backend, pages=pages,
-                populate=populate, populate_threads=populate_threads,
-                readonly_peers=readonly_peers, host_register=host_register, timeout=timeout,
-                device=_device(device_id))
-    plan, status = None, _group.Status()
-    try:
-        if owner_rank is not None:
-            _whole(owner_rank, "owner_rank", minimum=0)
-            if owner_rank >= world_size:
-                raise ValueError(f"owner_rank={owner_rank} is outside 0..{world_size - 1}")
-        if gather is not None:
-            problem = gather.check(world_size, rank)
-            if problem:
-                raise ValueError(problem)
-        plan = _Plan(name, blocks, opts)
-        status.host_id = _native.host_identity()
-    except Exception as e:
-        status = _group.Status.failed("setup", e)
+    link = _exchange.resolve(_pick_group(comm_group, tp_group), exchange, world_size)
+    size_n, rank = _talk(link, world_size, rank_id)
     seg_name = name if isinstance(name, str) else repr(name)
-    if gather is None:
-        _raise_if_failed(seg_name, [status])
-        owner = 0
-    else:
-        statuses = _group.agree(gather, world_size, "setup status", status)
-        _raise_if_failed(seg_name, statuses)
-        owner = _owner(owner_rank, [s.host_id for s in statuses], world_size, rank, backend)
-    native = _establish(plan, gather, world_size, rank, owner)
-    return SharedSegment(native, plan, world_size, rank, device_id)
-
-
-def _establish(plan, gather, world_size, rank, owner):
-    native, blob, errno, message = _native.create(plan.name, world_size, rank, owner,
-                                                  **plan.create_args)
-    status = _group.Status() if native else _group.Status(False, "create", errno, message)
+    _log.sync_level()
+    plan, status, wait_s = None, Status(), _options.DEFAULT_TIMEOUT_S
     try:
-        blobs = [blob] if gather is None else _group.gather(gather, world_size, "blobs", blob)
+        _exchange.open_call(link, seg_name)
+        try:
+            wait_s = _options.timeout_seconds(timeout)[0]
+            _check_ranks(world_size, rank_id, link, size_n, rank)
+            plan = _Plan(name, blocks, dict(
+                layout=layout, align=align, size=size, pages=pages, hugetlb=hugetlb, numa=numa,
+                populate=populate, populate_threads=populate_threads, backend=_policy(
+                    mmap, backend), readonly_peers=readonly_peers,
+                host_register=host_register, device_id=device_id, timeout=timeout,
+                owner_rank=owner_rank), size_n)
+            status.host_id = _native.host_identity()
+        except Exception as e:
+            status = Status.failed("setup", e)
+        statuses = _agree(link, "setup", status, wait_s, size_n)
+        _raise_if_failed(link, seg_name, statuses)
+        owner = _owner(plan.owner_rank, [s.host_id for s in statuses], size_n, rank,
+                       plan.backend_name)
+        native = _establish(plan, link, size_n, rank, owner)
+    except BaseException as e:
+        _exchange.abandon(link, rank, e)
+        raise
+    return SharedSegment(native, plan, size_n, rank)
+
+
+def _establish(plan: _Plan, link: _exchange.Link, size: int, rank: int, owner: int) -> Any:
+    native, blob, err, message = _native.create(plan.name, size, rank, owner,
+                                                **plan.create_args)
+    status = Status() if native else Status(False, "create", err, message)
+    try:
+        blobs = _exchange.gather(link, "blobs", blob, plan.wait_s, size)
         if native is not None:
             try:
-                native.complete(b"".join(blobs))
+                native.complete(b"".join(blobs), link.watch())
             except SharedSegmentError as e:
-                status = _group.Status.failed("complete", e)
-        statuses = [status] if gather is None else \
-            _group.agree(gather, world_size, "complete status", status)
-        _raise_if_failed(plan.name, statuses)
+                status = Status.failed("complete", e)
+        _raise_if_failed(link, plan.name, _agree(link, "complete", status, plan.wait_s, size))
+        link.close_call()
     except BaseException:
         if native is not None:
             native.close()
         raise
+    if plan.host_register or plan.backend_name == "cuda":
+        native.set_quiesce(_quiesce(plan.device))
     return native
-
-
-def _raise_if_failed(name, statuses):
-    err = _group.failure(name, statuses)
-    if err is not None:
-        raise err
 
 
 class SharedSegment:
     """One rank's mapping of the group's segment.
 
     Views (tensors(), arrays(), buffer()) keep the pages mapped: close() or
-    dropping this object unmaps them only once the last view is gone.
+    dropping this object unmaps them only once the last view is gone. With
+    host_register=True (or the cuda backend) the device is synchronised
+    before the pages go, so a non_blocking copy still running on torch's
+    current device or on device_id cannot outlive them.
     """
 
-    def __init__(self, native, plan, world_size, rank, device_id):
+    def __init__(self, native: Any, plan: _Plan, world_size: int, rank: int):
         self._native = native
+        self._plan = plan
         self._blocks = plan.blocks
         self._layout = plan.layout
-        self.name = plan.name
-        self.world_size = world_size
-        self.rank = rank
-        self.device_id = device_id
+        self.name: str = plan.name
+        self.world_size: int = world_size
+        self.rank: int = rank
+        self.device_id: int = plan.device
         facts = native.info()
-        self.owner_rank = facts["owner_rank"]
-        self.is_owner = facts["is_owner"]
-        self.readonly = native.readonly
+        self.owner_rank: int = facts["owner_rank"]
+        self.is_owner: bool = facts["is_owner"]
+        self.readonly: bool = native.readonly
+        self._pages = f"{facts['pages']} ({_size_text(facts['page_size'])} pages)"
 
     # ---- the whole segment ----
 
-    def base_addr(self):
+    def base_addr(self) -> int:
         """This rank's address of the segment's first byte."""
         self._open()
         return self._native.base
 
-    def total_size(self):
+    def total_size(self) -> int:
         """The segment's size in bytes (the layout's, or size=)."""
         return self._native.size
 
-    def device_addr(self):
+    def device_addr(self) -> Optional[int]:
         """The device address of the segment: of the registered mapping
         (host_register=True) or of the CUDA VMM mapping (mmap=False); None
         when the segment has none."""
         return self.info["device_addr"] or None
 
     @property
-    def info(self):
-        """What the C library reports: backend, page kind and size obtained,
-        huge bytes, NUMA nodes found, timings, and why these pages."""
+    def info(self) -> Dict[str, Any]:
+        """What the C library reports (sseg_info): backend, page kind and
+        size obtained, whether verified, huge bytes, NUMA nodes found,
+        timings, why these pages, pinned, memfd_name; and "settings": the
+        value and source ("argument", "SHAREDSEG_PAGES", "default", ...) of
+        pages, numa, populate and timeout, and the population allowance
+        added to every wait."""
         self._open()
-        return self._native.info()
+        facts = self._native.info()
+        facts["settings"] = self._plan.settings
+        return facts
 
-    def describe(self):
+    def describe(self) -> str:
         """The canonical layout description that was hashed into the fingerprint."""
         return self._layout.describe() if self._layout is not None else ""
 
-    def buffer(self):
+    def buffer(self) -> memoryview:
         """A memoryview over the whole segment (read-only on read-only peers)."""
         self._open()
         return memoryview(self._native)
@@ -273,18 +456,24 @@ class SharedSegment:
     # ---- blocks ----
 
     @property
-    def blocks(self):
+    def blocks(self) -> Dict[str, Dict[str, Any]]:
+        """{name: dict(count=, shape=, dtype=)} as declared (dtype by its canonical name)."""
         return {n: dict(count=b.count, shape=b.shape, dtype=b.dtype)
                 for n, b in self._blocks.items()}
 
-    def offsets(self, block):
-        """Byte offsets of every entry of block, in index order."""
-        return list(self._block(block).offsets)
+    def offsets(self, block: str) -> List[int]:
+        """Byte offsets of every entry of block, in index order: what another
+        rank needs to find an entry (with the block name and index)."""
+        self._block(block)
+        return list(self._plan.offsets(block))
 
-    def tensors(self, block):
-        """count zero-copy CPU tensors of the block's shape and dtype. Each one
-        keeps the segment mapped. On a read-only peer writing through them
-        faults (SIGSEGV): the mapping is read-only."""
+    def tensors(self, block: str) -> List[Any]:
+        """count zero-copy CPU tensors of the block's shape and dtype (8-bit
+        floats as uint8 on a torch without them). Each one keeps the segment
+        mapped. On a read-only peer writing through them faults (SIGSEGV):
+        the mapping is read-only. share_memory_() on them is a no-op (their
+        pages are shared memory already), and torch.multiprocessing refuses
+        to send them: it would copy them out of the segment."""
         try:
             import torch
         except ImportError as e:
@@ -294,15 +483,18 @@ class SharedSegment:
         b = self._block(block)
         dtype = _dtypes.torch_dtype(b.dtype)
         pin = self._pin()
+        _ipc.install()
         with warnings.catch_warnings():
             # A read-only peer's buffer: torch warns that it is not writable.
             warnings.simplefilter("ignore", UserWarning)
             return [torch.frombuffer(pin, dtype=dtype, count=b.numel, offset=off).view(b.shape)
-                    for off in b.offsets]
+                    for off in self._plan.offsets(block)]
 
-    def arrays(self, block, dtype=None):
-        """count zero-copy numpy arrays (read-only on read-only peers). numpy
-        has no bfloat16: pass dtype=numpy.uint16 to see those bits."""
+    def arrays(self, block: str, dtype: Any = None) -> List[Any]:
+        """count zero-copy numpy arrays (read-only on read-only peers).
+        bfloat16 and 8-bit floats use ml_dtypes where it is installed; without
+        it 8-bit floats are raw uint8 and bfloat16 raises TypeError (pass
+        dtype=numpy.uint16 to see those bits)."""
         try:
             import numpy
         except ImportError as e:
@@ -318,42 +510,51 @@ class SharedSegment:
                                 f"{b.dtype}, {_dtypes.ITEMSIZE[b.dtype]} bytes")
         pin = self._pin()
         return [numpy.frombuffer(pin, dtype=dt, count=b.numel, offset=off).reshape(b.shape)
-                for off in b.offsets]
+                for off in self._plan.offsets(block)]
 
     # ---- lifetime ----
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
+        """close() was called (views may still hold the pages)."""
         return self._native.closed
 
-    def close(self):
+    def close(self) -> bool:
         """Releases this rank's segment. Returns True when the pages were
         unmapped now, False when live views hold them (unmapped with the last)."""
         return self._native.close()
 
-    def __enter__(self):
+    def __enter__(self) -> "SharedSegment":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> bool:
         self.close()
         return False
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "closed" if self.closed else f"base=0x{self._native.base:x}"
         return (f"<SharedSegment '{self.name}' rank {self.rank}/{self.world_size} "
-                f"owner {self.owner_rank} size {self.total_size()} {state}>")
+                f"owner {self.owner_rank} {_size_text(self.total_size())} {self._pages} {state}>")
 
-    def _open(self):
+    def _open(self) -> None:
         if self._native.closed:
             raise SharedSegmentError(f"segment '{self.name}' is closed")
 
-    def _pin(self):
+    def _pin(self) -> Any:
         self._open()
         return self._native.pin()
 
-    def _block(self, block):
+    def _block(self, block: str) -> _Block:
         found = self._blocks.get(block)
         if found is None:
             known = ", ".join(self._blocks) or "none: the segment was made with size="
             raise KeyError(f"segment '{self.name}' has no block {block!r} (blocks: {known})")
         return found
+
+
+def _size_text(n: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            value = n / (1 << shift)
+            return f"{value:.1f} {unit}" if value % 1 else f"{int(value)} {unit}"
+    return f"{n} B"

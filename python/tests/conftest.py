@@ -17,6 +17,25 @@ try:
 except ImportError as e:
     pytest.exit(f"sharedseg._native is not built ({e}): run `make python` first", returncode=2)
 
+# Which leg runs (python/python.mk): "debian" (Debian's torch 1.13, numpy 1)
+# or "pypi" (the newest torch, numpy 2 and ml_dtypes from PyPI). Each leg
+# must have what it promises: a missing install fails, it is never skipped.
+LEG = os.environ.get("SSEG_TEST_LEG", "debian")
+
+
+def torch_version():
+    import torch
+    return tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+
+
+def pytest_sessionstart(session):
+    if LEG != "pypi":
+        return
+    import ml_dtypes  # noqa: F401
+    import numpy
+    assert int(numpy.__version__.split(".")[0]) >= 2, f"the PyPI leg has numpy {numpy.__version__}"
+    assert torch_version() >= (2, 1), "the PyPI leg needs a torch with float8 dtypes"
+
 
 def free_port():
     with socket.socket() as s:

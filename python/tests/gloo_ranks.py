@@ -1,10 +1,13 @@
 """What each rank of the 4-rank gloo job does (torch.multiprocessing spawns
 this module's functions). Every scenario records what it saw in a JSON file
 per rank; test_gloo.py asserts on them."""
+import contextlib
+import dataclasses
 import datetime
 import gc
 import json
 import os
+import runpy
 import time
 import traceback
 
@@ -13,6 +16,9 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from sharedseg import SharedSegmentError, create_shared_segment
+from sharedseg import _exchange, segment as _segment
+
+TORCH2 = int(torch.__version__.split(".")[0]) >= 2
 
 
 def spawn(fn, world_size, args, timeout):
@@ -27,8 +33,12 @@ def spawn(fn, world_size, args, timeout):
 
 
 def init_gloo(rank, world_size, port):
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                            world_size=world_size, timeout=datetime.timedelta(seconds=60))
+    # torch 2.x: the default group with no backend named ("cpu:gloo,cuda:nccl"
+    # where CUDA is); torch 1.13 needs one.
+    backend = {} if TORCH2 else {"backend": "gloo"}
+    dist.init_process_group(init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=world_size, timeout=datetime.timedelta(seconds=60),
+                            **backend)
     return dist.new_group(list(range(world_size)), backend="gloo")
 
 
@@ -73,21 +83,13 @@ def share(rank, world, group):
 
 
 def exact_call(rank, world, group):
-    """The issue's call, unchanged but for the names it assumes."""
-    num_layers, tp_size, tp_rank, tp_group = 3, world, rank, group
-    k_shape, v_shape = (16, 512), (16, 64)
-    from sharedseg import create_shared_segment
-    seg = create_shared_segment(
-        "vllm_sparse_kv",
-        blocks={
-            "k": dict(count=num_layers, shape=k_shape, dtype=torch.bfloat16),
-            "v": dict(count=num_layers, shape=v_shape, dtype=torch.bfloat16),
-        },
-        world_size=tp_size,
-        rank_id=tp_rank,
-        tp_group=tp_group,
-    )
-    k_caches_cpu = seg.tensors("k")   # list of num_layers zero-copy CPU tensors
+    """README's call (readme_call.py, the same lines), with the names it assumes."""
+    num_layers, k_shape, v_shape = 3, (16, 512), (16, 64)
+    names = runpy.run_path(os.path.join(os.path.dirname(__file__), "readme_call.py"),
+                           init_globals=dict(num_layers=num_layers, k_shape=k_shape,
+                                             v_shape=v_shape, tp_size=world, tp_rank=rank,
+                                             tp_group=group, torch=torch))
+    seg, k_caches_cpu = names["seg"], names["k_caches_cpu"]
     if rank == 0:
         for layer, t in enumerate(k_caches_cpu):
             t.fill_(layer + 0.5)
@@ -96,7 +98,7 @@ def exact_call(rank, world, group):
         t.shape == k_shape and t.dtype == torch.bfloat16 and bool(t.eq(i + 0.5).all())
         for i, t in enumerate(k_caches_cpu))
     dist.barrier(group)
-    del k_caches_cpu
+    del k_caches_cpu, names
     seg.close()
     return dict(ok=ok)
 
@@ -173,13 +175,194 @@ def readonly(rank, world, group):
     return got
 
 
-SCENARIOS = [share, exact_call, comm_group, mismatch, grouped, readonly]
+def link_kind(group):
+    return type(_exchange.resolve(group, None, None)).__name__
+
+
+@contextlib.contextmanager
+def stalled_create(stall, seconds):
+    """This rank's create (phase 1) takes seconds longer, as an owner
+    populating a large segment does."""
+    original = _segment._native.create
+
+    def slow(*args, **kwargs):
+        time.sleep(seconds)
+        return original(*args, **kwargs)
+    if stall:
+        _segment._native.create = slow
+    try:
+        yield
+    finally:
+        _segment._native.create = original
+
+
+def attempt(fn):
+    """What fn raised, as data, with when it raised."""
+    t0 = time.monotonic()
+    try:
+        fn()
+        return dict(raised=False, after=time.monotonic() - t0)
+    except Exception as e:
+        return dict(raised=True, type=type(e).__name__, message=str(e),
+                    errno=getattr(e, "errno", None), value_error=isinstance(e, ValueError),
+                    segment_error=isinstance(e, SharedSegmentError),
+                    missing=getattr(e, "missing", None), after=time.monotonic() - t0)
+
+
+def one_segment(name, group, **kwargs):
+    kwargs.setdefault("pages", "base")
+    with create_shared_segment(name, {"x": (4, (64,), "float32")}, comm_group=group,
+                               **kwargs) as seg:
+        return seg.world_size, seg.rank
+
+
+def shared_bytes(name, group, world, rank, **kwargs):
+    """Every rank writes its entry, every rank reads all of them."""
+    with create_shared_segment(name, {"x": (world, (16,), "int32")}, pages="base",
+                               **kwargs) as seg:
+        xs = seg.tensors("x")
+        xs[rank].fill_(100 + rank)
+        dist.barrier(group)
+        ok = all(bool(xs[r].eq(100 + r).all()) for r in range(world))
+        dist.barrier(group)
+        del xs
+        return ok, seg.world_size, seg.rank
+
+
+def defaults_from_group(rank, world, group):
+    """world_size and rank_id omitted: the group's."""
+    ok, size, me = shared_bytes("py-gloo-defaults", group, world, rank, comm_group=group)
+    return dict(ok=ok, world_size=size, rank=me)
+
+
+class Coordinator:
+    """What vLLM's and SGLang's GroupCoordinator expose to us."""
+
+    def __init__(self, ranks, cpu_group, device_group):
+        self.ranks = ranks
+        self.world_size = len(ranks)
+        self.rank_in_group = ranks.index(dist.get_rank())
+        self.local_rank = self.rank_in_group
+        self.cpu_group = cpu_group
+        self.device_group = device_group
+
+
+def coordinator(rank, world, group):
+    ranks = list(range(world))
+    # The device group with no backend named: NCCL where CUDA is, gloo here.
+    coord = Coordinator(ranks, dist.new_group(ranks, backend="gloo"), dist.new_group(ranks))
+    ok, size, me = shared_bytes("py-gloo-coordinator", coord.cpu_group, world, rank,
+                                tp_group=coord)
+    return dict(ok=ok, world_size=size, rank=me, link=link_kind(coord))
+
+
+def tp_pairs(rank, world, group):
+    """A world of 4 with two TP groups of 2: each pair maps its own segment
+    under the same name; the default group (4 ranks) is not a TP group."""
+    pairs = [dist.new_group([0, 1], backend="gloo"), dist.new_group([2, 3], backend="gloo")]
+    mine = pairs[rank // 2]
+    with create_shared_segment("py-gloo-tp", {"x": (1, (16,), "int32")}, comm_group=mine,
+                               pages="base") as seg:
+        x = seg.tensors("x")[0]
+        if seg.is_owner:
+            x.fill_(rank + 1)
+        dist.barrier(group)
+        seen = int(x[0])
+        got = dict(world_size=seg.world_size, rank=seg.rank, seen=seen, owner=seg.owner_rank)
+        del x
+        dist.barrier(group)
+    got["world_refused"] = attempt(lambda: create_shared_segment(
+        "py-gloo-tp-world", {"x": (1, (16,), "int32")}, world_size=2, pages="base"))
+    return got
+
+
+@dataclasses.dataclass
+class StatelessGroup:
+    """vLLM's StatelessProcessGroup, as far as we use it: rank, world_size, store."""
+    rank: int
+    world_size: int
+    store: object
+
+
+def unregistered(rank, world, group):
+    """Groups torch.distributed does not know: vLLM's stateless process
+    groups (a ProcessGroup over a PrefixStore with a gloo backend, torch 2.x),
+    a raw ProcessGroupGloo, a StatelessProcessGroup."""
+    store = dist.distributed_c10d._get_default_store()
+    out = {}
+    raw = dist.ProcessGroupGloo(dist.PrefixStore("raw/", store), rank, world)
+    out["raw_gloo"] = dict(zip(("ok", "world_size", "rank"), shared_bytes(
+        "py-gloo-raw", group, world, rank, comm_group=raw)), link=link_kind(raw))
+    if TORCH2:
+        prefix = dist.PrefixStore("stateless/", store)
+        pg = dist.ProcessGroup(prefix, rank, world)
+        backend = dist.ProcessGroupGloo(prefix, rank, world)
+        pg._set_default_backend(dist.ProcessGroup.BackendType.GLOO)
+        pg._register_backend(torch.device("cpu"), dist.ProcessGroup.BackendType.GLOO, backend)
+        out["stateless_pg"] = dict(zip(("ok", "world_size", "rank"), shared_bytes(
+            "py-gloo-stateless-pg", group, world, rank, comm_group=pg)), link=link_kind(pg))
+    sg = StatelessGroup(rank, world, dist.PrefixStore("spg/", store))
+    out["stateless_group"] = dict(zip(("ok", "world_size", "rank"), shared_bytes(
+        "py-gloo-spg", group, world, rank, comm_group=sg)), link=link_kind(sg))
+    return out
+
+
+def owner_stalled(rank, world, group):
+    """The owner is slower than the timeout: the others give up naming it,
+    the owner gives up when it arrives, and the same group then passes a
+    barrier and serves the next segment."""
+    with stalled_create(rank == 0, 4.0):
+        got = attempt(lambda: one_segment("py-gloo-stall", group, timeout=1.5))
+    dist.barrier(group)
+    got["barrier"] = True
+    got["next"] = one_segment("py-gloo-after-stall", group)
+    return got
+
+
+def bad_argument(rank, world, group):
+    """One rank's mistake is every rank's ValueError; the group stays in step."""
+    got = attempt(lambda: one_segment("py-gloo-bad", group,
+                                      **({"pages": "hugepages"} if rank == 2 else {})))
+    got2 = attempt(lambda: one_segment("py-gloo-bad-size", group,
+                                       **({"world_size": 3} if rank == 1 else {})))
+    dist.barrier(group)
+    return dict(pages=got, world_size=got2, barrier=True)
+
+
+def collective_timeout(rank, world, group):
+    """A group torch holds no store for: the all-gather is polled, never
+    waited on with a timeout; after the timeout it stays posted and
+    completes when the late rank arrives."""
+    raw = dist.ProcessGroupGloo(dist.PrefixStore("late/", dist.distributed_c10d._get_default_store()),
+                                rank, world, datetime.timedelta(seconds=4))
+    pending = None
+    with stalled_create(rank == 3, 3.5):
+        try:
+            one_segment("py-gloo-late", raw, timeout=1.5)
+            got = dict(raised=False)
+        except SharedSegmentError as e:
+            pending = getattr(e, "pending", None)
+            got = dict(raised=True, message=str(e), errno=e.errno)
+    dist.barrier(group)  # rank 3 arrived and failed in its turn
+    deadline = time.monotonic() + 10
+    while pending is not None and not pending.is_completed() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    got["pending_completed"] = None if pending is None else bool(pending.is_completed())
+    return got
+
+
+SCENARIOS = [share, exact_call, comm_group, mismatch, grouped, readonly, defaults_from_group,
+             coordinator, tp_pairs, unregistered, owner_stalled, bad_argument,
+             collective_timeout]
 
 
 def scenarios(rank, world, port, outdir):
     group = init_gloo(rank, world, port)
     results = {}
+    only = os.environ.get("SSEG_GLOO_SCENARIOS")  # a comma list, when debugging
     for fn in SCENARIOS:
+        if only and fn.__name__ not in only.split(","):
+            continue
         try:
             results[fn.__name__] = dict(ok=True, data=fn(rank, world, group))
         except Exception:

@@ -47,3 +47,45 @@ def test_vmm_segment_and_host_registration_through_the_fake_driver():
     lines = run.stdout.splitlines()
     assert lines == ["vmm cuda 1 True", "vmm-data True", "reg memfd 1 True", "plain None"], \
         run.stdout + run.stderr
+
+
+QUIESCE = '''
+import torch
+from sharedseg import create_shared_segment
+
+# torch's CUDA as a process that copies to the GPU sees it (the fake driver
+# serves the library; torch here is told it initialised CUDA on device 0).
+synced = []
+torch.cuda.is_initialized = lambda: True
+torch.cuda.current_device = lambda: 0
+
+def synchronize(device):
+    with open("/proc/self/maps") as f:
+        synced.append((device, "sseg:py-quiesce" in f.read()))
+
+torch.cuda.synchronize = synchronize
+blocks = {"kv": dict(count=2, shape=(64, 576), dtype=torch.bfloat16)}
+seg = create_shared_segment("py-quiesce", blocks, pages="base", host_register=True,
+                            device_id=1)
+view = seg.tensors("kv")[1]
+print("closed-now", seg.close())
+print("synced-before-last-view", synced)
+del view
+print("synced", sorted(synced))
+with create_shared_segment("py-quiesce-plain", blocks, pages="base") as plain:
+    pass
+print("plain-synced", len(synced))
+'''
+
+
+def test_the_device_is_synchronised_before_a_registered_segment_goes():
+    env = env_with_package(SSEG_CUDA_LIBRARY=fake_driver(), SSEG_FAKE_CUDA="devices=2;numa=0,0")
+    run = subprocess.run([sys.executable, "-c", QUIESCE], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = dict(line.split(" ", 1) for line in run.stdout.splitlines())
+    assert lines["closed-now"] == "False"  # the view holds the pages
+    assert lines["synced-before-last-view"] == "[]"
+    # The segment's device and torch's current one, while still mapped.
+    assert lines["synced"] == "[(0, True), (1, True)]", lines
+    assert lines["plain-synced"] == "2"  # a memfd segment without registration: nothing

@@ -1,6 +1,7 @@
 """Four ranks spawned with torch.multiprocessing over a gloo group. One job
 runs every scenario (spawning 4 interpreters with torch is the slow part);
 each test asserts on what every rank recorded."""
+import errno
 import json
 
 import pytest
@@ -14,7 +15,7 @@ WORLD = 4
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory, knobs_steady_module):
     out = tmp_path_factory.mktemp("gloo")
-    gloo_ranks.spawn(gloo_ranks.scenarios, WORLD, (WORLD, free_port(), str(out)), timeout=150)
+    gloo_ranks.spawn(gloo_ranks.scenarios, WORLD, (WORLD, free_port(), str(out)), timeout=240)
     return [json.loads((out / f"rank{r}.json").read_text()) for r in range(WORLD)]
 
 
@@ -86,3 +87,75 @@ def test_read_only_peers(ranks):
     for r, d in enumerate(each(ranks, "readonly")):
         assert d["value"] == 42.0
         assert d["readonly"] == (r != 0) and d["writeable"] == (r == 0)
+
+
+def test_world_size_and_rank_come_from_the_group(ranks):
+    for r, d in enumerate(each(ranks, "defaults_from_group")):
+        assert d == {"ok": True, "world_size": WORLD, "rank": r}
+
+
+def test_a_vllm_style_coordinator_is_used_through_its_cpu_group(ranks):
+    for r, d in enumerate(each(ranks, "coordinator")):
+        assert d == {"ok": True, "world_size": WORLD, "rank": r, "link": "StoreLink"}
+
+
+def test_two_tp_groups_in_a_larger_world(ranks):
+    for r, d in enumerate(each(ranks, "tp_pairs")):
+        pair_owner = r - r % 2
+        assert (d["world_size"], d["rank"], d["owner"]) == (2, r % 2, 0)
+        assert d["seen"] == pair_owner + 1, d  # each pair its own segment
+        refused = d["world_refused"]
+        assert refused["raised"] and refused["type"] == "ValueError", refused
+        assert "default torch.distributed group has 4 ranks" in refused["message"], refused
+
+
+def test_groups_torch_does_not_know(ranks):
+    import torch
+    torch2 = int(torch.__version__.split(".")[0]) >= 2
+    for r, d in enumerate(each(ranks, "unregistered")):
+        # A raw c10d backend has no store: its own all-gather, polled.
+        assert d["raw_gloo"] == {"ok": True, "world_size": WORLD, "rank": r,
+                                 "link": "CollectiveLink"}, d
+        assert d["stateless_group"] == {"ok": True, "world_size": WORLD, "rank": r,
+                                        "link": "StoreLink"}, d
+        if torch2:
+            # torch 2.x groups carry their store (get_group_store).
+            assert d["stateless_pg"] == {"ok": True, "world_size": WORLD, "rank": r,
+                                         "link": "StoreLink"}, d
+        else:
+            assert "stateless_pg" not in d
+
+
+def test_an_owner_past_the_timeout_fails_every_rank_and_the_group_stays_usable(ranks):
+    for r, d in enumerate(each(ranks, "owner_stalled")):
+        assert d["raised"] and d["errno"] == errno.ETIMEDOUT, d
+        if r == 0:
+            # Arrives after 4 s and stops at once, with the peers' reason.
+            assert "rank " in d["message"] and "gave up" in d["message"], d
+            assert "arrived later" in d["message"], d
+            assert d["after"] < 4.0 + 1.0, d
+        else:
+            assert "rank 0 did not reach the blobs exchange within 1.5 s" in d["message"], d
+            assert "stays usable" in d["message"] and d["missing"] == [0], d
+            assert d["after"] < 3.0, d
+        assert d["barrier"] and d["next"] == [WORLD, r], d
+
+
+def test_one_rank_with_a_bad_argument_is_every_ranks_value_error(ranks):
+    for r, d in enumerate(each(ranks, "bad_argument")):
+        pages, size = d["pages"], d["world_size"]
+        for got in (pages, size):
+            assert got["raised"] and got["value_error"] and got["segment_error"], got
+            assert got["errno"] == errno.EINVAL and got["type"] == "SharedSegmentValueError"
+        assert "rank 2 failed in setup: unknown pages 'hugepages'" in pages["message"], pages
+        assert "rank 1 failed in setup: world_size=3, but" in size["message"], size
+        assert d["barrier"]
+
+
+def test_a_collective_timeout_leaves_the_all_gather_posted_not_aborted(ranks):
+    for r, d in enumerate(each(ranks, "collective_timeout")):
+        assert d["raised"] and d["errno"] == errno.ETIMEDOUT, d
+        assert "did not complete within 1.5 s" in d["message"], d
+        assert "destroy it" in d["message"], d
+        if r != 3:
+            assert d["pending_completed"] is True, d

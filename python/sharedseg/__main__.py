@@ -1,0 +1,6 @@
+"""python -m sharedseg probe|demo|bench|ls"""
+import sys
+
+from .cli import main
+
+sys.exit(main())

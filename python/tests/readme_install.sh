@@ -1,0 +1,8 @@
+#!/bin/sh
+# README.md's Python install on Debian 12, the lines as they stand there
+# (tests/readme.py checks the README blocks against them); run by
+# test_readme_python.py with HOME in a temporary folder.
+set -e
+make wheel
+/usr/bin/python3 -m venv --system-site-packages ~/venv-sharedseg
+~/venv-sharedseg/bin/pip install dist/sharedseg-0.2.0-*.whl

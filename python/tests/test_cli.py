@@ -1,0 +1,74 @@
+"""`python -m sharedseg` and the wheel's `sharedseg` command: probe runs over
+the extension and prints the C tool's JSON (one schema); demo, bench and
+ls run the C tool when there is one, else say where it is."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import sharedseg
+from conftest import env_with_package
+
+
+def c_tool():
+    build = os.environ.get("SSEG_BUILD_DIR")
+    path = os.path.join(build or "", "sharedseg")
+    if not build or not os.path.exists(path):
+        pytest.fail(f"the C tool is not built: run make (SSEG_BUILD_DIR unset or {path} missing)")
+    return path
+
+
+def cli(*argv, **env):
+    return subprocess.run([sys.executable, "-m", "sharedseg", *argv], capture_output=True,
+                          text=True, timeout=120, env=env_with_package(**env))
+
+
+def shape(value):
+    """The keys and value kinds of a JSON document, values left out."""
+    if isinstance(value, dict):
+        return {k: shape(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shape(v) for v in value[:1]]
+    return type(value).__name__ if value is not None else "null"
+
+
+def test_probe_json_is_the_c_tools_and_the_functions():
+    ours = cli("probe", "--json", "--size", "64MiB")
+    assert ours.returncode == 0, ours.stderr
+    theirs = subprocess.run([c_tool(), "probe", "--json", "--size", "64MiB"], capture_output=True,
+                            text=True, timeout=60)
+    mine, c = json.loads(ours.stdout), json.loads(theirs.stdout)
+    assert mine["schema"] == c["schema"] == 1
+    assert shape(mine) == shape(c)
+    assert shape(sharedseg.probe("64MiB")) == shape(c)
+    assert mine["auto"]["size"] == 64 << 20 and mine["kernel"] == c["kernel"]
+
+
+def test_probe_text():
+    done = cli("probe")
+    assert done.returncode == 0, done.stderr
+    assert "pages=auto for 1.0 GiB:" in done.stdout and "\nbackends\n" in done.stdout
+    assert "  memfd   yes" in done.stdout
+
+
+def test_bad_arguments_exit_2():
+    assert cli("probe", "--size", "lots").returncode == 2
+    assert cli("frobnicate").returncode == 2
+    assert cli().returncode == 2
+    version = cli("--version")
+    assert version.returncode == 0 and sharedseg.__version__ in version.stdout
+
+
+def test_c_commands_without_the_c_tool_say_where_it_is():
+    done = cli("demo", PATH="/nonexistent")
+    assert done.returncode == 2
+    assert "make; then ./build/sharedseg demo" in done.stderr, done.stderr
+
+
+def test_c_commands_run_the_c_tool():
+    done = cli("demo", "--ranks", "2", "--size", "4MiB", "--pages", "base",
+               SHAREDSEG_CLI=c_tool())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 private copies would use" in done.stdout, done.stdout

@@ -1,0 +1,81 @@
+"""The C library's messages reach logging.getLogger("sharedseg") (queued by
+a callback that never takes the GIL, handed over after each call), the
+queue is bounded and counts what it dropped, SSEG_LOG=off silences it, and
+nothing is written to stderr behind logging's back."""
+import logging
+import subprocess
+import sys
+
+from conftest import env_with_package
+
+import sharedseg
+from sharedseg import _native, create_shared_segment
+
+KV = {"k": dict(count=2, shape=(4, 8), dtype="float32")}
+
+
+def test_library_messages_go_to_the_sharedseg_logger(caplog):
+    caplog.set_level(logging.DEBUG, logger="sharedseg")
+    with create_shared_segment("py-log", KV, pages="base"):
+        pass
+    mine = [r for r in caplog.records if r.name == "sharedseg"]
+    assert mine, "the library said nothing at debug level"
+    assert all(r.levelno in (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR)
+               for r in mine)
+    assert _native.log_level() == _native.LOG_DEBUG
+
+
+def test_the_library_follows_the_loggers_level(caplog):
+    caplog.set_level(logging.ERROR, logger="sharedseg")
+    with create_shared_segment("py-log-quiet", KV, pages="base"):
+        pass
+    assert _native.log_level() == _native.LOG_ERROR
+    assert not [r for r in caplog.records if r.name == "sharedseg" and r.levelno < logging.ERROR]
+
+
+def test_the_queue_is_bounded_and_counts_what_it_dropped(caplog):
+    caplog.set_level(logging.DEBUG, logger="sharedseg")
+    _native.drain_log()
+    caplog.clear()
+    _native._queue_log(_native.LOG_WARN, "queued line", 300)
+    _native.drain_log()
+    lines = [r.getMessage() for r in caplog.records if r.name == "sharedseg"]
+    assert lines[0] == ("44 library message(s) were dropped: more than 256 were queued "
+                        "between two calls into sharedseg"), lines[0]
+    assert lines[1:] == ["queued line"] * 256
+    assert caplog.records[1].levelno == logging.WARNING
+
+
+SCRIPT = '''
+import logging, sys
+import sharedseg
+logging.basicConfig(stream=sys.stdout, level=logging.DEBUG, format="%(name)s:%(levelname)s:%(message)s")
+with sharedseg.create_shared_segment("py-log-sub", {"k": (1, (4,), "f32")}, pages="base"):
+    pass
+print("done")
+'''
+
+
+def run(env_extra):
+    return subprocess.run([sys.executable, "-c", SCRIPT], env=env_with_package(**env_extra),
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_messages_go_through_logging_not_stderr():
+    done = run({})
+    assert done.returncode == 0, done.stderr
+    assert "sharedseg:DEBUG:" in done.stdout and done.stdout.strip().endswith("done")
+    assert done.stderr == "", done.stderr
+
+
+def test_sseg_log_off_silences_the_library():
+    done = run({"SSEG_LOG": "off"})
+    assert done.returncode == 0, done.stderr
+    assert "sharedseg:" not in done.stdout and done.stderr == "", done.stdout + done.stderr
+
+
+def test_probe_and_supported_drain_too(caplog):
+    caplog.set_level(logging.DEBUG, logger="sharedseg")
+    _native._queue_log(_native.LOG_INFO, "before probe", 1)
+    sharedseg.probe()
+    assert "before probe" in [r.getMessage() for r in caplog.records]

@@ -1,0 +1,107 @@
+"""README.md's Python section runs as written: its install lines
+(readme_install.sh), its call (readme_call.py, run by the gloo ranks) and
+the errors it shows (ERRORS below, produced here for real). tests/readme.py
+checks that the README's blocks are these lines."""
+import errno
+import os
+import subprocess
+import threading
+import time
+
+import pytest
+import torch.distributed as dist
+
+from conftest import ROOT, TESTS
+from test_single import run_ranks
+
+from sharedseg import create_shared_segment
+from sharedseg import segment as _segment
+
+ERRORS = """
+SharedSegmentValueError: segment 'vllm_sparse_kv': ranks 0-3 failed in complete:
+the layouts differ: block 'k': rank 2 declared shape=bfloat16[512,16], rank 0
+declared shape=bfloat16[16,512]
+
+SharedSegmentValueError: segment 'kv': rank 3 failed in setup: unknown pages
+'hugetlb-3M': expected auto, base, thp, hugetlb-2M, hugetlb-1G or hugetlb
+
+SharedSegmentError: segment 'kv': rank 0 did not reach the blobs exchange within
+2 s (over the StatelessProcessGroup's store); every rank gives up on this
+segment, and the group itself was not used: it stays usable
+"""
+
+
+def shown():
+    """Each error of ERRORS as one line."""
+    return [" ".join(part.split("\n")) for part in ERRORS.strip().split("\n\n")]
+
+
+def said(e):
+    return f"{type(e).__name__}: {e}"
+
+
+def test_the_errors_the_readme_shows():
+    def transposed(r, gather):
+        shape = (512, 16) if r == 2 else (16, 512)
+        return create_shared_segment("vllm_sparse_kv", {"k": dict(count=2, shape=shape,
+                                     dtype="bfloat16")}, world_size=4, rank_id=r,
+                                     exchange=gather, pages="base")
+
+    def bad_pages(r, gather):
+        return create_shared_segment("kv", {"k": (2, (16,), "f32")}, world_size=4, rank_id=r,
+                                     exchange=gather, pages="hugetlb-3M" if r == 3 else "base")
+    layouts, pages = run_ranks(4, transposed), run_ranks(4, bad_pages)
+    assert all(said(e) == shown()[0] for e in layouts), [said(e) for e in layouts]
+    assert all(said(e) == shown()[1] for e in pages), [said(e) for e in pages]
+    assert said(stalled_owner()[1]) == shown()[2]
+
+
+class Group:
+    """vLLM's StatelessProcessGroup: rank, world_size, store."""
+
+    def __init__(self, rank, world_size, store):
+        self.rank, self.world_size, self.store = rank, world_size, store
+
+
+def stalled_owner():
+    """Two ranks over one store; the owner's create takes 3 s, the timeout is 2 s."""
+    store, got = dist.HashStore(), {}
+    original = _segment._native.create
+
+    def slow(name, world_size, rank, owner, **kwargs):
+        if rank == 0:
+            time.sleep(3)
+        return original(name, world_size, rank, owner, **kwargs)
+
+    def rank(r):
+        try:
+            create_shared_segment("kv", {"k": (2, (16,), "f32")}, comm_group=Group(r, 2, store),
+                                  pages="base", populate="lazy", timeout=2)
+        except Exception as e:
+            got[r] = e
+    _segment._native.create = slow
+    try:
+        threads = [threading.Thread(target=rank, args=(r,)) for r in (0, 1)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+    finally:
+        _segment._native.create = original
+    assert got[1].errno == errno.ETIMEDOUT and "gave up" in str(got[0])
+    return got
+
+
+@pytest.mark.debian
+def test_the_install_lines_work(tmp_path):
+    env = dict(os.environ, HOME=str(tmp_path))
+    done = subprocess.run(["sh", f"{TESTS}/readme_install.sh"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    venv_python = tmp_path / "venv-sharedseg" / "bin" / "python"
+    out = subprocess.run([str(venv_python), "-c", "import sharedseg, torch; print(sharedseg."
+                          "__file__, sharedseg.probe()['schema'])"], cwd="/", capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    path, schema = out.stdout.split()
+    assert path.startswith(str(tmp_path / "venv-sharedseg")) and schema == "1"
