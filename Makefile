@@ -8,7 +8,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE ?= cmake
 CTEST ?= ctest
 
-.PHONY: all demo test test-c test-asan test-tsan install clean deps
+.PHONY: all demo test test-c test-asan test-tsan test-host-states install clean deps
 
 all: $(BUILD)/CMakeCache.txt
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
@@ -52,7 +52,12 @@ test-c: all
 # The sanitizer builds first, then the release build, the Python tests last
 # (Debian's torch, then PyPI's), so the output ends with the last runner's
 # summary line.
-test: deps test-asan test-tsan test-c $(if $(wildcard python/python.mk),test-python test-python-pypi)
+# The release build's tests again under three states of the host's huge-page
+# knobs (none, some, plenty; root only), with the Python examples.
+test-host-states: all python
+	sh tests/host_states.sh $(BUILD) $(PYTHON)
+
+test: deps test-asan test-tsan test-c test-host-states $(if $(wildcard python/python.mk),test-python test-python-pypi)
 
 install: all
 	$(CMAKE) --install $(BUILD) --prefix $(PREFIX)

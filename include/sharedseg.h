@@ -76,8 +76,10 @@ enum sseg_populate {
 #define SSEG_F_HOST_REGISTER (1u << 1)
 
 /* Polled while sseg_complete waits (about every 50 ms, and when a signal
- * interrupts the wait): non-zero makes complete return -EINTR, leaving the
- * segment for sseg_destroy. How a Python binding lets Ctrl-C through. */
+ * interrupts the wait) and between 256 MiB steps of population (the
+ * owner's in create, spread in complete): non-zero makes the call return
+ * -EINTR, leaving the segment for sseg_destroy (or nothing, in create).
+ * How a Python binding lets Ctrl-C through. */
 typedef int (*sseg_interrupt_fn)(void *ctx);
 
 struct sseg_opts {

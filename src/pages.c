@@ -193,6 +193,31 @@ int sseg_place(struct sseg *seg)
 	return sseg_err(-EINVAL, "numa=%d is not a placement", (int)seg->opts.numa);
 }
 
+/* With an interrupt check, population goes in steps this large (rounded
+ * to the page size) and asks between them. */
+#define POPULATE_STEP (256ull << 20)
+
+static int populate_steps(struct sseg *seg, uint64_t offset, uint64_t len, int threads)
+{
+	uint64_t step = seg->opts.interrupt ? POPULATE_STEP : len, done = 0;
+	int rc = 0;
+
+	if (step < seg->page_size)
+		step = seg->page_size;
+	while (!rc && done < len) {
+		uint64_t n = len - done < step ? len - done : step;
+
+		rc = sseg_os_populate((char *)seg->base + offset + done, n, seg->page_size, threads,
+				      !seg->readonly);
+		done += n;
+		if (!rc && done < len && seg->opts.interrupt &&
+		    seg->opts.interrupt(seg->opts.interrupt_ctx))
+			rc = sseg_err(-EINTR, "interrupted while populating, %llu of %llu bytes done",
+				      (unsigned long long)done, (unsigned long long)len);
+	}
+	return rc;
+}
+
 int sseg_populate_range(struct sseg *seg, uint64_t offset, uint64_t len, int threads)
 {
 	double t0 = sseg_now();
@@ -205,8 +230,7 @@ int sseg_populate_range(struct sseg *seg, uint64_t offset, uint64_t len, int thr
 	}
 	if (!len)
 		return 0;
-	rc = sseg_os_populate((char *)seg->base + offset, len, seg->page_size, threads,
-			 !seg->readonly);
+	rc = populate_steps(seg, offset, len, threads);
 	seg->populate_s += sseg_now() - t0;
 	return rc;
 }

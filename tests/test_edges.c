@@ -189,6 +189,27 @@ static void interrupted(void)
 	CHECK(tu_maps_same(before, tu_maps()));
 }
 
+/* A long population asks too: the owner's create ends between steps. */
+static int stop_now(void *ctx)
+{
+	return ++*(int *)ctx >= 2;
+}
+
+static void interrupted_population(void)
+{
+	int asked = 0;
+	SSEG_OPTS(o, .name = "edges-intr-pop", .size = 1ull << 30, .world_size = 1,
+		  .pages = SSEG_PAGES_BASE, .interrupt = stop_now, .interrupt_ctx = &asked);
+	unsigned char blob[SSEG_BLOB_SIZE];
+	struct tu_maps before = tu_maps();
+	sseg_t *seg = NULL;
+
+	CHECK_RC(sseg_create(&o, &seg, blob), -EINTR);
+	CHECK_ERR_HAS("interrupted while populating, 536870912 of 1073741824 bytes done");
+	CHECK(!seg && asked == 2);
+	CHECK(tu_maps_same(before, tu_maps()));
+}
+
 /* ---- errors that name their cause ---- */
 
 /* A peer with no free descriptor is told so, not that the owner sent
@@ -259,6 +280,7 @@ int main(void)
 	squatted_name();
 	fork_between();
 	interrupted();
+	interrupted_population();
 	named_errors();
 	printf("edges: ok\n");
 	return 0;

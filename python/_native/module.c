@@ -264,6 +264,34 @@ static PyObject *py_probe_json(PyObject *self, PyObject *args)
 	return out;
 }
 
+PyDoc_STRVAR(list_json_doc, "list_json() -> str: sseg_list_json, the schema of `sharedseg ls --json`:\n"
+			    "every segment live on this host that this user may see.");
+
+static PyObject *py_list_json(PyObject *self, PyObject *unused)
+{
+	PyObject *out = NULL;
+	char *text = NULL;
+	int n, need = 0;
+
+	/* Processes come and go between calls: ask until it fits. */
+	do {
+		free(text);
+		need = need ? need * 2 : 65536;
+		text = malloc((size_t)need);
+		if (!text)
+			return PyErr_NoMemory();
+		Py_BEGIN_ALLOW_THREADS
+		n = sseg_list_json(text, (size_t)need);
+		Py_END_ALLOW_THREADS
+	} while (n >= need);
+	if (n < 0)
+		sseg_py_raise(sseg_py_error, n);
+	else
+		out = PyUnicode_FromStringAndSize(text, n);
+	free(text);
+	return out;
+}
+
 PyDoc_STRVAR(supported_doc, "supported(backend, pages) -> (bool, reason): whether this system\n"
 			    "can create segments of that backend and page kind (enum values).");
 
@@ -308,6 +336,7 @@ static PyMethodDef module_methods[] = {
 	{ "host_identity", py_host_identity, METH_NOARGS, host_identity_doc },
 	{ "host_owner", py_host_owner, METH_VARARGS, host_owner_doc },
 	{ "probe_json", py_probe_json, METH_VARARGS, probe_json_doc },
+	{ "list_json", py_list_json, METH_NOARGS, list_json_doc },
 	{ "supported", py_supported, METH_VARARGS, supported_doc },
 	{ "create", (PyCFunction)(void (*)(void))sseg_py_create, METH_VARARGS | METH_KEYWORDS,
 	  create_doc },

@@ -10,7 +10,7 @@ Importing this package needs neither torch nor numpy. The C library's
 messages go to logging.getLogger("sharedseg").
 """
 import json
-from typing import Any, Dict, Tuple, Union
+from typing import Any, Dict, List, Tuple, Union
 
 from . import _log, _native
 from ._group import SharedSegmentTypeError, SharedSegmentValueError
@@ -19,7 +19,7 @@ from .segment import SharedSegment, create_shared_segment
 
 __version__ = "0.2.0"
 __all__ = ["create_shared_segment", "SharedSegment", "SharedSegmentError",
-           "SharedSegmentValueError", "SharedSegmentTypeError", "probe", "supported",
+           "SharedSegmentValueError", "SharedSegmentTypeError", "probe", "supported", "list_segments",
            "BLOB_SIZE", "HOST_ID_SIZE", "LIBRARY_VERSION"]
 
 BLOB_SIZE: int = _native.BLOB_SIZE
@@ -38,6 +38,17 @@ def probe(size: Union[int, str] = 0) -> Dict[str, Any]:
     if isinstance(size, str):
         size = _native.parse("size", size)
     return json.loads(_native.probe_json(size))
+
+
+def list_segments() -> List[Dict[str, Any]]:
+    """Every segment live on this host that this user may see (root: all),
+    as `sharedseg ls --json` lists them (sseg_list_json), read from /proc:
+    each a dict with name, size, pages, page_size, resident_bytes,
+    numa_nodes, world_size, owner_rank, owner_pid, unmapped (nobody maps it,
+    a descriptor keeps it) and processes (pid, uid, comm, rank,
+    mapped_bytes, resident_bytes, holds_fd, readonly); unknown values are
+    None."""
+    return json.loads(_native.list_json())["segments"]
 
 
 def supported(backend: str = "auto", pages: str = "auto") -> Tuple[bool, str]:

@@ -1,7 +1,7 @@
-"""The wheel's `sharedseg` command (and `python -m sharedseg`). probe runs
-here, over the extension, and prints what the C tool's `sharedseg probe`
-prints from the same library call; demo, bench and ls belong to the C
-tool, which this runs when one is installed (on PATH, or SHAREDSEG_CLI)."""
+"""The wheel's `sharedseg` command (and `python -m sharedseg`). probe and ls
+run here, over the extension, from the same library calls as the C tool's;
+demo and bench belong to the C tool, which this runs when one is installed
+(on PATH, or SHAREDSEG_CLI)."""
 import argparse
 import json
 import os
@@ -16,10 +16,10 @@ commands:
   probe   what this host can do: memfd, THP, HugeTLB pools, NUMA, backends
   demo    N processes map one segment (the C tool's)
   bench   population rate, attach time, read bandwidth (the C tool's)
-  ls      live segments on this host (the C tool's)
+  ls      live segments on this host: who maps them, how much is resident
 
-This is the Python package's front end: probe runs here; demo, bench and
-ls run the C tool `sharedseg` (built by CMake: make, then ./build/sharedseg)
+This is the Python package's front end: probe and ls run here; demo and
+bench run the C tool `sharedseg` (built by CMake: make, then ./build/sharedseg)
 when one is on PATH or named by SHAREDSEG_CLI.
 Exit status: 0 success, 1 a failure, 2 a bad argument or a command this
 installation does not have.
@@ -80,6 +80,42 @@ def _probe(argv: List[str]) -> int:
     return 0
 
 
+def _ls_text(segments: List[Dict[str, Any]]) -> str:
+    if not segments:
+        return "no sharedseg segment is live on this host (that this user can see)"
+    lines = []
+    for s in segments:
+        owner = (f"owner rank {s['owner_rank']} pid {s['owner_pid']}"
+                 if s["owner_pid"] is not None else "owner gone or unknown")
+        lines.append(f"{s['name']}  {_gib(s['size'])}, {s['pages']} pages, "
+                     f"{_gib(s['resident_bytes'])} resident, nodes "
+                     f"{','.join(map(str, s['numa_nodes'])) or '?'}, {owner}"
+                     f"{', UNMAPPED (held by a descriptor only)' if s['unmapped'] else ''}")
+        for p in s["processes"]:
+            rank = "?" if p["rank"] is None else p["rank"]
+            lines.append(f"    pid {p['pid']:<8} rank {rank!s:<4} {p['comm']:<16} mapped "
+                         f"{_gib(p['mapped_bytes']):<11} resident {_gib(p['resident_bytes'])}"
+                         f"{' holds fd' if p['holds_fd'] else ''}"
+                         f"{' read-only' if p['readonly'] else ''}")
+    return "\n".join(lines)
+
+
+def _ls(argv: List[str]) -> int:
+    ap = argparse.ArgumentParser(
+        prog="sharedseg ls",
+        description="Every segment live on this host (root: every user's), from /proc: who "
+                    "maps it, with which rank, how much is resident. --json prints what "
+                    "sharedseg.list_segments() returns, inside {\"schema\", \"segments\"}.")
+    ap.add_argument("--json", action="store_true", help="one JSON object")
+    try:
+        a = ap.parse_args(argv)
+    except SystemExit as e:
+        return 0 if e.code == 0 else 2
+    text = _native.list_json()
+    print(text if a.json else _ls_text(json.loads(text)["segments"]))
+    return 0
+
+
 def _is_program(path: str) -> bool:
     """An ELF executable: the C tool, not a script like this one's launcher."""
     try:
@@ -111,7 +147,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
     if argv[0] == "probe":
         return _probe(argv[1:])
-    if argv[0] in ("demo", "bench", "ls"):
+    if argv[0] == "ls":
+        return _ls(argv[1:])
+    if argv[0] in ("demo", "bench"):
         tool = c_tool()
         if tool is None:
             print(f"sharedseg {argv[0]}: this is the C tool's command, and no C tool was found "

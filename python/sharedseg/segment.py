@@ -182,21 +182,32 @@ def _pick_group(comm_group: Any, tp_group: Any) -> Any:
 
 
 def _policy(mmap: bool, backend: Any) -> Any:
-    """mmap=False is the CUDA VMM backend."""
+    """mmap=False is a device backend's VMM host memory: CUDA's, or
+    Ascend's where an Ascend runtime is present and CUDA is not."""
     if not mmap:
-        if backend not in (None, "auto", "cuda"):
-            raise ValueError(f"mmap=False selects the CUDA VMM backend, not backend={backend!r}")
-        backend = "cuda"
+        if backend not in (None, "auto", "cuda", "ascend"):
+            raise ValueError(f"mmap=False selects a device backend's VMM memory (cuda, "
+                             f"ascend), not backend={backend!r}")
+        if backend in (None, "auto"):
+            backend = "cuda"
+            if not supported_backend("cuda") and supported_backend("ascend"):
+                backend = "ascend"
     return backend
+
+
+def supported_backend(name: str) -> bool:
+    ok, _ = _native.supported(_native.parse("backend", name), _native.parse("pages", "auto"))
+    return bool(ok)
 
 
 def _owner(owner_rank: Optional[int], ids: List[bytes], world_size: int, rank: int,
            backend: str) -> int:
     """Each host's lowest rank, unless owner_rank is on this rank's host.
-    With the CUDA backend owner_rank serves every rank: a fabric handle
-    crosses hosts of one NVLink domain (the C library refuses the group,
-    naming the hosts, when only fd handles could be made)."""
-    if owner_rank is not None and (ids[owner_rank] == ids[rank] or str(backend).lower() == "cuda"):
+    With a device backend (cuda, ascend) owner_rank serves every rank: a
+    fabric handle crosses hosts (the C library refuses the group, naming the
+    hosts, when only in-host handles could be made)."""
+    if owner_rank is not None and (ids[owner_rank] == ids[rank] or
+                                   str(backend).lower() in ("cuda", "ascend")):
         return owner_rank
     return _native.host_owner(b"".join(ids), world_size, rank)
 

@@ -74,3 +74,25 @@ def test_four_gloo_ranks_share_an_ascend_segment_through_the_fake_runtime(tmp_pa
         assert d["seen"] == [True] * WORLD, f"rank {r} saw {d['seen']}"
         assert d["backend"] == "ascend" and d["handle_type"] == "acl-trustlist"
         assert d["device"] == r % 2 and d["owner"] == 0 and d["device_addr_is_base"]
+
+
+def test_mmap_false_takes_ascend_where_cuda_is_absent():
+    """mmap=False asks for a device backend's VMM memory: CUDA's, or
+    Ascend's where an Ascend runtime is present and CUDA is not (each in a
+    fresh interpreter: a driver is loaded once per process)."""
+    import subprocess
+    import sys
+
+    from conftest import env_with_package
+
+    code = "from sharedseg.segment import _policy; print(_policy(False, None))"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, env=env_with_package(
+                             SSEG_ACL_LIBRARY=fake_runtime(),
+                             SSEG_CUDA_LIBRARY="/nonexistent/libcuda.so.1"))
+    assert run.stdout.strip() == "ascend", run.stdout + run.stderr
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, env=env_with_package(
+                             SSEG_ACL_LIBRARY="/nonexistent/libascendcl.so",
+                             SSEG_CUDA_LIBRARY="/nonexistent/libcuda.so.1"))
+    assert run.stdout.strip() == "cuda", run.stdout + run.stderr

@@ -72,3 +72,31 @@ def test_c_commands_run_the_c_tool():
                SHAREDSEG_CLI=c_tool())
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 private copies would use" in done.stdout, done.stdout
+
+
+def test_ls_lists_a_live_segment_with_its_rank_and_pid():
+    """list_segments() and `sharedseg ls` read /proc, as the C tool's ls:
+    a segment this process maps is found, with this pid as rank 0."""
+    seg = sharedseg.create_shared_segment("py-ls-live", size="4MiB", world_size=1,
+                                          pages="base")
+    try:
+        mine = [s for s in sharedseg.list_segments() if s["name"] == "py-ls-live"]
+        assert len(mine) == 1, mine
+        s = mine[0]
+        assert s["size"] == 4 << 20 and s["pages"] == "base" and s["world_size"] == 1
+        assert s["owner_pid"] == os.getpid() and not s["unmapped"]
+        assert [(p["pid"], p["rank"]) for p in s["processes"]] == [(os.getpid(), 0)]
+        table = cli("ls")
+        assert table.returncode == 0 and "py-ls-live  4.0 MiB, base pages" in table.stdout, \
+            table.stdout
+        assert f"pid {os.getpid():<8} rank 0" in table.stdout, table.stdout
+        doc = json.loads(cli("ls", "--json").stdout)
+        theirs = json.loads(subprocess.run([c_tool(), "ls", "--json"], capture_output=True,
+                                           text=True, timeout=60).stdout)
+        assert doc["schema"] == theirs["schema"] == 1
+        assert [x for x in doc["segments"] if x["name"] == "py-ls-live"][0]["owner_pid"] == \
+            os.getpid()
+    finally:
+        seg.close()
+    assert not [s for s in sharedseg.list_segments() if s["name"] == "py-ls-live"]
+    assert cli("ls", "--frob").returncode == 2

@@ -282,6 +282,8 @@ def test_owner_per_host_from_gathered_identities():
     # With the CUDA backend a fabric handle crosses hosts: owner_rank serves all.
     assert [_owner(1, ids, 4, r, "cuda") for r in range(4)] == [1, 1, 1, 1]
     assert [_owner(None, ids, 4, r, "cuda") for r in range(4)] == [0, 0, 2, 2]
+    # So does an Ascend fabric handle (A3).
+    assert [_owner(1, ids, 4, r, "ascend") for r in range(4)] == [1, 1, 1, 1]
 
 
 def test_owner_rank_chooses_the_owner():

@@ -248,7 +248,10 @@ nccl_hook() {
 		step nccl skipped "no torch with CUDA" 0
 		return 0
 	fi
-	run nccl 90 env PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}" python3 "$script"
+	# The extension is built for the machine's own interpreter first (no
+	# setuptools needed); the script appends its own JSON lines to $out.
+	run nccl_build 120 python3 "$root/python/build_native.py"
+	run nccl 90 env PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}" python3 "$script" --out "$out"
 }
 
 # ---- summary ----
