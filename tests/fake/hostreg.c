@@ -21,18 +21,6 @@ static CUresult need_context(void)
 	return fake_need_context(fake.cfg.need_ctx);
 }
 
-/* The registration that holds p, or NULL. */
-static struct fake_range *registration_of(uintptr_t p)
-{
-	for (int i = 0; i < FAKE_MAX_REGISTRATIONS; i++) {
-		struct fake_range *r = &fake.registrations[i];
-
-		if (r->start && p >= r->start && p - r->start < r->size)
-			return r;
-	}
-	return NULL;
-}
-
 /* Whether the CPU may write every byte of [p, p+bytes): /proc/self/maps. */
 static int cpu_writable(uintptr_t p, size_t bytes)
 {
@@ -104,9 +92,9 @@ static CUresult host_register(uintptr_t p, size_t bytes, unsigned flags)
 	rc = check_writable(p, bytes, flags);
 	if (rc != CUDA_SUCCESS)
 		return rc;
-	if (fake_range_overlap(fake.registrations, FAKE_MAX_REGISTRATIONS, p, bytes))
+	if (fk_overlap(FK_TABLE(fake.registrations), p, bytes))
 		return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
-	r = fake_range_slot(fake.registrations, FAKE_MAX_REGISTRATIONS);
+	r = fk_free_slot(FK_TABLE(fake.registrations));
 	if (!r)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	*r = (struct fake_range){ .start = p, .size = bytes, .flags = flags };
@@ -126,10 +114,10 @@ CUresult fake_cuMemHostRegister(void *p, size_t bytes, unsigned int flags)
 
 static CUresult host_unregister(uintptr_t p)
 {
-	struct fake_range *r = fake_range_at(fake.registrations, FAKE_MAX_REGISTRATIONS, p);
+	struct fake_range *r = fk_slot_at(FK_TABLE(fake.registrations), p);
 
 	if (!r) {
-		fake_bug("cuMemHostUnregister(%#lx) is not the start of a registration",
+		fk_bug("cuMemHostUnregister(%#lx) is not the start of a registration",
 			 (unsigned long)p);
 		return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
 	}
@@ -174,7 +162,7 @@ CUresult fake_cuMemHostGetDevicePointer(CUdeviceptr *dptr, void *p, unsigned int
 		rc = need_context();
 	if (rc == CUDA_SUCCESS && (!dptr || flags))
 		rc = CUDA_ERROR_INVALID_VALUE;
-	r = rc == CUDA_SUCCESS ? registration_of((uintptr_t)p) : NULL;
+	r = rc == CUDA_SUCCESS ? fk_slot_holding(FK_TABLE(fake.registrations), (uintptr_t)p) : NULL;
 	if (rc == CUDA_SUCCESS &&
 	    (!r || (!fake.cfg.uva && !(r->flags & CU_MEMHOSTREGISTER_DEVICEMAP))))
 		rc = CUDA_ERROR_INVALID_VALUE;

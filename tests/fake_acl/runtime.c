@@ -43,7 +43,7 @@ int32_t fake_bare_tgid(void)
 	return (int32_t)getpid() + fake.cfg.bare_tgid_offset;
 }
 
-FAKE_API aclError aclInit(const char *configPath)
+FK_API aclError aclInit(const char *configPath)
 {
 	aclError rc = fake_enter(FE_aclInit);
 	FILE *f;
@@ -62,7 +62,7 @@ FAKE_API aclError aclInit(const char *configPath)
 	return fake_leave(rc);
 }
 
-FAKE_API aclError aclrtGetVersion(int32_t *major, int32_t *minor, int32_t *patch)
+FK_API aclError aclrtGetVersion(int32_t *major, int32_t *minor, int32_t *patch)
 {
 	aclError rc = fake_enter(FE_aclrtGetVersion);
 
@@ -76,7 +76,7 @@ FAKE_API aclError aclrtGetVersion(int32_t *major, int32_t *minor, int32_t *patch
 	return fake_leave(rc);
 }
 
-FAKE_API aclError aclrtGetDeviceCount(uint32_t *count)
+FK_API aclError aclrtGetDeviceCount(uint32_t *count)
 {
 	aclError rc = fake_enter(FE_aclrtGetDeviceCount);
 
@@ -87,7 +87,7 @@ FAKE_API aclError aclrtGetDeviceCount(uint32_t *count)
 	return fake_leave(rc);
 }
 
-FAKE_API aclError aclrtSetDevice(int32_t deviceId)
+FK_API aclError aclrtSetDevice(int32_t deviceId)
 {
 	aclError rc = fake_enter(FE_aclrtSetDevice);
 
@@ -101,14 +101,14 @@ FAKE_API aclError aclrtSetDevice(int32_t deviceId)
 	return fake_leave(rc);
 }
 
-FAKE_API aclError aclrtResetDevice(int32_t deviceId)
+FK_API aclError aclrtResetDevice(int32_t deviceId)
 {
 	aclError rc = fake_enter(FE_aclrtResetDevice);
 
 	if (rc == ACL_SUCCESS && !fake_device_valid(deviceId))
 		rc = fake_refuse(ACL_ERROR_RT_INVALID_DEVICEID, "no device %d", deviceId);
 	if (rc == ACL_SUCCESS && fake.device_refs[deviceId] == 0) {
-		fake_bug("aclrtResetDevice(%d) without an aclrtSetDevice", deviceId);
+		fk_bug("aclrtResetDevice(%d) without an aclrtSetDevice", deviceId);
 		rc = fake_refuse(ACL_ERROR_RT_PARAM_INVALID, "device %d is not set", deviceId);
 	}
 	if (rc == ACL_SUCCESS)
@@ -116,7 +116,7 @@ FAKE_API aclError aclrtResetDevice(int32_t deviceId)
 	return fake_leave(rc);
 }
 
-FAKE_API aclError aclrtGetCurrentContext(aclrtContext *context)
+FK_API aclError aclrtGetCurrentContext(aclrtContext *context)
 {
 	aclError rc = fake_enter(FE_aclrtGetCurrentContext);
 
@@ -129,7 +129,7 @@ FAKE_API aclError aclrtGetCurrentContext(aclrtContext *context)
 	return fake_leave(rc);
 }
 
-FAKE_API aclError aclrtSetCurrentContext(aclrtContext context)
+FK_API aclError aclrtSetCurrentContext(aclrtContext context)
 {
 	aclError rc = fake_enter(FE_aclrtSetCurrentContext);
 	struct fake_context *ctx = NULL;
@@ -147,7 +147,7 @@ FAKE_API aclError aclrtSetCurrentContext(aclrtContext context)
 
 /* Inside a container the runtime names a process by its host pid: the
  * offset makes the two differ, as they would there. */
-FAKE_API aclError aclrtDeviceGetBareTgid(int32_t *pid)
+FK_API aclError aclrtDeviceGetBareTgid(int32_t *pid)
 {
 	aclError rc = fake_enter(FE_aclrtDeviceGetBareTgid);
 
