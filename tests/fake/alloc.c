@@ -84,10 +84,8 @@ static CUresult check_prop(const CUmemAllocationProp *prop)
 CUresult fake_cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
 					    CUmemAllocationGranularity_flags option)
 {
-	CUresult rc = fake_enter(FE_cuMemGetAllocationGranularity);
+	CUresult rc = fake_enter_ctx(FE_cuMemGetAllocationGranularity, &fake.cfg.vmm_ctx);
 
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.vmm_ctx);
 	if (rc == CUDA_SUCCESS && (!granularity || option > CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
@@ -176,10 +174,8 @@ static CUresult mem_create(CUmemGenericAllocationHandle *handle, size_t size,
 CUresult fake_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 			  const CUmemAllocationProp *prop, unsigned long long flags)
 {
-	CUresult rc = fake_enter(FE_cuMemCreate);
+	CUresult rc = fake_enter_ctx(FE_cuMemCreate, &fake.cfg.vmm_ctx);
 
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.vmm_ctx);
 	if (rc == CUDA_SUCCESS)
 		rc = mem_create(handle, size, prop, flags);
 	return fake_leave(rc);
@@ -188,12 +184,8 @@ CUresult fake_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 /* The handle goes; mappings keep the memory, as real mmaps do. */
 CUresult fake_cuMemRelease(CUmemGenericAllocationHandle handle)
 {
-	CUresult rc = fake_enter(FE_cuMemRelease);
-	struct fake_handle *h;
-
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.vmm_ctx);
-	h = rc == CUDA_SUCCESS ? fake_handle_find(handle) : NULL;
+	CUresult rc = fake_enter_ctx(FE_cuMemRelease, &fake.cfg.vmm_ctx);
+	struct fake_handle *h = rc == CUDA_SUCCESS ? fake_handle_find(handle) : NULL;
 
 	if (rc == CUDA_SUCCESS && !h) {
 		fk_bug("cuMemRelease(%#llx) of an unknown or released handle", handle);
@@ -237,12 +229,8 @@ static CUresult export_handle(void *shareable, const struct fake_handle *h, unsi
 CUresult fake_cuMemExportToShareableHandle(void *shareable, CUmemGenericAllocationHandle handle,
 					   CUmemAllocationHandleType type, unsigned long long flags)
 {
-	CUresult rc = fake_enter(FE_cuMemExportToShareableHandle);
-	struct fake_handle *h;
-
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.vmm_ctx);
-	h = rc == CUDA_SUCCESS ? fake_handle_find(handle) : NULL;
+	CUresult rc = fake_enter_ctx(FE_cuMemExportToShareableHandle, &fake.cfg.vmm_ctx);
+	struct fake_handle *h = rc == CUDA_SUCCESS ? fake_handle_find(handle) : NULL;
 
 	if (rc == CUDA_SUCCESS && (!shareable || flags))
 		rc = CUDA_ERROR_INVALID_VALUE;
@@ -347,10 +335,8 @@ static CUresult import_handle(CUmemGenericAllocationHandle *handle, void *os_han
 CUresult fake_cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *os_handle,
 					     CUmemAllocationHandleType type)
 {
-	CUresult rc = fake_enter(FE_cuMemImportFromShareableHandle);
+	CUresult rc = fake_enter_ctx(FE_cuMemImportFromShareableHandle, &fake.cfg.vmm_ctx);
 
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.vmm_ctx);
 	if (rc == CUDA_SUCCESS && !handle)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)

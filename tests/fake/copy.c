@@ -46,11 +46,9 @@ static CUresult release(struct fk_table table, uintptr_t start, const char *call
 
 CUresult fake_cuMemAlloc(CUdeviceptr *dptr, size_t bytes)
 {
-	CUresult rc = fake_enter(FE_cuMemAlloc);
+	CUresult rc = fake_enter_ctx(FE_cuMemAlloc, &fake.cfg.need_ctx);
 	void *p = NULL;
 
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.need_ctx);
 	if (rc == CUDA_SUCCESS)
 		rc = allocate(FK_TABLE(fake.device_memory), bytes, dptr ? &p : NULL);
 	if (rc == CUDA_SUCCESS)
@@ -61,10 +59,8 @@ CUresult fake_cuMemAlloc(CUdeviceptr *dptr, size_t bytes)
 /* cuMemFree and cuMemFreeHost: the same release from their own tables. */
 static CUresult free_call(enum fake_entry entry, struct fk_table table, uintptr_t start)
 {
-	CUresult rc = fake_enter(entry);
+	CUresult rc = fake_enter_ctx(entry, &fake.cfg.need_ctx);
 
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.need_ctx);
 	if (rc == CUDA_SUCCESS)
 		rc = release(table, start, fk_entry_name(entry));
 	return fake_leave(rc);
@@ -80,10 +76,8 @@ CUresult fake_cuMemFree(CUdeviceptr dptr)
 
 CUresult fake_cuMemHostAlloc(void **pp, size_t bytes, unsigned int flags)
 {
-	CUresult rc = fake_enter(FE_cuMemHostAlloc);
+	CUresult rc = fake_enter_ctx(FE_cuMemHostAlloc, &fake.cfg.need_ctx);
 
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.need_ctx);
 	if (rc == CUDA_SUCCESS && (flags & ~KNOWN_HOST_ALLOC_FLAGS))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
@@ -121,10 +115,8 @@ static CUresult copy(void *dst, const void *src, uintptr_t device_end, size_t by
 
 CUresult fake_cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t bytes)
 {
-	CUresult rc = fake_enter(FE_cuMemcpyHtoD);
+	CUresult rc = fake_enter_ctx(FE_cuMemcpyHtoD, &fake.cfg.need_ctx);
 
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.need_ctx);
 	if (rc == CUDA_SUCCESS)
 		rc = copy((void *)(uintptr_t)dst, src, (uintptr_t)dst, bytes);
 	return fake_leave(rc);
@@ -132,10 +124,8 @@ CUresult fake_cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t bytes)
 
 CUresult fake_cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t bytes)
 {
-	CUresult rc = fake_enter(FE_cuMemcpyDtoH);
+	CUresult rc = fake_enter_ctx(FE_cuMemcpyDtoH, &fake.cfg.need_ctx);
 
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.need_ctx);
 	if (rc == CUDA_SUCCESS)
 		rc = copy(dst, (const void *)(uintptr_t)src, (uintptr_t)src, bytes);
 	return fake_leave(rc);

@@ -155,8 +155,9 @@ int fake_numa_valid(int node);
 int fake_context_current(void);
 /* The device of this thread's current context, or -1. */
 int fake_current_device(void);
-/* CUDA_ERROR_INVALID_CONTEXT when rule is on and no context is current. */
-CUresult fake_need_context(int rule);
+/* fake_enter, then CUDA_ERROR_INVALID_CONTEXT when no context is current
+ * and the rule (a fake.cfg field, read under the lock; NULL: always) is on. */
+CUresult fake_enter_ctx(enum fake_entry entry, const int *rule);
 /* Whether dev may access memory that belongs to owner (-1: anyone's). */
 int fake_peer_access(int dev, int owner);
 int fake_aligned(uintptr_t value, size_t align);

@@ -1,5 +1,6 @@
 /* Host registration: a table of registered ranges with their flags. Like
- * the real driver, it needs a current context (unless need_ctx=0), refuses
+ * the real driver, it needs a current context (unless need_ctx=0: the
+ * return lists of all three calls name CUDA_ERROR_INVALID_CONTEXT), refuses
  * a single registration above a size limit, and READ_ONLY where the device
  * lacks the attribute for it. */
 #include <stdio.h>
@@ -14,12 +15,6 @@
 
 /* PORTABLE, DEVICEMAP, IOMEMORY, READ_ONLY */
 #define KNOWN_REGISTER_FLAGS 0xfu
-
-/* The return lists of all three calls name CUDA_ERROR_INVALID_CONTEXT. */
-static CUresult need_context(void)
-{
-	return fake_need_context(fake.cfg.need_ctx);
-}
 
 /* Whether the CPU may write every byte of [p, p+bytes): /proc/self/maps. */
 static int cpu_writable(uintptr_t p, size_t bytes)
@@ -103,10 +98,8 @@ static CUresult host_register(uintptr_t p, size_t bytes, unsigned flags)
 
 CUresult fake_cuMemHostRegister(void *p, size_t bytes, unsigned int flags)
 {
-	CUresult rc = fake_enter(FE_cuMemHostRegister);
+	CUresult rc = fake_enter_ctx(FE_cuMemHostRegister, &fake.cfg.need_ctx);
 
-	if (rc == CUDA_SUCCESS)
-		rc = need_context();
 	if (rc == CUDA_SUCCESS)
 		rc = host_register((uintptr_t)p, bytes, flags);
 	return fake_leave(rc);
@@ -127,10 +120,8 @@ static CUresult host_unregister(uintptr_t p)
 
 CUresult fake_cuMemHostUnregister(void *p)
 {
-	CUresult rc = fake_enter(FE_cuMemHostUnregister);
+	CUresult rc = fake_enter_ctx(FE_cuMemHostUnregister, &fake.cfg.need_ctx);
 
-	if (rc == CUDA_SUCCESS)
-		rc = need_context();
 	if (rc == CUDA_SUCCESS)
 		rc = host_unregister((uintptr_t)p);
 	return fake_leave(rc);
@@ -155,11 +146,9 @@ static CUdeviceptr device_view(const struct fake_range *r, uintptr_t p)
 
 CUresult fake_cuMemHostGetDevicePointer(CUdeviceptr *dptr, void *p, unsigned int flags)
 {
-	CUresult rc = fake_enter(FE_cuMemHostGetDevicePointer);
+	CUresult rc = fake_enter_ctx(FE_cuMemHostGetDevicePointer, &fake.cfg.need_ctx);
 	const struct fake_range *r;
 
-	if (rc == CUDA_SUCCESS)
-		rc = need_context();
 	if (rc == CUDA_SUCCESS && (!dptr || flags))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	r = rc == CUDA_SUCCESS ? fk_slot_holding(FK_TABLE(fake.registrations), (uintptr_t)p) : NULL;

@@ -322,10 +322,8 @@ CUresult fake_cuCtxGetCurrent(CUcontext *ctx)
  * return list says (INVALID_CONTEXT). */
 CUresult fake_cuCtxSynchronize(void)
 {
-	CUresult rc = fake_enter(FE_cuCtxSynchronize);
+	CUresult rc = fake_enter_ctx(FE_cuCtxSynchronize, NULL);
 
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(1);
 	return fake_leave(rc);
 }
 
@@ -340,7 +338,11 @@ int fake_current_device(void)
 	return fake_context_current() ? current_context->device : -1;
 }
 
-CUresult fake_need_context(int rule)
+CUresult fake_enter_ctx(enum fake_entry entry, const int *rule)
 {
-	return rule && !fake_context_current() ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
+	CUresult rc = fake_enter(entry);
+
+	if (rc == CUDA_SUCCESS && (!rule || *rule) && !fake_context_current())
+		rc = CUDA_ERROR_INVALID_CONTEXT;
+	return rc;
 }

@@ -33,10 +33,8 @@ static CUresult address_reserve(CUdeviceptr *ptr, size_t size, size_t align,
 CUresult fake_cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
 				  CUdeviceptr addr, unsigned long long flags)
 {
-	CUresult rc = fake_enter(FE_cuMemAddressReserve);
+	CUresult rc = fake_enter_ctx(FE_cuMemAddressReserve, &fake.cfg.vmm_ctx);
 
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.vmm_ctx);
 	if (rc == CUDA_SUCCESS)
 		rc = address_reserve(ptr, size, alignment, flags);
 	return fake_leave(rc);
@@ -63,10 +61,8 @@ static CUresult address_free(uintptr_t start, size_t size)
 
 CUresult fake_cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
-	CUresult rc = fake_enter(FE_cuMemAddressFree);
+	CUresult rc = fake_enter_ctx(FE_cuMemAddressFree, &fake.cfg.vmm_ctx);
 
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.vmm_ctx);
 	if (rc == CUDA_SUCCESS)
 		rc = address_free((uintptr_t)ptr, size);
 	return fake_leave(rc);
@@ -119,10 +115,8 @@ static CUresult mem_map(uintptr_t start, size_t size, size_t offset,
 CUresult fake_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 		       CUmemGenericAllocationHandle handle, unsigned long long flags)
 {
-	CUresult rc = fake_enter(FE_cuMemMap);
+	CUresult rc = fake_enter_ctx(FE_cuMemMap, &fake.cfg.vmm_ctx);
 
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.vmm_ctx);
 	if (rc == CUDA_SUCCESS && flags)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
@@ -164,10 +158,8 @@ static CUresult mem_unmap(uintptr_t start, size_t size)
 
 CUresult fake_cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
-	CUresult rc = fake_enter(FE_cuMemUnmap);
+	CUresult rc = fake_enter_ctx(FE_cuMemUnmap, &fake.cfg.vmm_ctx);
 
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.vmm_ctx);
 	if (rc == CUDA_SUCCESS)
 		rc = mem_unmap((uintptr_t)ptr, size);
 	return fake_leave(rc);
@@ -307,10 +299,8 @@ static CUresult set_access(uintptr_t start, size_t size, const CUmemAccessDesc *
 CUresult fake_cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
 			     size_t count)
 {
-	CUresult rc = fake_enter(FE_cuMemSetAccess);
+	CUresult rc = fake_enter_ctx(FE_cuMemSetAccess, &fake.cfg.vmm_ctx);
 
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.vmm_ctx);
 	if (rc == CUDA_SUCCESS)
 		rc = set_access((uintptr_t)ptr, size, desc, count);
 	return fake_leave(rc);

@@ -119,8 +119,9 @@ aclError fake_leave(aclError rc);
 aclError fake_refuse(aclError rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 int fake_device_valid(int32_t dev);
-/* ACL_SUCCESS when the thread has a live context (or need_ctx=0). */
-aclError fake_need_context(void);
+/* fake_enter, then ACL_ERROR_RT_CONTEXT_NULL unless the thread has a live
+ * context (or need_ctx=0). */
+aclError fake_enter_ctx(enum fake_entry entry);
 /* The device of this thread's current context, or -1. */
 int fake_current_device(void);
 int32_t fake_bare_tgid(void);

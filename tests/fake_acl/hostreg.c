@@ -50,10 +50,8 @@ static aclError host_register(uintptr_t p, uint64_t size, int type, void **devPt
 FK_API aclError aclrtHostRegister(void *ptr, uint64_t size, aclrtHostRegisterType type,
 				  void **devPtr)
 {
-	aclError rc = fake_enter(FE_aclrtHostRegister);
+	aclError rc = fake_enter_ctx(FE_aclrtHostRegister);
 
-	if (rc == ACL_SUCCESS)
-		rc = fake_need_context();
 	if (rc == ACL_SUCCESS && !devPtr)
 		rc = fake_refuse(ACL_ERROR_INVALID_PARAM, "devPtr is NULL");
 	if (rc == ACL_SUCCESS)
@@ -63,11 +61,9 @@ FK_API aclError aclrtHostRegister(void *ptr, uint64_t size, aclrtHostRegisterTyp
 
 FK_API aclError aclrtHostUnregister(void *ptr)
 {
-	aclError rc = fake_enter(FE_aclrtHostUnregister);
+	aclError rc = fake_enter_ctx(FE_aclrtHostUnregister);
 	struct fake_range *r = NULL;
 
-	if (rc == ACL_SUCCESS)
-		rc = fake_need_context();
 	if (rc == ACL_SUCCESS && !(r = fk_slot_at(FK_TABLE(fake.registrations), (uintptr_t)ptr))) {
 		fk_bug("aclrtHostUnregister(%p) is not the start of a registration", ptr);
 		rc = fake_refuse(ACL_ERROR_RT_PARAM_INVALID, "%p is not registered", ptr);

@@ -165,10 +165,8 @@ static aclError malloc_physical(aclrtDrvMemHandle *handle, size_t size,
 FK_API aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size,
 				    const aclrtPhysicalMemProp *prop, uint64_t flags)
 {
-	aclError rc = fake_enter(FE_aclrtMallocPhysical);
+	aclError rc = fake_enter_ctx(FE_aclrtMallocPhysical);
 
-	if (rc == ACL_SUCCESS)
-		rc = fake_need_context();
 	if (rc == ACL_SUCCESS && (!handle || flags))
 		rc = fake_refuse(ACL_ERROR_INVALID_PARAM, "handle NULL or flags not 0");
 	if (rc == ACL_SUCCESS)
@@ -181,11 +179,9 @@ FK_API aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size,
 /* The handle goes; mappings keep the memory, as the reference says. */
 FK_API aclError aclrtFreePhysical(aclrtDrvMemHandle handle)
 {
-	aclError rc = fake_enter(FE_aclrtFreePhysical);
+	aclError rc = fake_enter_ctx(FE_aclrtFreePhysical);
 	struct fake_handle *h = NULL;
 
-	if (rc == ACL_SUCCESS)
-		rc = fake_need_context();
 	if (rc == ACL_SUCCESS && !(h = fake_handle_find((uintptr_t)handle))) {
 		fk_bug("aclrtFreePhysical(%p) of an unknown or freed handle", handle);
 		rc = fake_refuse(ACL_ERROR_RT_INVALID_HANDLE, "unknown handle %p", handle);
@@ -272,11 +268,9 @@ FK_API aclError aclrtMemExportToShareableHandle(aclrtDrvMemHandle handle,
 						aclrtMemHandleType handleType, uint64_t flags,
 						uint64_t *shareableHandle)
 {
-	aclError rc = fake_enter(FE_aclrtMemExportToShareableHandle);
+	aclError rc = fake_enter_ctx(FE_aclrtMemExportToShareableHandle);
 	struct fake_handle *h = NULL;
 
-	if (rc == ACL_SUCCESS)
-		rc = fake_need_context();
 	if (rc == ACL_SUCCESS && (!shareableHandle || handleType != ACL_MEM_HANDLE_TYPE_NONE))
 		rc = fake_refuse(ACL_ERROR_INVALID_PARAM, "shareableHandle NULL or handleType not NONE");
 	if (rc == ACL_SUCCESS)
@@ -290,11 +284,9 @@ FK_API aclError aclrtMemExportToShareableHandleV2(aclrtDrvMemHandle handle, uint
 						  aclrtMemSharedHandleType shareType,
 						  void *shareableHandle)
 {
-	aclError rc = fake_enter(FE_aclrtMemExportToShareableHandleV2);
+	aclError rc = fake_enter_ctx(FE_aclrtMemExportToShareableHandleV2);
 	struct fake_handle *h = NULL;
 
-	if (rc == ACL_SUCCESS)
-		rc = fake_need_context();
 	if (rc == ACL_SUCCESS && !shareableHandle)
 		rc = fake_refuse(ACL_ERROR_INVALID_PARAM, "shareableHandle is NULL");
 	if (rc == ACL_SUCCESS)
@@ -323,12 +315,10 @@ static struct fake_handle *exported_here(uint64_t shareable)
 FK_API aclError aclrtMemSetPidToShareableHandle(uint64_t shareableHandle, int32_t *pid,
 						size_t pidNum)
 {
-	aclError rc = fake_enter(FE_aclrtMemSetPidToShareableHandle);
+	aclError rc = fake_enter_ctx(FE_aclrtMemSetPidToShareableHandle);
 	struct fake_handle *h = NULL;
 	struct block_header hdr;
 
-	if (rc == ACL_SUCCESS)
-		rc = fake_need_context();
 	if (rc == ACL_SUCCESS && (!pid || !pidNum || pidNum > FAKE_MAX_TRUSTED))
 		rc = fake_refuse(ACL_ERROR_INVALID_PARAM, "pid NULL or pidNum %zu", pidNum);
 	if (rc == ACL_SUCCESS && !(h = exported_here(shareableHandle)))
@@ -454,10 +444,8 @@ static aclError import_fabric(const aclrtMemFabricHandle *in, aclrtDrvMemHandle 
 FK_API aclError aclrtMemImportFromShareableHandle(uint64_t shareableHandle, int32_t deviceId,
 						  aclrtDrvMemHandle *handle)
 {
-	aclError rc = fake_enter(FE_aclrtMemImportFromShareableHandle);
+	aclError rc = fake_enter_ctx(FE_aclrtMemImportFromShareableHandle);
 
-	if (rc == ACL_SUCCESS)
-		rc = fake_need_context();
 	if (rc == ACL_SUCCESS && !handle)
 		rc = fake_refuse(ACL_ERROR_INVALID_PARAM, "handle is NULL");
 	if (rc == ACL_SUCCESS && !fake_device_valid(deviceId))
@@ -471,10 +459,8 @@ FK_API aclError aclrtMemImportFromShareableHandleV2(void *shareableHandle,
 						    aclrtMemSharedHandleType shareType,
 						    uint64_t flags, aclrtDrvMemHandle *handle)
 {
-	aclError rc = fake_enter(FE_aclrtMemImportFromShareableHandleV2);
+	aclError rc = fake_enter_ctx(FE_aclrtMemImportFromShareableHandleV2);
 
-	if (rc == ACL_SUCCESS)
-		rc = fake_need_context();
 	if (rc == ACL_SUCCESS && (!shareableHandle || !handle || flags))
 		rc = fake_refuse(ACL_ERROR_INVALID_PARAM, "a NULL argument or flags not 0");
 	if (rc == ACL_SUCCESS && shareType == ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT)

@@ -24,13 +24,15 @@ static int context_live(const struct fake_context *ctx)
 	return ctx && fake.device_refs[ctx->device] > 0;
 }
 
-aclError fake_need_context(void)
+aclError fake_enter_ctx(enum fake_entry entry)
 {
-	if (fake.cfg.need_ctx && !context_live(current))
-		return fake_refuse(ACL_ERROR_RT_CONTEXT_NULL,
-				   "no device set on this thread (aclrtSetDevice) or its context "
-				   "was reset");
-	return ACL_SUCCESS;
+	aclError rc = fake_enter(entry);
+
+	if (rc == ACL_SUCCESS && fake.cfg.need_ctx && !context_live(current))
+		rc = fake_refuse(ACL_ERROR_RT_CONTEXT_NULL,
+				 "no device set on this thread (aclrtSetDevice) or its context "
+				 "was reset");
+	return rc;
 }
 
 int fake_current_device(void)

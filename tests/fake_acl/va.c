@@ -35,10 +35,8 @@ static aclError reserve(void **virPtr, size_t size)
 FK_API aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignment,
 				       void *expectPtr, uint64_t flags)
 {
-	aclError rc = fake_enter(FE_aclrtReserveMemAddress);
+	aclError rc = fake_enter_ctx(FE_aclrtReserveMemAddress);
 
-	if (rc == ACL_SUCCESS)
-		rc = fake_need_context();
 	if (rc == ACL_SUCCESS && (!virPtr || !size || alignment || flags))
 		rc = fake_refuse(ACL_ERROR_INVALID_PARAM,
 				 "virPtr NULL, size 0, or alignment or flags not 0");
@@ -70,10 +68,8 @@ static aclError release(uintptr_t start)
 
 FK_API aclError aclrtReleaseMemAddress(void *virPtr)
 {
-	aclError rc = fake_enter(FE_aclrtReleaseMemAddress);
+	aclError rc = fake_enter_ctx(FE_aclrtReleaseMemAddress);
 
-	if (rc == ACL_SUCCESS)
-		rc = fake_need_context();
 	if (rc == ACL_SUCCESS)
 		rc = release((uintptr_t)virPtr);
 	return fake_leave(rc);
@@ -123,10 +119,8 @@ static aclError map(uintptr_t start, size_t size, uintptr_t handle)
 FK_API aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle handle,
 			    uint64_t flags)
 {
-	aclError rc = fake_enter(FE_aclrtMapMem);
+	aclError rc = fake_enter_ctx(FE_aclrtMapMem);
 
-	if (rc == ACL_SUCCESS)
-		rc = fake_need_context();
 	if (rc == ACL_SUCCESS && (!virPtr || flags || offset))
 		rc = fake_refuse(ACL_ERROR_INVALID_PARAM, "virPtr NULL, or offset or flags not 0");
 	if (rc == ACL_SUCCESS)
@@ -151,10 +145,8 @@ static aclError unmap(uintptr_t start)
 
 FK_API aclError aclrtUnmapMem(void *virPtr)
 {
-	aclError rc = fake_enter(FE_aclrtUnmapMem);
+	aclError rc = fake_enter_ctx(FE_aclrtUnmapMem);
 
-	if (rc == ACL_SUCCESS)
-		rc = fake_need_context();
 	if (rc == ACL_SUCCESS)
 		rc = unmap((uintptr_t)virPtr);
 	return fake_leave(rc);
@@ -213,10 +205,8 @@ static aclError set_access(uintptr_t start, size_t size, const aclrtMemAccessDes
 FK_API aclError aclrtMemSetAccess(void *virPtr, size_t size, aclrtMemAccessDesc *desc,
 				  size_t count)
 {
-	aclError rc = fake_enter(FE_aclrtMemSetAccess);
+	aclError rc = fake_enter_ctx(FE_aclrtMemSetAccess);
 
-	if (rc == ACL_SUCCESS)
-		rc = fake_need_context();
 	if (rc == ACL_SUCCESS)
 		rc = set_access((uintptr_t)virPtr, size, desc, count);
 	return fake_leave(rc);
