@@ -1,76 +1,33 @@
-#include <dlfcn.h>
-#include <stdio.h>
-#include <stdlib.h>
-
 #include "aclutil.h"
 #include "testutil.h"
 
 const char *ta_fake_path(void)
 {
-	static char path[512];
-	const char *build = getenv("SSEG_BUILD_DIR");
-
-	if (!build) {
-		fprintf(stderr, "SSEG_BUILD_DIR is not set (run through ctest)\n");
-		exit(1);
-	}
-	snprintf(path, sizeof(path), "%s/libsseg_fake_acl.so", build);
-	return path;
-}
-
-/* Each control function, by name, into its slot of struct ta_fake. */
-static void resolve(void *lib, struct ta_fake *fake)
-{
-	static const char *const names[] = {
-		"sseg_fake_acl_fail", "sseg_fake_acl_configure", "sseg_fake_acl_calls",
-		"sseg_fake_acl_live_handles", "sseg_fake_acl_live_reservations",
-		"sseg_fake_acl_live_mappings", "sseg_fake_acl_live_registrations",
-		"sseg_fake_acl_live_devices", "sseg_fake_acl_bugs", "sseg_fake_acl_registration",
-		"sseg_fake_acl_trusted", "sseg_fake_acl_reset",
-	};
-	void **slot = (void **)fake;
-
-	_Static_assert(sizeof(names) / sizeof(names[0]) * sizeof(void *) == sizeof(*fake),
-		       "one name per control function");
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		slot[i] = dlsym(lib, names[i]);
-		if (!slot[i]) {
-			fprintf(stderr, "the fake ACL runtime lacks %s\n", names[i]);
-			exit(1);
-		}
-	}
+	return tu_build_file("libsseg_fake_acl.so");
 }
 
 void ta_fake_load(const char *config, struct ta_fake *fake)
 {
-	const char *path = ta_fake_path();
-	void *lib;
+	static const char *const names[] = {
+		"fail", "configure", "calls", "live_handles", "live_reservations",
+		"live_mappings", "live_registrations", "live_devices", "bugs",
+		"registration", "trusted", "reset",
+	};
+	void *lib = tu_fake_open(ta_fake_path(), "SSEG_ACL_LIBRARY", "SSEG_FAKE_ACL", config,
+				 SSEG_BACKEND_ASCEND);
 
-	setenv("SSEG_ACL_LIBRARY", path, 1);
-	setenv("SSEG_FAKE_ACL", config, 1);
-	if (sseg_supported(SSEG_BACKEND_ASCEND, SSEG_PAGES_AUTO)) {
-		fprintf(stderr, "the ascend backend does not load the fake: %s\n", sseg_last_error());
-		exit(1);
-	}
-	lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-	if (!lib) {
-		fprintf(stderr, "%s is not the library that was loaded: %s\n", path, dlerror());
-		exit(1);
-	}
-	resolve(lib, fake);
+	_Static_assert(sizeof(names) / sizeof(names[0]) * sizeof(void *) == sizeof(*fake),
+		       "one name per control function");
+	tu_fake_resolve(lib, "sseg_fake_acl_", names, (void **)fake,
+			sizeof(names) / sizeof(names[0]));
 }
 
 int ta_fake_clean(const struct ta_fake *fake)
 {
-	int handles = fake->live_handles(), reservations = fake->live_reservations();
-	int mappings = fake->live_mappings(), registrations = fake->live_registrations();
-	int devices = fake->live_devices(), bugs = fake->bugs();
+	const struct tu_held held = {
+		fake->live_handles, fake->live_reservations, fake->live_mappings,
+		fake->live_registrations, fake->live_devices, fake->bugs,
+	};
 
-	if (!handles && !reservations && !mappings && !registrations && !devices && !bugs)
-		return 1;
-	fprintf(stderr,
-		"the fake ACL runtime still holds %d handle(s), %d reservation(s), %d mapping(s), "
-		"%d registration(s), %d device reference(s); %d rule(s) broken\n",
-		handles, reservations, mappings, registrations, devices, bugs);
-	return 0;
+	return tu_fake_idle("the fake ACL runtime", &held, "device reference(s)");
 }

@@ -1,78 +1,43 @@
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "fakeutil.h"
 #include "testutil.h"
 
-#define SYM(field, name)                                                      \
-	do {                                                                  \
-		*(void **)&fake->field = dlsym(lib, name);                    \
-		if (!fake->field) {                                           \
-			fprintf(stderr, "the fake driver lacks %s\n", name);  \
-			exit(1);                                              \
-		}                                                             \
-	} while (0)
-
 void tu_fake_load(const char *config, struct tu_fake *fake)
 {
-	const char *build = getenv("SSEG_BUILD_DIR");
-	char path[512];
-	void *lib;
+	static const char *const names[] = {
+		"fail", "configure", "calls", "live_handles", "live_reservations",
+		"live_mappings", "live_registrations", "live_contexts", "bugs",
+		"registration", "granted", "reset",
+	};
+	const char *path = tu_build_file("libsseg_fake_cuda.so");
+	void *lib = tu_fake_open(path, "SSEG_CUDA_LIBRARY", "SSEG_FAKE_CUDA", config,
+				 SSEG_BACKEND_CUDA);
+	int (*proc)(const char *, void **, int, unsigned long long);
 
-	if (!build) {
-		fprintf(stderr, "SSEG_BUILD_DIR is not set (run through ctest)\n");
+	_Static_assert(sizeof(names) / sizeof(names[0]) * sizeof(void *) ==
+			       offsetof(struct tu_fake, ctx_get_current),
+		       "one name per control function");
+	tu_fake_resolve(lib, "sseg_fake_cuda_", names, (void **)fake,
+			sizeof(names) / sizeof(names[0]));
+	*(void **)&proc = dlsym(lib, "cuGetProcAddress");
+	if (!proc || proc("cuCtxGetCurrent", (void **)&fake->ctx_get_current, 4000, 0)) {
+		fprintf(stderr, "the fake driver has no cuCtxGetCurrent\n");
 		exit(1);
-	}
-	snprintf(path, sizeof(path), "%s/libsseg_fake_cuda.so", build);
-	setenv("SSEG_CUDA_LIBRARY", path, 1);
-	setenv("SSEG_FAKE_CUDA", config, 1);
-	if (sseg_supported(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO)) {
-		fprintf(stderr, "the cuda backend does not load the fake: %s\n", sseg_last_error());
-		exit(1);
-	}
-	lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-	if (!lib) {
-		fprintf(stderr, "%s is not the library that was loaded: %s\n", path, dlerror());
-		exit(1);
-	}
-	SYM(fail, "sseg_fake_cuda_fail");
-	SYM(configure, "sseg_fake_cuda_configure");
-	SYM(calls, "sseg_fake_cuda_calls");
-	SYM(live_handles, "sseg_fake_cuda_live_handles");
-	SYM(live_reservations, "sseg_fake_cuda_live_reservations");
-	SYM(live_mappings, "sseg_fake_cuda_live_mappings");
-	SYM(live_registrations, "sseg_fake_cuda_live_registrations");
-	SYM(live_contexts, "sseg_fake_cuda_live_contexts");
-	SYM(bugs, "sseg_fake_cuda_bugs");
-	SYM(registration, "sseg_fake_cuda_registration");
-	SYM(granted, "sseg_fake_cuda_granted");
-	SYM(reset, "sseg_fake_cuda_reset");
-	{
-		int (*proc)(const char *, void **, int, unsigned long long) =
-			(int (*)(const char *, void **, int, unsigned long long))dlsym(
-				lib, "cuGetProcAddress");
-
-		if (!proc || proc("cuCtxGetCurrent", (void **)&fake->ctx_get_current, 4000, 0)) {
-			fprintf(stderr, "the fake driver has no cuCtxGetCurrent\n");
-			exit(1);
-		}
 	}
 }
 
 int tu_fake_clean(const struct tu_fake *fake)
 {
-	int handles = fake->live_handles(), reservations = fake->live_reservations();
-	int mappings = fake->live_mappings(), registrations = fake->live_registrations();
-	int contexts = fake->live_contexts(), bugs = fake->bugs();
+	const struct tu_held held = {
+		fake->live_handles, fake->live_reservations, fake->live_mappings,
+		fake->live_registrations, fake->live_contexts, fake->bugs,
+	};
 
-	if (!handles && !reservations && !mappings && !registrations && !contexts && !bugs)
-		return 1;
-	fprintf(stderr,
-		"the fake driver still holds %d handle(s), %d reservation(s), %d mapping(s), "
-		"%d registration(s), %d context(s); %d rule(s) broken\n",
-		handles, reservations, mappings, registrations, contexts, bugs);
-	return 0;
+	return tu_fake_idle("the fake driver", &held, "context(s)");
 }
 
 int tu_solo(const struct sseg_opts *opts, struct sseg_info *info)

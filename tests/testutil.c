@@ -1,3 +1,4 @@
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -355,5 +356,141 @@ int tu_maps_same(struct tu_maps before, struct tu_maps after)
 		return 1;
 	fprintf(stderr, "mappings left behind: memfd %d -> %d, PROT_NONE windows %+lld bytes\n",
 		before.memfd, after.memfd, (long long)grown);
+	return 0;
+}
+
+/* ---- one rank, logs, and the fake drivers ---- */
+
+sseg_t *tu_one_rank(const char *name, enum sseg_backend backend)
+{
+	SSEG_OPTS(o, .name = name, .size = 2 << 20, .world_size = 1, .backend = backend,
+		  .pages = backend == SSEG_BACKEND_MEMFD ? SSEG_PAGES_BASE : SSEG_PAGES_AUTO);
+	unsigned char blob[SSEG_BLOB_SIZE];
+	sseg_t *seg;
+
+	CHECK_RC(sseg_create(&o, &seg, blob), 0);
+	CHECK_RC(sseg_complete(seg, blob), 0);
+	return seg;
+}
+
+/* The lines of the file at path that contain needle, the first of them
+ * copied into first; -1 when the file cannot be read. */
+static int count_lines(const char *path, const char *needle, char *first, size_t len)
+{
+	char line[1024];
+	FILE *f = fopen(path, "r");
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, needle) && n++ == 0)
+			snprintf(first, len, "%s", line);
+	fclose(f);
+	return n;
+}
+
+/* Unrelated creates go on; each retries the pending one, in vain. */
+static void unrelated_creates(const struct tu_pending *p)
+{
+	for (int i = 0; i < 3; i++) {
+		sseg_t *other = tu_one_rank("unrelated", i == 1 ? p->backend : SSEG_BACKEND_MEMFD);
+
+		CHECK(sseg_cleanup_pending() == 1);
+		p->fail(NULL, 0, 0, 0);
+		CHECK_RC(sseg_destroy(other), 0);
+		p->fail(p->entry, 1, -1, p->err);
+	}
+}
+
+void tu_pending_contract(const struct tu_pending *p, char *first, size_t len)
+{
+	char log[] = "/tmp/sseg-pending-XXXXXX";
+	int saved = dup(2), fd = mkstemp(log);
+	sseg_t *seg;
+
+	CHECK(fd >= 0 && saved >= 0);
+	seg = tu_one_rank(p->name, p->backend);
+	dup2(fd, 2); /* the library logs to stderr */
+	p->fail(p->entry, 1, -1, p->err);
+	CHECK_RC(sseg_destroy(seg), -EIO);
+	CHECK_ERR_HAS(p->failure);
+	CHECK_RC(sseg_destroy(seg), -EIO);
+	CHECK(sseg_cleanup_pending() == 0);
+	CHECK_RC(sseg_destroy(seg), -EINPROGRESS);
+	CHECK(sseg_cleanup_pending() == 1);
+	unrelated_creates(p);
+	fflush(stderr);
+	dup2(saved, 2);
+	CHECK(count_lines(log, "pending cleanup", first, len) == 1);
+	fprintf(stderr, "logged once: %s", first);
+	/* The driver recovers: the next create finishes the teardown. */
+	p->fail(NULL, 0, 0, 0);
+	CHECK_RC(sseg_destroy(tu_one_rank("after", SSEG_BACKEND_MEMFD)), 0);
+	CHECK(sseg_cleanup_pending() == 0);
+	close(saved);
+	close(fd);
+	unlink(log);
+}
+
+const char *tu_build_file(const char *file)
+{
+	static char path[512];
+	const char *build = getenv("SSEG_BUILD_DIR");
+
+	if (!build) {
+		fprintf(stderr, "SSEG_BUILD_DIR is not set (run through ctest)\n");
+		exit(1);
+	}
+	snprintf(path, sizeof(path), "%s/%s", build, file);
+	return path;
+}
+
+void *tu_fake_open(const char *path, const char *lib_env, const char *config_env,
+		   const char *config, enum sseg_backend backend)
+{
+	void *lib;
+
+	setenv(lib_env, path, 1);
+	setenv(config_env, config, 1);
+	if (sseg_supported(backend, SSEG_PAGES_AUTO)) {
+		fprintf(stderr, "the backend does not load %s: %s\n", path, sseg_last_error());
+		exit(1);
+	}
+	lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+	if (!lib) {
+		fprintf(stderr, "%s is not the library that was loaded: %s\n", path, dlerror());
+		exit(1);
+	}
+	return lib;
+}
+
+void tu_fake_resolve(void *lib, const char *prefix, const char *const *names, void **slots,
+		     size_t n)
+{
+	char symbol[128];
+
+	for (size_t i = 0; i < n; i++) {
+		snprintf(symbol, sizeof(symbol), "%s%s", prefix, names[i]);
+		slots[i] = dlsym(lib, symbol);
+		if (!slots[i]) {
+			fprintf(stderr, "the fake lacks %s\n", symbol);
+			exit(1);
+		}
+	}
+}
+
+int tu_fake_idle(const char *who, const struct tu_held *held, const char *what)
+{
+	int handles = held->handles(), reservations = held->reservations();
+	int mappings = held->mappings(), registrations = held->registrations();
+	int more = held->more(), bugs = held->bugs();
+
+	if (!handles && !reservations && !mappings && !registrations && !more && !bugs)
+		return 1;
+	fprintf(stderr,
+		"%s still holds %d handle(s), %d reservation(s), %d mapping(s), "
+		"%d registration(s), %d %s; %d rule(s) broken\n",
+		who, handles, reservations, mappings, registrations, more, what, bugs);
 	return 0;
 }

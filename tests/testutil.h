@@ -61,6 +61,56 @@ void tu_knobs_restore(void);
  * Returns 0, or TU_SKIP when the machine cannot. */
 int tu_hugetlb_reserve(unsigned n);
 
+/* A one-rank segment of 2 MiB on backend (base pages for memfd, else the
+ * backend's choice), created and completed; exits 1 when it cannot. */
+sseg_t *tu_one_rank(const char *name, enum sseg_backend backend);
+
+/* The cleanup-pending contract, the same on every backend. A segment
+ * whose teardown keeps failing (the fake's fail(entry, 1, -1, err) refuses
+ * every call of the teardown's entry point, fail(NULL, 0, 0, 0) lets it
+ * work again) fails destroy with -EIO twice, saying failure, then goes to
+ * the pending list (-EINPROGRESS); three unrelated creates (memfd, backend,
+ * memfd) go on, each retrying it in vain; the library logs it exactly
+ * once; once the driver works again the next create finishes it. first
+ * gets the logged line. */
+struct tu_pending {
+	const char *name; /* the segment that goes pending */
+	enum sseg_backend backend;
+	void (*fail)(const char *entry, int nth, int count, int err); /* fakekit/control.h */
+	const char *entry;
+	int err;
+	const char *failure;
+};
+void tu_pending_contract(const struct tu_pending *p, char *first, size_t len);
+
+/* ---- the fake drivers the tests build (fakekit/control.h) ---- */
+
+/* The library file (libsseg_fake_cuda.so) in the build directory
+ * (SSEG_BUILD_DIR); exits 1 when that is not set. */
+const char *tu_build_file(const char *file);
+/* Loads the fake at path through the library's real loading path: lib_env
+ * (SSEG_CUDA_LIBRARY) points at it, config_env carries config, and
+ * sseg_supported(backend) loads it. Returns the instance the library
+ * loaded, for dlsym; exits 1 when it cannot. */
+void *tu_fake_open(const char *path, const char *lib_env, const char *config_env,
+		   const char *config, enum sseg_backend backend);
+/* dlsym of prefix + each name into slots[i], in order; exits 1 naming
+ * the one the fake lacks. */
+void tu_fake_resolve(void *lib, const char *prefix, const char *const *names, void **slots,
+		     size_t n);
+/* A fake's counters: live handles, reservations, mappings and
+ * registrations, one more it keeps (named by what), and its bugs. */
+struct tu_held {
+	int (*handles)(void);
+	int (*reservations)(void);
+	int (*mappings)(void);
+	int (*registrations)(void);
+	int (*more)(void);
+	int (*bugs)(void);
+};
+/* 1 when every counter is 0; else says on stderr what who still holds. */
+int tu_fake_idle(const char *who, const struct tu_held *held, const char *what);
+
 /* A pattern byte for offset off of a segment written by rank. */
 static inline unsigned char tu_pattern(int rank, unsigned long long off)
 {

@@ -10,11 +10,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "fake_cuda.h"
+#include "fakekit/memfd.h"
 
 #define MEMFD_PREFIX "sseg-fake-cuda-"
 #define MEMFD_FORMAT "%016llx.%d.%d" /* nonce, owner device, location type */
@@ -84,10 +84,8 @@ static CUresult check_prop(const CUmemAllocationProp *prop)
 CUresult fake_cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
 					    CUmemAllocationGranularity_flags option)
 {
-	CUresult rc = fake_enter(FE_cuMemGetAllocationGranularity);
+	CUresult rc = fake_enter_ctx(FE_cuMemGetAllocationGranularity, &fake.cfg.vmm_ctx);
 
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.vmm_ctx);
 	if (rc == CUDA_SUCCESS && (!granularity || option > CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
@@ -95,16 +93,6 @@ CUresult fake_cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllo
 	if (rc == CUDA_SUCCESS)
 		*granularity = fake.cfg.granularity;
 	return fake_leave(rc);
-}
-
-static uint64_t fresh_nonce(void)
-{
-	static uint64_t counter;
-	uint64_t nonce = 0;
-
-	if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce) || nonce == 0)
-		nonce = ((uint64_t)getpid() << 32) ^ ++counter;
-	return nonce;
 }
 
 static CUresult create_memfd(uint64_t nonce, struct fake_owner owner, size_t size, int *fd)
@@ -126,17 +114,15 @@ static CUresult create_memfd(uint64_t nonce, struct fake_owner owner, size_t siz
 static CUresult add_handle(int fd, size_t size, unsigned types, uint64_t nonce,
 			   struct fake_owner owner, CUmemGenericAllocationHandle *out)
 {
-	for (int i = 0; i < FAKE_MAX_HANDLES; i++) {
-		struct fake_handle *h = &fake.handles[i];
+	struct fake_handle *h = fk_free_slot(FK_TABLE(fake.handles));
 
-		if (h->id)
-			continue;
-		*h = (struct fake_handle){ ++fake.handle_seq, fd, size, types, nonce, owner };
-		*out = h->id;
-		return CUDA_SUCCESS;
+	if (!h) {
+		close(fd);
+		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
-	close(fd);
-	return CUDA_ERROR_OUT_OF_MEMORY;
+	*h = (struct fake_handle){ ++fake.handle_seq, fd, size, types, nonce, owner };
+	*out = h->id;
+	return CUDA_SUCCESS;
 }
 
 /* host_numa_blocked=1: a container whose seccomp profile refuses
@@ -162,7 +148,7 @@ static struct fake_owner owner_of(const CUmemLocation *loc)
 static CUresult mem_create(CUmemGenericAllocationHandle *handle, size_t size,
 			   const CUmemAllocationProp *prop, unsigned long long flags)
 {
-	uint64_t nonce = fresh_nonce();
+	uint64_t nonce = fk_nonce();
 	CUresult rc = check_prop(prop);
 	int fd;
 
@@ -188,10 +174,8 @@ static CUresult mem_create(CUmemGenericAllocationHandle *handle, size_t size,
 CUresult fake_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 			  const CUmemAllocationProp *prop, unsigned long long flags)
 {
-	CUresult rc = fake_enter(FE_cuMemCreate);
+	CUresult rc = fake_enter_ctx(FE_cuMemCreate, &fake.cfg.vmm_ctx);
 
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.vmm_ctx);
 	if (rc == CUDA_SUCCESS)
 		rc = mem_create(handle, size, prop, flags);
 	return fake_leave(rc);
@@ -200,15 +184,11 @@ CUresult fake_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 /* The handle goes; mappings keep the memory, as real mmaps do. */
 CUresult fake_cuMemRelease(CUmemGenericAllocationHandle handle)
 {
-	CUresult rc = fake_enter(FE_cuMemRelease);
-	struct fake_handle *h;
-
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.vmm_ctx);
-	h = rc == CUDA_SUCCESS ? fake_handle_find(handle) : NULL;
+	CUresult rc = fake_enter_ctx(FE_cuMemRelease, &fake.cfg.vmm_ctx);
+	struct fake_handle *h = rc == CUDA_SUCCESS ? fake_handle_find(handle) : NULL;
 
 	if (rc == CUDA_SUCCESS && !h) {
-		fake_bug("cuMemRelease(%#llx) of an unknown or released handle", handle);
+		fk_bug("cuMemRelease(%#llx) of an unknown or released handle", handle);
 		rc = CUDA_ERROR_INVALID_VALUE;
 	}
 	if (h) {
@@ -249,12 +229,8 @@ static CUresult export_handle(void *shareable, const struct fake_handle *h, unsi
 CUresult fake_cuMemExportToShareableHandle(void *shareable, CUmemGenericAllocationHandle handle,
 					   CUmemAllocationHandleType type, unsigned long long flags)
 {
-	CUresult rc = fake_enter(FE_cuMemExportToShareableHandle);
-	struct fake_handle *h;
-
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.vmm_ctx);
-	h = rc == CUDA_SUCCESS ? fake_handle_find(handle) : NULL;
+	CUresult rc = fake_enter_ctx(FE_cuMemExportToShareableHandle, &fake.cfg.vmm_ctx);
+	struct fake_handle *h = rc == CUDA_SUCCESS ? fake_handle_find(handle) : NULL;
 
 	if (rc == CUDA_SUCCESS && (!shareable || flags))
 		rc = CUDA_ERROR_INVALID_VALUE;
@@ -320,7 +296,6 @@ static CUresult adopt_fd(int fd, uint64_t want_nonce, uint64_t want_size, unsign
 static CUresult import_fabric(CUmemGenericAllocationHandle *handle, const CUmemFabricHandle *in)
 {
 	struct fabric_handle fh;
-	char path[64];
 	int fd;
 
 	memcpy(&fh, in->data, sizeof(fh));
@@ -332,8 +307,7 @@ static CUresult import_fabric(CUmemGenericAllocationHandle *handle, const CUmemF
 	 * The exporter itself shares its own channel. */
 	if (!fake.cfg.imex && fh.pid != (uint32_t)getpid())
 		return CUDA_ERROR_NOT_PERMITTED;
-	snprintf(path, sizeof(path), "/proc/%u/fd/%d", fh.pid, fh.fd);
-	fd = open(path, O_RDWR | O_CLOEXEC);
+	fd = fk_open_exported(fh.pid, fh.fd);
 	if (fd < 0)
 		return errno == EACCES || errno == EPERM ? CUDA_ERROR_NOT_PERMITTED
 							 : CUDA_ERROR_INVALID_VALUE;
@@ -361,10 +335,8 @@ static CUresult import_handle(CUmemGenericAllocationHandle *handle, void *os_han
 CUresult fake_cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *os_handle,
 					     CUmemAllocationHandleType type)
 {
-	CUresult rc = fake_enter(FE_cuMemImportFromShareableHandle);
+	CUresult rc = fake_enter_ctx(FE_cuMemImportFromShareableHandle, &fake.cfg.vmm_ctx);
 
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.vmm_ctx);
 	if (rc == CUDA_SUCCESS && !handle)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)

@@ -1,125 +1,91 @@
-/* The configuration string (SSEG_FAKE_CUDA) and the driver's error names. */
+/* What the fake tells the toolkit (fk_driver): its configuration string
+ * (SSEG_FAKE_CUDA) and defaults, its entry point and error names; and the
+ * configuration's questions (devices, NUMA nodes, peers). */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stddef.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "fake_cuda.h"
+#include "fakekit/config.h"
 
-static const struct {
-	CUresult code;
-	const char *name;
-} error_names[] = {
-	{ CUDA_SUCCESS, "CUDA_SUCCESS" },
-	{ CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE" },
-	{ CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY" },
-	{ CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED" },
-	{ CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE" },
-	{ CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE" },
-	{ CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT" },
-	{ CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED" },
-	{ CUDA_ERROR_OPERATING_SYSTEM, "CUDA_ERROR_OPERATING_SYSTEM" },
-	{ CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE" },
-	{ CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND" },
-	{ CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED" },
-	{ CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED" },
-	{ CUDA_ERROR_NOT_PERMITTED, "CUDA_ERROR_NOT_PERMITTED" },
-	{ CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED" },
-	{ CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN" },
+static const char *const entry_names[] = {
+#define FAKE_NAME(name, version, init) #name,
+	FAKE_ENTRIES(FAKE_NAME)
+#undef FAKE_NAME
 };
 
-const char *fake_error_name(CUresult err)
+static const struct fk_error error_names[] = {
+#define FAKE_ERROR(name) { name, #name }
+	FAKE_ERROR(CUDA_SUCCESS),
+	FAKE_ERROR(CUDA_ERROR_INVALID_VALUE),
+	FAKE_ERROR(CUDA_ERROR_OUT_OF_MEMORY),
+	FAKE_ERROR(CUDA_ERROR_NOT_INITIALIZED),
+	FAKE_ERROR(CUDA_ERROR_NO_DEVICE),
+	FAKE_ERROR(CUDA_ERROR_INVALID_DEVICE),
+	FAKE_ERROR(CUDA_ERROR_INVALID_CONTEXT),
+	FAKE_ERROR(CUDA_ERROR_PEER_ACCESS_UNSUPPORTED),
+	FAKE_ERROR(CUDA_ERROR_OPERATING_SYSTEM),
+	FAKE_ERROR(CUDA_ERROR_INVALID_HANDLE),
+	FAKE_ERROR(CUDA_ERROR_NOT_FOUND),
+	FAKE_ERROR(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED),
+	FAKE_ERROR(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED),
+	FAKE_ERROR(CUDA_ERROR_NOT_PERMITTED),
+	FAKE_ERROR(CUDA_ERROR_NOT_SUPPORTED),
+	FAKE_ERROR(CUDA_ERROR_UNKNOWN),
+#undef FAKE_ERROR
+};
+
+/* The defaults: every rule the real driver enforces is on. */
+static void start(void)
 {
-	for (size_t i = 0; i < sizeof(error_names) / sizeof(error_names[0]); i++)
-		if (error_names[i].code == err)
-			return error_names[i].name;
-	return NULL;
+	struct fake_config *cfg = &fake.cfg;
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->devices = 1;
+	cfg->numa_count = 1;
+	cfg->vmm = 1;
+	cfg->imex_channel = 1;
+	cfg->host_numa_vmm = 1;
+	cfg->posix_fd = 1;
+	cfg->need_ctx = 1;
+	cfg->vmm_ctx = 1;
+	memset(cfg->peer, 0xff, sizeof(cfg->peer));
+	cfg->host_register = 1;
+	cfg->ro_register = 1;
+	cfg->uva = 1;
+	cfg->host_pointer = 1;
+	cfg->granularity = 2u << 20;
+	cfg->driver = 13000;
+	cfg->max_register = (512ull << 30) - 1;
+	fake.handle_seq = 0xca5e000000000000ull;
 }
 
-/* A name from the table or any decimal number. */
-int fake_error_by_name(const char *text, CUresult *err)
-{
-	char *end;
-	long code;
+struct numa_list {
+	struct fake_config *cfg;
+	int n;
+};
 
-	for (size_t i = 0; i < sizeof(error_names) / sizeof(error_names[0]); i++) {
-		if (strcmp(error_names[i].name, text) == 0) {
-			*err = error_names[i].code;
-			return 0;
-		}
-	}
-	code = strtol(text, &end, 10);
-	if (end == text || *end || code <= 0)
+static int add_node(void *ctx, char *item)
+{
+	struct numa_list *list = ctx;
+	long node;
+
+	if (fk_parse_long(item, 0, 1023, &node) < 0 || list->n == FAKE_MAX_NUMA)
 		return -EINVAL;
-	*err = (CUresult)code;
+	list->cfg->numa[list->n++] = (int)node;
 	return 0;
 }
 
-static int parse_number(const char *text, unsigned long long *value)
+static int parse_numa(struct fake_config *cfg, const char *text)
 {
-	char *end;
+	struct numa_list list = { cfg, 0 };
+	int rc = *text ? fk_split(text, ",", add_node, &list) : -EINVAL;
 
-	errno = 0;
-	*value = strtoull(text, &end, 0);
-	return end == text || *end || errno ? -EINVAL : 0;
-}
-
-static int parse_numa(struct fake_config *cfg, const char *list)
-{
-	char *copy = strdup(list), *save = NULL;
-	int n = 0, rc = copy && *list ? 0 : -EINVAL;
-
-	for (char *item = copy ? strtok_r(copy, ",", &save) : NULL; item && rc == 0;
-	     item = strtok_r(NULL, ",", &save)) {
-		unsigned long long node;
-
-		rc = parse_number(item, &node);
-		if (rc == 0 && (n == FAKE_MAX_NUMA || node > 1023))
-			rc = -EINVAL;
-		if (rc == 0)
-			cfg->numa[n++] = (int)node;
-	}
-	free(copy);
 	if (rc == 0)
-		cfg->numa_count = n;
+		cfg->numa_count = list.n;
 	return rc;
-}
-
-static int set_int(int *field, unsigned long long value, int min, int max)
-{
-	if (value < (unsigned long long)min || value > (unsigned long long)max)
-		return -EINVAL;
-	*field = (int)value;
-	return 0;
-}
-
-/* The on/off keys. */
-static const struct {
-	const char *key;
-	size_t offset;
-} flag_keys[] = {
-#define FLAG(name) { #name, offsetof(struct fake_config, name) }
-	FLAG(vmm),          FLAG(fabric),        FLAG(imex_channel),     FLAG(imex),
-	FLAG(host_numa_vmm), FLAG(host_numa_blocked), FLAG(posix_fd),     FLAG(need_ctx),
-	FLAG(vmm_ctx),      FLAG(host_register), FLAG(ro_register),      FLAG(register_aligned),
-	FLAG(uva),          FLAG(map_offset),    FLAG(fork_works),       FLAG(host_pointer),
-	FLAG(pageable_host_pt),
-#undef FLAG
-};
-
-static int set_flag(struct fake_config *cfg, const char *key, unsigned long long v)
-{
-	for (size_t i = 0; i < sizeof(flag_keys) / sizeof(flag_keys[0]); i++)
-		if (strcmp(key, flag_keys[i].key) == 0)
-			return set_int((int *)((char *)cfg + flag_keys[i].offset), v, 0, 1);
-	/* The older key: creating, exporting and importing all work, or
-	 * none of it (no IMEX channel at all). */
-	if (strcmp(key, "fabric_works") == 0 && v <= 1) {
-		cfg->imex_channel = cfg->imex = (int)v;
-		return 0;
-	}
-	return -EINVAL;
 }
 
 static void set_peers(struct fake_config *cfg, int a, int b, int on)
@@ -133,88 +99,114 @@ static void set_peers(struct fake_config *cfg, int a, int b, int on)
 	}
 }
 
+struct peer_list {
+	struct fake_config *cfg;
+	int on;
+};
+
+static int add_pair(void *ctx, char *item)
+{
+	const struct peer_list *list = ctx;
+	int a, b, n = 0;
+
+	if (sscanf(item, "%d-%d%n", &a, &b, &n) != 2 || item[n] || a < 0 || b < 0 ||
+	    a >= FAKE_MAX_DEVICES || b >= FAKE_MAX_DEVICES)
+		return -EINVAL;
+	set_peers(list->cfg, a, b, list->on);
+	return 0;
+}
+
 /* "0-1,2-3": pairs of devices, both ways, or "all" or "none". peer= lists
  * the pairs with access (no others), nopeer= removes pairs from the
  * current matrix. */
-static int parse_peers(struct fake_config *cfg, const char *list, int on)
+static int parse_peers(struct fake_config *cfg, const char *text, int on)
 {
-	char *copy = strdup(list), *save = NULL;
-	int rc = copy && *list ? 0 : -EINVAL;
+	struct peer_list list = { cfg, on };
 
-	if (rc == 0 && (!strcmp(list, "all") || !strcmp(list, "none"))) {
-		int full = (strcmp(list, "all") == 0) == on; /* peer=all or nopeer=none */
+	if (!*text)
+		return -EINVAL;
+	if (!strcmp(text, "all") || !strcmp(text, "none")) {
+		int full = (strcmp(text, "all") == 0) == on; /* peer=all or nopeer=none */
 
 		memset(cfg->peer, full ? 0xff : 0, sizeof(cfg->peer));
-		free(copy);
 		return 0;
 	}
-	if (rc == 0 && on)
+	if (on)
 		memset(cfg->peer, 0, sizeof(cfg->peer));
-	for (char *item = copy ? strtok_r(copy, ",", &save) : NULL; item && rc == 0;
-	     item = strtok_r(NULL, ",", &save)) {
-		int a, b, n = 0;
-
-		if (sscanf(item, "%d-%d%n", &a, &b, &n) != 2 || item[n] || a < 0 || b < 0 ||
-		    a >= FAKE_MAX_DEVICES || b >= FAKE_MAX_DEVICES)
-			rc = -EINVAL;
-		else
-			set_peers(cfg, a, b, on);
-	}
-	free(copy);
-	return rc;
+	return fk_split(text, ",", add_pair, &list);
 }
 
-static int set_key(struct fake_config *cfg, const char *key, const char *text)
+/* The keys whose value is a number in a range: the on/off ones, the
+ * device count and the driver version. */
+static const struct fk_int_key int_keys[] = {
+#define FLAG(name) FK_INT_KEY(struct fake_config, name, 0, 1)
+	FLAG(vmm),          FLAG(fabric),        FLAG(imex_channel),     FLAG(imex),
+	FLAG(host_numa_vmm), FLAG(host_numa_blocked), FLAG(posix_fd),     FLAG(need_ctx),
+	FLAG(vmm_ctx),      FLAG(host_register), FLAG(ro_register),      FLAG(register_aligned),
+	FLAG(uva),          FLAG(map_offset),    FLAG(fork_works),       FLAG(host_pointer),
+	FLAG(pageable_host_pt),
+#undef FLAG
+	FK_INT_KEY(struct fake_config, devices, 0, FAKE_MAX_DEVICES),
+	FK_INT_KEY(struct fake_config, driver, 1, 999999),
+};
+
+static int set_size(size_t *field, const char *text, unsigned long long min,
+		    unsigned long long multiple)
 {
 	unsigned long long v;
+
+	if (fk_parse_ull(text, &v) < 0 || v < min || v % multiple)
+		return -EINVAL;
+	*field = v;
+	return 0;
+}
+
+static int set_key(void *config, const char *key, const char *text)
+{
+	struct fake_config *cfg = config;
+	long v;
 
 	if (strcmp(key, "numa") == 0)
 		return parse_numa(cfg, text);
 	if (strcmp(key, "peer") == 0 || strcmp(key, "nopeer") == 0)
 		return parse_peers(cfg, text, key[0] == 'p');
-	if (parse_number(text, &v) < 0)
-		return -EINVAL;
-	if (strcmp(key, "devices") == 0)
-		return set_int(&cfg->devices, v, 0, FAKE_MAX_DEVICES);
-	if (strcmp(key, "driver") == 0)
-		return set_int(&cfg->driver, v, 1, 999999);
 	/* Any multiple of 4 KiB: tests need a driver that answers a granularity
 	 * which is not a power of two. */
-	if (strcmp(key, "granularity") == 0 && v >= 4096 && v % 4096 == 0) {
-		cfg->granularity = v;
+	if (strcmp(key, "granularity") == 0)
+		return set_size(&cfg->granularity, text, 4096, 4096);
+	if (strcmp(key, "max_register") == 0)
+		return set_size(&cfg->max_register, text, 1, 1);
+	/* The older key: creating, exporting and importing all work, or
+	 * none of it (no IMEX channel at all). */
+	if (strcmp(key, "fabric_works") == 0) {
+		if (fk_parse_long(text, 0, 1, &v) < 0)
+			return -EINVAL;
+		cfg->imex_channel = cfg->imex = (int)v;
 		return 0;
 	}
-	if (strcmp(key, "max_register") == 0 && v > 0) {
-		cfg->max_register = v;
-		return 0;
-	}
-	return set_flag(cfg, key, v);
+	return fk_set_int_key(cfg, int_keys, sizeof(int_keys) / sizeof(int_keys[0]), key, text)
+		       ? -EINVAL
+		       : 0;
 }
 
-/* "devices=2;numa=0,1;fabric=1": each key optional, applied over cfg; on
- * an error cfg is left as it was. */
-int fake_parse_config(struct fake_config *cfg, const char *spec)
+/* sseg_fake_cuda_reset also forgets which devices the last
+ * cuMemSetAccess granted. */
+static void reset_access(void)
 {
-	struct fake_config next = *cfg;
-	char *copy = strdup(spec), *save = NULL;
-	int rc = copy ? 0 : -ENOMEM;
-
-	for (char *item = copy ? strtok_r(copy, ";", &save) : NULL; item && rc == 0;
-	     item = strtok_r(NULL, ";", &save)) {
-		char *value = strchr(item, '=');
-
-		if (!value) {
-			rc = -EINVAL;
-			break;
-		}
-		*value++ = '\0';
-		rc = set_key(&next, item, value);
-	}
-	free(copy);
-	if (rc == 0)
-		*cfg = next;
-	return rc;
+	memset(fake.access, 0, sizeof(fake.access));
 }
+
+const struct fk_driver fk_driver = {
+	.name = "fake cuda",
+	FK_DRIVER_ENV("SSEG_FAKE_CUDA"),
+	FK_DRIVER_ENTRIES(entry_names),
+	FK_DRIVER_ERRORS(error_names),
+	.max_error = LONG_MAX,
+	FK_DRIVER_CONFIG(fake.cfg),
+	.set_key = set_key,
+	.start = start,
+	.reset = reset_access,
+};
 
 int fake_device_valid(int dev)
 {

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 
 #include "fake_cuda.h"
+#include "fakekit/names.h"
 
 static void *anonymous(size_t size)
 {
@@ -15,9 +16,9 @@ static void *anonymous(size_t size)
 }
 
 /* Takes a table slot for size bytes of fresh memory, or fails. */
-static CUresult allocate(struct fake_range *table, int n, size_t size, void **out)
+static CUresult allocate(struct fk_table table, size_t size, void **out)
 {
-	struct fake_range *r = fake_range_slot(table, n);
+	struct fake_range *r = fk_free_slot(table);
 	void *p;
 
 	if (!out || !size)
@@ -30,12 +31,12 @@ static CUresult allocate(struct fake_range *table, int n, size_t size, void **ou
 	return CUDA_SUCCESS;
 }
 
-static CUresult release(struct fake_range *table, int n, uintptr_t start, const char *call)
+static CUresult release(struct fk_table table, uintptr_t start, const char *call)
 {
-	struct fake_range *r = fake_range_at(table, n, start);
+	struct fake_range *r = fk_slot_at(table, start);
 
 	if (!r) {
-		fake_bug("%s(%#lx) of memory it did not allocate", call, (unsigned long)start);
+		fk_bug("%s(%#lx) of memory it did not allocate", call, (unsigned long)start);
 		return CUDA_ERROR_INVALID_VALUE;
 	}
 	munmap((void *)r->start, r->size);
@@ -45,33 +46,29 @@ static CUresult release(struct fake_range *table, int n, uintptr_t start, const 
 
 CUresult fake_cuMemAlloc(CUdeviceptr *dptr, size_t bytes)
 {
-	CUresult rc = fake_enter(FE_cuMemAlloc);
+	CUresult rc = fake_enter_ctx(FE_cuMemAlloc, &fake.cfg.need_ctx);
 	void *p = NULL;
 
 	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.need_ctx);
-	if (rc == CUDA_SUCCESS)
-		rc = allocate(fake.device_memory, FAKE_MAX_ALLOCATIONS, bytes, dptr ? &p : NULL);
+		rc = allocate(FK_TABLE(fake.device_memory), bytes, dptr ? &p : NULL);
 	if (rc == CUDA_SUCCESS)
 		*dptr = (CUdeviceptr)(uintptr_t)p;
 	return fake_leave(rc);
 }
 
 /* cuMemFree and cuMemFreeHost: the same release from their own tables. */
-static CUresult free_call(enum fake_entry entry, struct fake_range *table, uintptr_t start)
+static CUresult free_call(enum fake_entry entry, struct fk_table table, uintptr_t start)
 {
-	CUresult rc = fake_enter(entry);
+	CUresult rc = fake_enter_ctx(entry, &fake.cfg.need_ctx);
 
 	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.need_ctx);
-	if (rc == CUDA_SUCCESS)
-		rc = release(table, FAKE_MAX_ALLOCATIONS, start, fake_entry_name(entry));
+		rc = release(table, start, fk_entry_name(entry));
 	return fake_leave(rc);
 }
 
 CUresult fake_cuMemFree(CUdeviceptr dptr)
 {
-	return free_call(FE_cuMemFree, fake.device_memory, (uintptr_t)dptr);
+	return free_call(FE_cuMemFree, FK_TABLE(fake.device_memory), (uintptr_t)dptr);
 }
 
 /* PORTABLE, DEVICEMAP, WRITECOMBINED */
@@ -79,35 +76,33 @@ CUresult fake_cuMemFree(CUdeviceptr dptr)
 
 CUresult fake_cuMemHostAlloc(void **pp, size_t bytes, unsigned int flags)
 {
-	CUresult rc = fake_enter(FE_cuMemHostAlloc);
+	CUresult rc = fake_enter_ctx(FE_cuMemHostAlloc, &fake.cfg.need_ctx);
 
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.need_ctx);
 	if (rc == CUDA_SUCCESS && (flags & ~KNOWN_HOST_ALLOC_FLAGS))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
-		rc = allocate(fake.host_memory, FAKE_MAX_ALLOCATIONS, bytes, pp);
+		rc = allocate(FK_TABLE(fake.host_memory), bytes, pp);
 	return fake_leave(rc);
 }
 
 CUresult fake_cuMemFreeHost(void *p)
 {
-	return free_call(FE_cuMemFreeHost, fake.host_memory, (uintptr_t)p);
+	return free_call(FE_cuMemFreeHost, FK_TABLE(fake.host_memory), (uintptr_t)p);
 }
 
-static int covered(const struct fake_range *table, int n, uintptr_t start, size_t bytes)
+static int covered(struct fk_table table, uintptr_t start, size_t bytes)
 {
-	return fake_range_overlap(table, n, start, bytes) == bytes;
+	return fk_overlap(table, start, bytes) == bytes;
 }
 
 /* What a device may address (unified addressing): its own memory, VMM
  * mappings, and registered or pinned host memory. */
 static int device_reachable(uintptr_t start, size_t bytes)
 {
-	return covered(fake.device_memory, FAKE_MAX_ALLOCATIONS, start, bytes) ||
-	       covered(fake.mappings, FAKE_MAX_MAPPINGS, start, bytes) ||
-	       covered(fake.registrations, FAKE_MAX_REGISTRATIONS, start, bytes) ||
-	       covered(fake.host_memory, FAKE_MAX_ALLOCATIONS, start, bytes);
+	return covered(FK_TABLE(fake.device_memory), start, bytes) ||
+	       covered(FK_TABLE(fake.mappings), start, bytes) ||
+	       covered(FK_TABLE(fake.registrations), start, bytes) ||
+	       covered(FK_TABLE(fake.host_memory), start, bytes);
 }
 
 static CUresult copy(void *dst, const void *src, uintptr_t device_end, size_t bytes)
@@ -120,10 +115,8 @@ static CUresult copy(void *dst, const void *src, uintptr_t device_end, size_t by
 
 CUresult fake_cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t bytes)
 {
-	CUresult rc = fake_enter(FE_cuMemcpyHtoD);
+	CUresult rc = fake_enter_ctx(FE_cuMemcpyHtoD, &fake.cfg.need_ctx);
 
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.need_ctx);
 	if (rc == CUDA_SUCCESS)
 		rc = copy((void *)(uintptr_t)dst, src, (uintptr_t)dst, bytes);
 	return fake_leave(rc);
@@ -131,10 +124,8 @@ CUresult fake_cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t bytes)
 
 CUresult fake_cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t bytes)
 {
-	CUresult rc = fake_enter(FE_cuMemcpyDtoH);
+	CUresult rc = fake_enter_ctx(FE_cuMemcpyDtoH, &fake.cfg.need_ctx);
 
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.need_ctx);
 	if (rc == CUDA_SUCCESS)
 		rc = copy(dst, (const void *)(uintptr_t)src, (uintptr_t)src, bytes);
 	return fake_leave(rc);

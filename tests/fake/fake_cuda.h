@@ -1,6 +1,7 @@
 /* Internals of the fake CUDA driver used by the tests: one process-wide
- * state behind one mutex, the entry points it resolves, and the tables of
- * what the driver holds (handles, reservations, mappings, registrations). */
+ * state behind the toolkit's lock (tests/fakekit), the entry points it
+ * resolves, and the tables of what the driver holds (handles,
+ * reservations, mappings, registrations). */
 #ifndef SSEG_FAKE_CUDA_INTERNAL_H
 #define SSEG_FAKE_CUDA_INTERNAL_H
 
@@ -9,8 +10,8 @@
 #include <sys/types.h>
 
 #include "driver/cuda_abi.h"
-
-#define FAKE_API __attribute__((visibility("default")))
+#include "fakekit/core.h"
+#include "fakekit/table.h"
 
 /* Every entry point: its base name, the first driver version that has it,
  * and whether it answers CUDA_ERROR_NOT_INITIALIZED before cuInit. */
@@ -55,10 +56,10 @@ enum fake_entry {
 #undef FAKE_ENUM
 	FE_COUNT
 };
+_Static_assert(FE_COUNT <= FK_MAX_ENTRIES, "the toolkit counts every entry point");
 
 #define FAKE_MAX_DEVICES 16
 #define FAKE_MAX_NUMA 16
-#define FAKE_MAX_RULES 64
 #define FAKE_MAX_HANDLES 1024
 #define FAKE_MAX_RESERVATIONS 1024
 #define FAKE_MAX_MAPPINGS 4096
@@ -97,14 +98,6 @@ struct fake_config {
 	size_t max_register;
 };
 
-/* Calls numbered from..until (until -1: forever) of entry fail with err. */
-struct fake_rule {
-	enum fake_entry entry;
-	long from;
-	long until;
-	CUresult err;
-};
-
 /* Who an allocation belongs to: peers need access to its device. */
 struct fake_owner {
 	int device;   /* the location's device, or the creating context's; -1 none */
@@ -112,7 +105,7 @@ struct fake_owner {
 };
 
 struct fake_handle {
-	CUmemGenericAllocationHandle id; /* 0: free slot */
+	uintptr_t id; /* the CUmemGenericAllocationHandle; 0: free slot */
 	int fd;
 	size_t size;
 	unsigned types; /* handle types it may be exported as */
@@ -130,12 +123,12 @@ struct fake_range {
 	int host_node;    /* mappings: the last HOST_NUMA access entry's id; -1 none */
 };
 
+FK_SLOT(struct fake_handle, id);
+FK_RANGE(struct fake_range);
+_Static_assert(sizeof(uintptr_t) == sizeof(CUmemGenericAllocationHandle), "a handle is an id");
+
 struct fake_state {
 	struct fake_config cfg;
-	long calls[FE_COUNT];
-	struct fake_rule rules[FAKE_MAX_RULES];
-	int nrules;
-	int bugs;
 	int initialized;
 	pid_t init_pid; /* the process whose cuInit succeeded */
 	int ctx_refs[FAKE_MAX_DEVICES];
@@ -151,41 +144,28 @@ struct fake_state {
 
 extern struct fake_state fake;
 
-/* Loads the configuration once, takes the lock, counts the call and answers
- * a scripted failure or NOT_INITIALIZED. fake_leave drops the lock whatever
+/* Takes the lock (fk_enter), counts the call and answers a scripted
+ * failure or NOT_INITIALIZED. fake_leave drops the lock whatever
  * fake_enter answered and passes rc through. */
 CUresult fake_enter(enum fake_entry entry);
 CUresult fake_leave(CUresult rc);
-
-/* A rule violation a correct caller never commits: counted and told. */
-void fake_bug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-int fake_parse_config(struct fake_config *cfg, const char *spec);
-int fake_parse_failures(const char *spec);
-int fake_entry_by_name(const char *name);
-const char *fake_entry_name(enum fake_entry entry);
-const char *fake_error_name(CUresult err);
-int fake_error_by_name(const char *text, CUresult *err);
 
 int fake_device_valid(int dev);
 int fake_numa_valid(int node);
 int fake_context_current(void);
 /* The device of this thread's current context, or -1. */
 int fake_current_device(void);
-/* CUDA_ERROR_INVALID_CONTEXT when rule is on and no context is current. */
-CUresult fake_need_context(int rule);
+/* fake_enter, then CUDA_ERROR_INVALID_CONTEXT when no context is current
+ * and the rule (a fake.cfg field, read under the lock; NULL: always) is on. */
+CUresult fake_enter_ctx(enum fake_entry entry, const int *rule);
 /* Whether dev may access memory that belongs to owner (-1: anyone's). */
 int fake_peer_access(int dev, int owner);
 int fake_aligned(uintptr_t value, size_t align);
 
-/* Range tables: a free slot, the slot starting exactly at start, the
- * number of used slots, and the bytes of [start, start+size) they cover. */
-struct fake_range *fake_range_slot(struct fake_range *table, int n);
-struct fake_range *fake_range_at(struct fake_range *table, int n, uintptr_t start);
-int fake_range_live(const struct fake_range *table, int n);
-size_t fake_range_overlap(const struct fake_range *table, int n, uintptr_t start, size_t size);
-
-struct fake_handle *fake_handle_find(CUmemGenericAllocationHandle id);
+static inline struct fake_handle *fake_handle_find(CUmemGenericAllocationHandle id)
+{
+	return fk_slot_at(FK_TABLE(fake.handles), (uintptr_t)id);
+}
 
 /* The entry points, as cuGetProcAddress hands them out; fake_cuGetProcAddress
  * is the _v2 one (CUDA 12.0 on), fake_cuGetProcAddress_v1 the older one. */

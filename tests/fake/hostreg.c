@@ -1,5 +1,6 @@
 /* Host registration: a table of registered ranges with their flags. Like
- * the real driver, it needs a current context (unless need_ctx=0), refuses
+ * the real driver, it needs a current context (unless need_ctx=0: the
+ * return lists of all three calls name CUDA_ERROR_INVALID_CONTEXT), refuses
  * a single registration above a size limit, and READ_ONLY where the device
  * lacks the attribute for it. */
 #include <stdio.h>
@@ -14,24 +15,6 @@
 
 /* PORTABLE, DEVICEMAP, IOMEMORY, READ_ONLY */
 #define KNOWN_REGISTER_FLAGS 0xfu
-
-/* The return lists of all three calls name CUDA_ERROR_INVALID_CONTEXT. */
-static CUresult need_context(void)
-{
-	return fake_need_context(fake.cfg.need_ctx);
-}
-
-/* The registration that holds p, or NULL. */
-static struct fake_range *registration_of(uintptr_t p)
-{
-	for (int i = 0; i < FAKE_MAX_REGISTRATIONS; i++) {
-		struct fake_range *r = &fake.registrations[i];
-
-		if (r->start && p >= r->start && p - r->start < r->size)
-			return r;
-	}
-	return NULL;
-}
 
 /* Whether the CPU may write every byte of [p, p+bytes): /proc/self/maps. */
 static int cpu_writable(uintptr_t p, size_t bytes)
@@ -104,9 +87,9 @@ static CUresult host_register(uintptr_t p, size_t bytes, unsigned flags)
 	rc = check_writable(p, bytes, flags);
 	if (rc != CUDA_SUCCESS)
 		return rc;
-	if (fake_range_overlap(fake.registrations, FAKE_MAX_REGISTRATIONS, p, bytes))
+	if (fk_overlap(FK_TABLE(fake.registrations), p, bytes))
 		return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
-	r = fake_range_slot(fake.registrations, FAKE_MAX_REGISTRATIONS);
+	r = fk_free_slot(FK_TABLE(fake.registrations));
 	if (!r)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	*r = (struct fake_range){ .start = p, .size = bytes, .flags = flags };
@@ -115,10 +98,8 @@ static CUresult host_register(uintptr_t p, size_t bytes, unsigned flags)
 
 CUresult fake_cuMemHostRegister(void *p, size_t bytes, unsigned int flags)
 {
-	CUresult rc = fake_enter(FE_cuMemHostRegister);
+	CUresult rc = fake_enter_ctx(FE_cuMemHostRegister, &fake.cfg.need_ctx);
 
-	if (rc == CUDA_SUCCESS)
-		rc = need_context();
 	if (rc == CUDA_SUCCESS)
 		rc = host_register((uintptr_t)p, bytes, flags);
 	return fake_leave(rc);
@@ -126,10 +107,10 @@ CUresult fake_cuMemHostRegister(void *p, size_t bytes, unsigned int flags)
 
 static CUresult host_unregister(uintptr_t p)
 {
-	struct fake_range *r = fake_range_at(fake.registrations, FAKE_MAX_REGISTRATIONS, p);
+	struct fake_range *r = fk_slot_at(FK_TABLE(fake.registrations), p);
 
 	if (!r) {
-		fake_bug("cuMemHostUnregister(%#lx) is not the start of a registration",
+		fk_bug("cuMemHostUnregister(%#lx) is not the start of a registration",
 			 (unsigned long)p);
 		return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
 	}
@@ -139,10 +120,8 @@ static CUresult host_unregister(uintptr_t p)
 
 CUresult fake_cuMemHostUnregister(void *p)
 {
-	CUresult rc = fake_enter(FE_cuMemHostUnregister);
+	CUresult rc = fake_enter_ctx(FE_cuMemHostUnregister, &fake.cfg.need_ctx);
 
-	if (rc == CUDA_SUCCESS)
-		rc = need_context();
 	if (rc == CUDA_SUCCESS)
 		rc = host_unregister((uintptr_t)p);
 	return fake_leave(rc);
@@ -167,14 +146,12 @@ static CUdeviceptr device_view(const struct fake_range *r, uintptr_t p)
 
 CUresult fake_cuMemHostGetDevicePointer(CUdeviceptr *dptr, void *p, unsigned int flags)
 {
-	CUresult rc = fake_enter(FE_cuMemHostGetDevicePointer);
+	CUresult rc = fake_enter_ctx(FE_cuMemHostGetDevicePointer, &fake.cfg.need_ctx);
 	const struct fake_range *r;
 
-	if (rc == CUDA_SUCCESS)
-		rc = need_context();
 	if (rc == CUDA_SUCCESS && (!dptr || flags))
 		rc = CUDA_ERROR_INVALID_VALUE;
-	r = rc == CUDA_SUCCESS ? registration_of((uintptr_t)p) : NULL;
+	r = rc == CUDA_SUCCESS ? fk_slot_holding(FK_TABLE(fake.registrations), (uintptr_t)p) : NULL;
 	if (rc == CUDA_SUCCESS &&
 	    (!r || (!fake.cfg.uva && !(r->flags & CU_MEMHOSTREGISTER_DEVICEMAP))))
 		rc = CUDA_ERROR_INVALID_VALUE;

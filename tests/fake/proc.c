@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "fake_cuda.h"
+#include "fakekit/names.h"
 
 /* CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT in the driver's enum. */
 #define FAKE_VERSION_NOT_SUFFICIENT 2
@@ -27,8 +28,8 @@ static const struct {
 #undef FAKE_TABLE
 };
 
-FAKE_API FAKE_FN(PFN_cuGetProcAddress_v2, cuGetProcAddress_v2);
-FAKE_API FAKE_FN(PFN_cuGetProcAddress_v1, cuGetProcAddress);
+FK_API FAKE_FN(PFN_cuGetProcAddress_v2, cuGetProcAddress_v2);
+FK_API FAKE_FN(PFN_cuGetProcAddress_v1, cuGetProcAddress);
 
 /* Callers hold the lock. */
 void *fake_proc_lookup(const char *symbol, int version, int *status)
@@ -82,13 +83,13 @@ CUresult fake_cuGetProcAddress_v1(const char *symbol, void **pfn, int version, c
 }
 
 /* The two symbols a loader finds with dlsym. */
-FAKE_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
-				      cuuint64_t flags, int *symbol_status)
+FK_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
+				    cuuint64_t flags, int *symbol_status)
 {
 	return fake_cuGetProcAddress(symbol, pfn, version, flags, symbol_status);
 }
 
-FAKE_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags)
+FK_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags)
 {
 	return fake_cuGetProcAddress_v1(symbol, pfn, version, flags);
 }
@@ -100,7 +101,7 @@ CUresult fake_cuGetErrorName(CUresult error, const char **name)
 	if (rc == CUDA_SUCCESS && !name)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS) {
-		*name = fake_error_name(error);
+		*name = fk_error_name(error);
 		rc = *name ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 	}
 	return fake_leave(rc);
@@ -278,7 +279,7 @@ CUresult fake_cuDevicePrimaryCtxRelease(CUdevice dev)
 	if (rc == CUDA_SUCCESS && !fake_device_valid(dev))
 		rc = CUDA_ERROR_INVALID_DEVICE;
 	if (rc == CUDA_SUCCESS && fake.ctx_refs[dev] == 0) {
-		fake_bug("cuDevicePrimaryCtxRelease(%d) without a retain", dev);
+		fk_bug("cuDevicePrimaryCtxRelease(%d) without a retain", dev);
 		rc = CUDA_ERROR_INVALID_CONTEXT;
 	}
 	if (rc == CUDA_SUCCESS)
@@ -321,10 +322,8 @@ CUresult fake_cuCtxGetCurrent(CUcontext *ctx)
  * return list says (INVALID_CONTEXT). */
 CUresult fake_cuCtxSynchronize(void)
 {
-	CUresult rc = fake_enter(FE_cuCtxSynchronize);
+	CUresult rc = fake_enter_ctx(FE_cuCtxSynchronize, NULL);
 
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(1);
 	return fake_leave(rc);
 }
 
@@ -339,7 +338,11 @@ int fake_current_device(void)
 	return fake_context_current() ? current_context->device : -1;
 }
 
-CUresult fake_need_context(int rule)
+CUresult fake_enter_ctx(enum fake_entry entry, const int *rule)
 {
-	return rule && !fake_context_current() ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
+	CUresult rc = fake_enter(entry);
+
+	if (rc == CUDA_SUCCESS && (!rule || *rule) && !fake_context_current())
+		rc = CUDA_ERROR_INVALID_CONTEXT;
+	return rc;
 }

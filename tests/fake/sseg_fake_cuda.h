@@ -42,28 +42,20 @@
 
 #include <stddef.h>
 
-/* Fails calls nth .. nth+count-1 of entry (base name, "cuMemMap"), counted
- * from now: nth 1 is the next call; count -1 fails every call from there.
- * entry NULL clears every scripted failure. */
-void sseg_fake_cuda_fail(const char *entry, int nth, int count, int err);
-/* Applies a configuration string (the SSEG_FAKE_CUDA syntax) over the
- * current one; 0, or -EINVAL with nothing changed. */
-int sseg_fake_cuda_configure(const char *spec);
-/* Calls of entry since the start or the last reset (NULL: of all entries;
- * -1 for an unknown name). */
-long sseg_fake_cuda_calls(const char *entry);
-int sseg_fake_cuda_live_handles(void);
-int sseg_fake_cuda_live_reservations(void);
-int sseg_fake_cuda_live_mappings(void);
-int sseg_fake_cuda_live_registrations(void);
+#include "fakekit/control.h"
+
+/* sseg_fake_cuda_fail, _configure, _calls, _bugs, _reset and _live_handles,
+ * _reservations, _mappings, _registrations, as fakekit/control.h describes
+ * them. The bugs are double or unknown
+ * releases, frees of unknown reservations or of reservations with
+ * mappings, unmaps of ranges that are not whole mappings, maps over
+ * mappings, access on unmapped ranges, unregisters of unregistered memory,
+ * context releases without a retain. Reset also zeroes the access record
+ * (sseg_fake_cuda_access); live handles, reservations, mappings,
+ * registrations and contexts stay. */
+FK_CONTROL_DECLARE(sseg_fake_cuda);
 /* Primary context retains not yet released, over all devices. */
 int sseg_fake_cuda_live_contexts(void);
-/* Rule violations so far: double or unknown releases, frees of unknown
- * reservations or of reservations with mappings, unmaps of ranges that are
- * not whole mappings, maps over mappings, access on unmapped ranges,
- * unregisters of unregistered memory, context releases without a retain.
- * Each is also told on stderr. */
-int sseg_fake_cuda_bugs(void);
 /* The i-th live registration in address order; 0, or -ENOENT. */
 int sseg_fake_cuda_registration(int i, void **p, size_t *bytes, unsigned *flags);
 /* 1 when the last cuMemSetAccess granted device access (READ or READWRITE). */
@@ -73,9 +65,5 @@ int sseg_fake_cuda_access(int device);
  * entry (-1: none; the driver ignores it, a test may not; host_node may be
  * NULL); 0, or -ENOENT where p is mapped by no cuMemMap. */
 int sseg_fake_cuda_granted(const void *p, unsigned *devices, int *host_node);
-/* Zeroes the call counters, the bug counter and the access record and
- * clears scripted failures; live handles, reservations, mappings,
- * registrations and contexts stay. */
-void sseg_fake_cuda_reset(void);
 
 #endif

@@ -6,28 +6,12 @@
 #include <sys/mman.h>
 
 #include "fake_cuda.h"
-
-#define RESERVE_FLAGS (MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE)
-
-/* size bytes at an address aligned to align, or NULL. */
-static void *reserve_aligned(size_t size, size_t align)
-{
-	char *span = mmap(NULL, size + align, PROT_NONE, RESERVE_FLAGS, -1, 0);
-	uintptr_t start;
-
-	if (span == MAP_FAILED)
-		return NULL;
-	start = ((uintptr_t)span + align - 1) & ~(uintptr_t)(align - 1);
-	if (start > (uintptr_t)span)
-		munmap(span, start - (uintptr_t)span);
-	munmap((char *)start + size, (uintptr_t)span + align - start);
-	return (void *)start;
-}
+#include "fakekit/va.h"
 
 static CUresult address_reserve(CUdeviceptr *ptr, size_t size, size_t align,
 				unsigned long long flags)
 {
-	struct fake_range *r = fake_range_slot(fake.reservations, FAKE_MAX_RESERVATIONS);
+	struct fake_range *r = fk_free_slot(FK_TABLE(fake.reservations));
 	void *start;
 
 	if (!align)
@@ -37,7 +21,7 @@ static CUresult address_reserve(CUdeviceptr *ptr, size_t size, size_t align,
 		return CUDA_ERROR_INVALID_VALUE;
 	if (!r)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	start = reserve_aligned(size, align);
+	start = fk_va_reserve(size, align);
 	if (!start)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	*r = (struct fake_range){ .start = (uintptr_t)start, .size = size };
@@ -49,10 +33,8 @@ static CUresult address_reserve(CUdeviceptr *ptr, size_t size, size_t align,
 CUresult fake_cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
 				  CUdeviceptr addr, unsigned long long flags)
 {
-	CUresult rc = fake_enter(FE_cuMemAddressReserve);
+	CUresult rc = fake_enter_ctx(FE_cuMemAddressReserve, &fake.cfg.vmm_ctx);
 
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.vmm_ctx);
 	if (rc == CUDA_SUCCESS)
 		rc = address_reserve(ptr, size, alignment, flags);
 	return fake_leave(rc);
@@ -60,15 +42,15 @@ CUresult fake_cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignmen
 
 static CUresult address_free(uintptr_t start, size_t size)
 {
-	struct fake_range *r = fake_range_at(fake.reservations, FAKE_MAX_RESERVATIONS, start);
+	struct fake_range *r = fk_slot_at(FK_TABLE(fake.reservations), start);
 
 	if (!r || r->size != size) {
-		fake_bug("cuMemAddressFree(%#lx, %zu) matches no reservation", (unsigned long)start,
+		fk_bug("cuMemAddressFree(%#lx, %zu) matches no reservation", (unsigned long)start,
 			 size);
 		return CUDA_ERROR_INVALID_VALUE;
 	}
-	if (fake_range_overlap(fake.mappings, FAKE_MAX_MAPPINGS, start, size)) {
-		fake_bug("cuMemAddressFree(%#lx, %zu) with mappings still in it",
+	if (fk_overlap(FK_TABLE(fake.mappings), start, size)) {
+		fk_bug("cuMemAddressFree(%#lx, %zu) with mappings still in it",
 			 (unsigned long)start, size);
 		return CUDA_ERROR_INVALID_VALUE;
 	}
@@ -79,10 +61,8 @@ static CUresult address_free(uintptr_t start, size_t size)
 
 CUresult fake_cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
-	CUresult rc = fake_enter(FE_cuMemAddressFree);
+	CUresult rc = fake_enter_ctx(FE_cuMemAddressFree, &fake.cfg.vmm_ctx);
 
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.vmm_ctx);
 	if (rc == CUDA_SUCCESS)
 		rc = address_free((uintptr_t)ptr, size);
 	return fake_leave(rc);
@@ -90,7 +70,7 @@ CUresult fake_cuMemAddressFree(CUdeviceptr ptr, size_t size)
 
 static int inside_reservation(uintptr_t start, size_t size)
 {
-	return fake_range_overlap(fake.reservations, FAKE_MAX_RESERVATIONS, start, size) == size;
+	return fk_overlap(FK_TABLE(fake.reservations), start, size) == size;
 }
 
 /* "offset - Offset into the memory represented by handle from which to
@@ -107,8 +87,8 @@ static CUresult check_map(uintptr_t start, size_t size, size_t offset, const str
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (offset > h->size || size > h->size - offset || !inside_reservation(start, size))
 		return CUDA_ERROR_INVALID_VALUE;
-	if (fake_range_overlap(fake.mappings, FAKE_MAX_MAPPINGS, start, size)) {
-		fake_bug("cuMemMap(%#lx, %zu) over a mapped range", (unsigned long)start, size);
+	if (fk_overlap(FK_TABLE(fake.mappings), start, size)) {
+		fk_bug("cuMemMap(%#lx, %zu) over a mapped range", (unsigned long)start, size);
 		return CUDA_ERROR_INVALID_VALUE;
 	}
 	return CUDA_SUCCESS;
@@ -123,7 +103,7 @@ static CUresult mem_map(uintptr_t start, size_t size, size_t offset,
 
 	if (rc != CUDA_SUCCESS)
 		return rc;
-	m = fake_range_slot(fake.mappings, FAKE_MAX_MAPPINGS);
+	m = fk_free_slot(FK_TABLE(fake.mappings));
 	if (!m || mmap((void *)start, size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->fd,
 		       (off_t)offset) == MAP_FAILED)
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -135,10 +115,8 @@ static CUresult mem_map(uintptr_t start, size_t size, size_t offset,
 CUresult fake_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 		       CUmemGenericAllocationHandle handle, unsigned long long flags)
 {
-	CUresult rc = fake_enter(FE_cuMemMap);
+	CUresult rc = fake_enter_ctx(FE_cuMemMap, &fake.cfg.vmm_ctx);
 
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.vmm_ctx);
 	if (rc == CUDA_SUCCESS && flags)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
@@ -158,16 +136,16 @@ static int whole_mappings(uintptr_t start, size_t size)
 		    (m->start < start || m->start + m->size > end))
 			return 0;
 	}
-	return fake_range_overlap(fake.mappings, FAKE_MAX_MAPPINGS, start, size) == size;
+	return fk_overlap(FK_TABLE(fake.mappings), start, size) == size;
 }
 
 static CUresult mem_unmap(uintptr_t start, size_t size)
 {
 	if (!size || !whole_mappings(start, size)) {
-		fake_bug("cuMemUnmap(%#lx, %zu) is not whole mappings", (unsigned long)start, size);
+		fk_bug("cuMemUnmap(%#lx, %zu) is not whole mappings", (unsigned long)start, size);
 		return CUDA_ERROR_INVALID_VALUE;
 	}
-	if (mmap((void *)start, size, PROT_NONE, RESERVE_FLAGS | MAP_FIXED, -1, 0) == MAP_FAILED)
+	if (fk_va_restore((void *)start, size) < 0)
 		return CUDA_ERROR_UNKNOWN;
 	for (int i = 0; i < FAKE_MAX_MAPPINGS; i++) {
 		struct fake_range *m = &fake.mappings[i];
@@ -180,10 +158,8 @@ static CUresult mem_unmap(uintptr_t start, size_t size)
 
 CUresult fake_cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
-	CUresult rc = fake_enter(FE_cuMemUnmap);
+	CUresult rc = fake_enter_ctx(FE_cuMemUnmap, &fake.cfg.vmm_ctx);
 
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.vmm_ctx);
 	if (rc == CUDA_SUCCESS)
 		rc = mem_unmap((uintptr_t)ptr, size);
 	return fake_leave(rc);
@@ -297,8 +273,8 @@ static CUresult set_access(uintptr_t start, size_t size, const CUmemAccessDesc *
 	if (!desc || !n || !size || !fake_aligned(start, fake.cfg.granularity) ||
 	    !fake_aligned(size, fake.cfg.granularity))
 		return CUDA_ERROR_INVALID_VALUE;
-	if (fake_range_overlap(fake.mappings, FAKE_MAX_MAPPINGS, start, size) != size) {
-		fake_bug("cuMemSetAccess(%#lx, %zu) on a range not fully mapped",
+	if (fk_overlap(FK_TABLE(fake.mappings), start, size) != size) {
+		fk_bug("cuMemSetAccess(%#lx, %zu) on a range not fully mapped",
 			 (unsigned long)start, size);
 		return CUDA_ERROR_INVALID_VALUE;
 	}
@@ -323,10 +299,8 @@ static CUresult set_access(uintptr_t start, size_t size, const CUmemAccessDesc *
 CUresult fake_cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
 			     size_t count)
 {
-	CUresult rc = fake_enter(FE_cuMemSetAccess);
+	CUresult rc = fake_enter_ctx(FE_cuMemSetAccess, &fake.cfg.vmm_ctx);
 
-	if (rc == CUDA_SUCCESS)
-		rc = fake_need_context(fake.cfg.vmm_ctx);
 	if (rc == CUDA_SUCCESS)
 		rc = set_access((uintptr_t)ptr, size, desc, count);
 	return fake_leave(rc);

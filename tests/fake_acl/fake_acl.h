@@ -1,8 +1,9 @@
 /* Internals of the fake ACL runtime used by the tests: one process-wide
- * state behind one mutex, the entry points it exports (under the runtime's
- * own names, found with dlsym), and the tables of what it holds. What must
- * cross processes (an exported allocation and its trust list) lives in the
- * allocation's memfd, in a header page before the data. */
+ * state behind the toolkit's lock (tests/fakekit), the entry points it
+ * exports (under the runtime's own names, found with dlsym), and the
+ * tables of what it holds. What must cross processes (an exported
+ * allocation and its trust list) lives in the allocation's memfd, in a
+ * header page before the data. */
 #ifndef SSEG_FAKE_ACL_INTERNAL_H
 #define SSEG_FAKE_ACL_INTERNAL_H
 
@@ -11,8 +12,8 @@
 #include <stdint.h>
 
 #include "driver/acl_abi.h"
-
-#define FAKE_API __attribute__((visibility("default")))
+#include "fakekit/core.h"
+#include "fakekit/table.h"
 
 /* Every counted entry point (aclGetRecentErrMsg only reads this thread's
  * message), and whether it answers before aclInit. */
@@ -47,9 +48,9 @@ enum fake_entry {
 #undef FAKE_ENUM
 	FE_COUNT
 };
+_Static_assert(FE_COUNT <= FK_MAX_ENTRIES, "the toolkit counts every entry point");
 
 #define FAKE_MAX_DEVICES 16
-#define FAKE_MAX_RULES 64
 #define FAKE_MAX_HANDLES 512
 #define FAKE_MAX_RANGES 1024
 #define FAKE_MAX_TRUSTED 256
@@ -67,14 +68,6 @@ struct fake_config {
 	int host_register;  /* aclrtHostRegister is supported (A2, A3) */
 	int bare_tgid_offset; /* runtime pid = getpid() + this (a container) */
 	int need_ctx;       /* memory calls need a current context */
-};
-
-/* Calls numbered from..until (until -1: forever) of entry fail with err. */
-struct fake_rule {
-	enum fake_entry entry;
-	long from;
-	long until;
-	aclError err;
 };
 
 enum fake_origin { FAKE_MALLOCED = 1, FAKE_IMPORTED = 2 };
@@ -101,12 +94,11 @@ struct fake_range {
 	uint32_t devices;  /* mappings: devices granted; registrations: the device */
 };
 
+FK_SLOT(struct fake_handle, id);
+FK_RANGE(struct fake_range);
+
 struct fake_state {
 	struct fake_config cfg;
-	long calls[FE_COUNT];
-	struct fake_rule rules[FAKE_MAX_RULES];
-	int nrules;
-	int bugs;
 	int initialized;
 	int device_refs[FAKE_MAX_DEVICES];
 	uintptr_t handle_seq;
@@ -118,48 +110,35 @@ struct fake_state {
 
 extern struct fake_state fake;
 
-/* Loads the configuration once, takes the lock, counts the call and answers
- * a scripted failure or ACL_ERROR_UNINITIALIZE. fake_leave drops the lock
- * whatever fake_enter answered and passes rc through. */
+/* Takes the lock (fk_enter), counts the call and answers a scripted
+ * failure or ACL_ERROR_UNINITIALIZE. fake_leave drops the lock whatever
+ * fake_enter answered and passes rc through. */
 aclError fake_enter(enum fake_entry entry);
 aclError fake_leave(aclError rc);
 /* A failure with the reason aclGetRecentErrMsg gives on this thread. */
 aclError fake_refuse(aclError rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* A rule violation a correct caller never commits: counted and told. */
-void fake_bug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-int fake_parse_config(struct fake_config *cfg, const char *spec);
-int fake_parse_failures(const char *spec);
-int fake_entry_by_name(const char *name);
-int fake_add_rule(int entry, long from, long until, aclError err);
-void fake_load_env(void);
 
 int fake_device_valid(int32_t dev);
-/* ACL_SUCCESS when the thread has a live context (or need_ctx=0). */
-aclError fake_need_context(void);
+/* fake_enter, then ACL_ERROR_RT_CONTEXT_NULL unless the thread has a live
+ * context (or need_ctx=0). */
+aclError fake_enter_ctx(enum fake_entry entry);
 /* The device of this thread's current context, or -1. */
 int fake_current_device(void);
 int32_t fake_bare_tgid(void);
 
-/* Range tables: a free slot, the slot starting exactly at start, the
- * number of used slots, and the bytes of [start, start+size) they cover. */
-struct fake_range *fake_range_slot(struct fake_range *table);
-struct fake_range *fake_range_at(struct fake_range *table, uintptr_t start);
-struct fake_range *fake_range_holding(struct fake_range *table, uintptr_t p);
-int fake_range_live(const struct fake_range *table);
-size_t fake_range_overlap(const struct fake_range *table, uintptr_t start, size_t size);
-
-struct fake_handle *fake_handle_find(uintptr_t id);
-struct fake_handle *fake_handle_slot(void);
+static inline struct fake_handle *fake_handle_find(uintptr_t id)
+{
+	return fk_slot_at(FK_TABLE(fake.handles), id);
+}
 
 /* What the control API reads of the cross-process header. */
 int fake_trusted_of(uint64_t shareable, int32_t *pids, int max);
 
 /* The entry points, declared with the library's own types (acl_abi.h), so
  * a definition that differs from what the backend calls does not compile. */
-#define FAKE_DECLARE(name, before_init) FAKE_API __typeof__(*(PFN_##name)0) name;
+#define FAKE_DECLARE(name, before_init) FK_API __typeof__(*(PFN_##name)0) name;
 FAKE_ACL_ENTRIES(FAKE_DECLARE)
 #undef FAKE_DECLARE
-FAKE_API __typeof__(*(PFN_aclGetRecentErrMsg)0) aclGetRecentErrMsg;
+FK_API __typeof__(*(PFN_aclGetRecentErrMsg)0) aclGetRecentErrMsg;
 
 #endif

@@ -26,7 +26,7 @@ static aclError check_register(uintptr_t p, uint64_t size, int type)
 	/* The runtime pins the pages: the whole range must be mapped. */
 	if (madvise((void *)p, size, MADV_NORMAL) < 0)
 		return fake_refuse(ACL_ERROR_INVALID_PARAM, "the range is not mapped");
-	if (fake_range_overlap(fake.registrations, p, size))
+	if (fk_overlap(FK_TABLE(fake.registrations), p, size))
 		return fake_refuse(ACL_ERROR_RT_PARAM_INVALID, "registered already");
 	return ACL_SUCCESS;
 }
@@ -38,7 +38,7 @@ static aclError host_register(uintptr_t p, uint64_t size, int type, void **devPt
 
 	if (rc != ACL_SUCCESS)
 		return rc;
-	r = fake_range_slot(fake.registrations);
+	r = fk_free_slot(FK_TABLE(fake.registrations));
 	if (!r)
 		return fake_refuse(ACL_ERROR_RT_MEMORY_ALLOCATION, "too many registrations");
 	*r = (struct fake_range){ .start = p, .size = size,
@@ -47,13 +47,11 @@ static aclError host_register(uintptr_t p, uint64_t size, int type, void **devPt
 	return ACL_SUCCESS;
 }
 
-FAKE_API aclError aclrtHostRegister(void *ptr, uint64_t size, aclrtHostRegisterType type,
-				    void **devPtr)
+FK_API aclError aclrtHostRegister(void *ptr, uint64_t size, aclrtHostRegisterType type,
+				  void **devPtr)
 {
-	aclError rc = fake_enter(FE_aclrtHostRegister);
+	aclError rc = fake_enter_ctx(FE_aclrtHostRegister);
 
-	if (rc == ACL_SUCCESS)
-		rc = fake_need_context();
 	if (rc == ACL_SUCCESS && !devPtr)
 		rc = fake_refuse(ACL_ERROR_INVALID_PARAM, "devPtr is NULL");
 	if (rc == ACL_SUCCESS)
@@ -61,15 +59,13 @@ FAKE_API aclError aclrtHostRegister(void *ptr, uint64_t size, aclrtHostRegisterT
 	return fake_leave(rc);
 }
 
-FAKE_API aclError aclrtHostUnregister(void *ptr)
+FK_API aclError aclrtHostUnregister(void *ptr)
 {
-	aclError rc = fake_enter(FE_aclrtHostUnregister);
+	aclError rc = fake_enter_ctx(FE_aclrtHostUnregister);
 	struct fake_range *r = NULL;
 
-	if (rc == ACL_SUCCESS)
-		rc = fake_need_context();
-	if (rc == ACL_SUCCESS && !(r = fake_range_at(fake.registrations, (uintptr_t)ptr))) {
-		fake_bug("aclrtHostUnregister(%p) is not the start of a registration", ptr);
+	if (rc == ACL_SUCCESS && !(r = fk_slot_at(FK_TABLE(fake.registrations), (uintptr_t)ptr))) {
+		fk_bug("aclrtHostUnregister(%p) is not the start of a registration", ptr);
 		rc = fake_refuse(ACL_ERROR_RT_PARAM_INVALID, "%p is not registered", ptr);
 	}
 	if (r)

@@ -6,14 +6,13 @@
  * exporter holds the allocation, and not after it freed it. */
 #define _GNU_SOURCE /* memfd_create */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include "fake_acl.h"
+#include "fakekit/memfd.h"
 
 #define HEADER_MAGIC "SSEGACL1"
 #define FABRIC_MAGIC "SSEGACLF"
@@ -104,9 +103,9 @@ static size_t granule_of(const aclrtPhysicalMemProp *prop)
 	return prop->memAttr == ACL_DDR_MEM_HUGE ? fake.cfg.granularity : FAKE_NORMAL_GRANULE;
 }
 
-FAKE_API aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp *prop,
-						   aclrtMemGranularityOptions option,
-						   size_t *granularity)
+FK_API aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp *prop,
+						 aclrtMemGranularityOptions option,
+						 size_t *granularity)
 {
 	aclError rc = fake_enter(FE_aclrtMemGetAllocationGranularity);
 
@@ -120,21 +119,11 @@ FAKE_API aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp *prop,
 	return fake_leave(rc);
 }
 
-static uint64_t fresh_nonce(void)
-{
-	static uint64_t counter;
-	uint64_t nonce = 0;
-
-	if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce) || nonce == 0)
-		nonce = ((uint64_t)getpid() << 32) ^ ++counter;
-	return nonce;
-}
-
 /* Takes ownership of fd, also on failure. */
 static aclError add_handle(int fd, const struct block_header *h, enum fake_origin origin,
 			   uint64_t shareable, aclrtDrvMemHandle *out)
 {
-	struct fake_handle *slot = fake_handle_slot();
+	struct fake_handle *slot = fk_free_slot(FK_TABLE(fake.handles));
 
 	if (!slot) {
 		close(fd);
@@ -154,7 +143,7 @@ static aclError malloc_physical(aclrtDrvMemHandle *handle, size_t size,
 	char name[64];
 	int fd;
 
-	h.nonce = fresh_nonce();
+	h.nonce = fk_nonce();
 	h.size = size;
 	h.granule = granule_of(prop);
 	if (!size || size % h.granule)
@@ -173,13 +162,11 @@ static aclError malloc_physical(aclrtDrvMemHandle *handle, size_t size,
 	return add_handle(fd, &h, FAKE_MALLOCED, 0, handle);
 }
 
-FAKE_API aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size,
-				      const aclrtPhysicalMemProp *prop, uint64_t flags)
+FK_API aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size,
+				    const aclrtPhysicalMemProp *prop, uint64_t flags)
 {
-	aclError rc = fake_enter(FE_aclrtMallocPhysical);
+	aclError rc = fake_enter_ctx(FE_aclrtMallocPhysical);
 
-	if (rc == ACL_SUCCESS)
-		rc = fake_need_context();
 	if (rc == ACL_SUCCESS && (!handle || flags))
 		rc = fake_refuse(ACL_ERROR_INVALID_PARAM, "handle NULL or flags not 0");
 	if (rc == ACL_SUCCESS)
@@ -190,15 +177,13 @@ FAKE_API aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size,
 }
 
 /* The handle goes; mappings keep the memory, as the reference says. */
-FAKE_API aclError aclrtFreePhysical(aclrtDrvMemHandle handle)
+FK_API aclError aclrtFreePhysical(aclrtDrvMemHandle handle)
 {
-	aclError rc = fake_enter(FE_aclrtFreePhysical);
+	aclError rc = fake_enter_ctx(FE_aclrtFreePhysical);
 	struct fake_handle *h = NULL;
 
-	if (rc == ACL_SUCCESS)
-		rc = fake_need_context();
 	if (rc == ACL_SUCCESS && !(h = fake_handle_find((uintptr_t)handle))) {
-		fake_bug("aclrtFreePhysical(%p) of an unknown or freed handle", handle);
+		fk_bug("aclrtFreePhysical(%p) of an unknown or freed handle", handle);
 		rc = fake_refuse(ACL_ERROR_RT_INVALID_HANDLE, "unknown handle %p", handle);
 	}
 	if (h) {
@@ -279,15 +264,13 @@ static aclError export_fabric(struct fake_handle *h, uint64_t flags, aclrtMemFab
 	return rc;
 }
 
-FAKE_API aclError aclrtMemExportToShareableHandle(aclrtDrvMemHandle handle,
-						  aclrtMemHandleType handleType, uint64_t flags,
-						  uint64_t *shareableHandle)
+FK_API aclError aclrtMemExportToShareableHandle(aclrtDrvMemHandle handle,
+						aclrtMemHandleType handleType, uint64_t flags,
+						uint64_t *shareableHandle)
 {
-	aclError rc = fake_enter(FE_aclrtMemExportToShareableHandle);
+	aclError rc = fake_enter_ctx(FE_aclrtMemExportToShareableHandle);
 	struct fake_handle *h = NULL;
 
-	if (rc == ACL_SUCCESS)
-		rc = fake_need_context();
 	if (rc == ACL_SUCCESS && (!shareableHandle || handleType != ACL_MEM_HANDLE_TYPE_NONE))
 		rc = fake_refuse(ACL_ERROR_INVALID_PARAM, "shareableHandle NULL or handleType not NONE");
 	if (rc == ACL_SUCCESS)
@@ -297,15 +280,13 @@ FAKE_API aclError aclrtMemExportToShareableHandle(aclrtDrvMemHandle handle,
 	return fake_leave(rc);
 }
 
-FAKE_API aclError aclrtMemExportToShareableHandleV2(aclrtDrvMemHandle handle, uint64_t flags,
-						    aclrtMemSharedHandleType shareType,
-						    void *shareableHandle)
+FK_API aclError aclrtMemExportToShareableHandleV2(aclrtDrvMemHandle handle, uint64_t flags,
+						  aclrtMemSharedHandleType shareType,
+						  void *shareableHandle)
 {
-	aclError rc = fake_enter(FE_aclrtMemExportToShareableHandleV2);
+	aclError rc = fake_enter_ctx(FE_aclrtMemExportToShareableHandleV2);
 	struct fake_handle *h = NULL;
 
-	if (rc == ACL_SUCCESS)
-		rc = fake_need_context();
 	if (rc == ACL_SUCCESS && !shareableHandle)
 		rc = fake_refuse(ACL_ERROR_INVALID_PARAM, "shareableHandle is NULL");
 	if (rc == ACL_SUCCESS)
@@ -331,15 +312,13 @@ static struct fake_handle *exported_here(uint64_t shareable)
 }
 
 /* The stricter reading: the list given replaces the one before. */
-FAKE_API aclError aclrtMemSetPidToShareableHandle(uint64_t shareableHandle, int32_t *pid,
-						  size_t pidNum)
+FK_API aclError aclrtMemSetPidToShareableHandle(uint64_t shareableHandle, int32_t *pid,
+						size_t pidNum)
 {
-	aclError rc = fake_enter(FE_aclrtMemSetPidToShareableHandle);
+	aclError rc = fake_enter_ctx(FE_aclrtMemSetPidToShareableHandle);
 	struct fake_handle *h = NULL;
 	struct block_header hdr;
 
-	if (rc == ACL_SUCCESS)
-		rc = fake_need_context();
 	if (rc == ACL_SUCCESS && (!pid || !pidNum || pidNum > FAKE_MAX_TRUSTED))
 		rc = fake_refuse(ACL_ERROR_INVALID_PARAM, "pid NULL or pidNum %zu", pidNum);
 	if (rc == ACL_SUCCESS && !(h = exported_here(shareableHandle)))
@@ -373,10 +352,7 @@ int fake_trusted_of(uint64_t shareable, int32_t *pids, int max)
 
 static aclError open_exported(uint32_t pid, int32_t fd, int *out, struct block_header *hdr)
 {
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/%u/fd/%d", pid, fd);
-	*out = open(path, O_RDWR | O_CLOEXEC);
+	*out = fk_open_exported(pid, fd);
 	if (*out < 0)
 		return fake_refuse(ACL_ERROR_RT_INVALID_HANDLE,
 				   "the exporter (pid %u) no longer holds the memory: %s", pid,
@@ -465,13 +441,11 @@ static aclError import_fabric(const aclrtMemFabricHandle *in, aclrtDrvMemHandle 
 	return add_handle(mine, &hdr, FAKE_IMPORTED, 0, handle);
 }
 
-FAKE_API aclError aclrtMemImportFromShareableHandle(uint64_t shareableHandle, int32_t deviceId,
-						    aclrtDrvMemHandle *handle)
+FK_API aclError aclrtMemImportFromShareableHandle(uint64_t shareableHandle, int32_t deviceId,
+						  aclrtDrvMemHandle *handle)
 {
-	aclError rc = fake_enter(FE_aclrtMemImportFromShareableHandle);
+	aclError rc = fake_enter_ctx(FE_aclrtMemImportFromShareableHandle);
 
-	if (rc == ACL_SUCCESS)
-		rc = fake_need_context();
 	if (rc == ACL_SUCCESS && !handle)
 		rc = fake_refuse(ACL_ERROR_INVALID_PARAM, "handle is NULL");
 	if (rc == ACL_SUCCESS && !fake_device_valid(deviceId))
@@ -481,14 +455,12 @@ FAKE_API aclError aclrtMemImportFromShareableHandle(uint64_t shareableHandle, in
 	return fake_leave(rc);
 }
 
-FAKE_API aclError aclrtMemImportFromShareableHandleV2(void *shareableHandle,
-						      aclrtMemSharedHandleType shareType,
-						      uint64_t flags, aclrtDrvMemHandle *handle)
+FK_API aclError aclrtMemImportFromShareableHandleV2(void *shareableHandle,
+						    aclrtMemSharedHandleType shareType,
+						    uint64_t flags, aclrtDrvMemHandle *handle)
 {
-	aclError rc = fake_enter(FE_aclrtMemImportFromShareableHandleV2);
+	aclError rc = fake_enter_ctx(FE_aclrtMemImportFromShareableHandleV2);
 
-	if (rc == ACL_SUCCESS)
-		rc = fake_need_context();
 	if (rc == ACL_SUCCESS && (!shareableHandle || !handle || flags))
 		rc = fake_refuse(ACL_ERROR_INVALID_PARAM, "a NULL argument or flags not 0");
 	if (rc == ACL_SUCCESS && shareType == ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT)

@@ -24,13 +24,15 @@ static int context_live(const struct fake_context *ctx)
 	return ctx && fake.device_refs[ctx->device] > 0;
 }
 
-aclError fake_need_context(void)
+aclError fake_enter_ctx(enum fake_entry entry)
 {
-	if (fake.cfg.need_ctx && !context_live(current))
-		return fake_refuse(ACL_ERROR_RT_CONTEXT_NULL,
-				   "no device set on this thread (aclrtSetDevice) or its context "
-				   "was reset");
-	return ACL_SUCCESS;
+	aclError rc = fake_enter(entry);
+
+	if (rc == ACL_SUCCESS && fake.cfg.need_ctx && !context_live(current))
+		rc = fake_refuse(ACL_ERROR_RT_CONTEXT_NULL,
+				 "no device set on this thread (aclrtSetDevice) or its context "
+				 "was reset");
+	return rc;
 }
 
 int fake_current_device(void)
@@ -43,7 +45,7 @@ int32_t fake_bare_tgid(void)
 	return (int32_t)getpid() + fake.cfg.bare_tgid_offset;
 }
 
-FAKE_API aclError aclInit(const char *configPath)
+FK_API aclError aclInit(const char *configPath)
 {
 	aclError rc = fake_enter(FE_aclInit);
 	FILE *f;
@@ -62,7 +64,7 @@ FAKE_API aclError aclInit(const char *configPath)
 	return fake_leave(rc);
 }
 
-FAKE_API aclError aclrtGetVersion(int32_t *major, int32_t *minor, int32_t *patch)
+FK_API aclError aclrtGetVersion(int32_t *major, int32_t *minor, int32_t *patch)
 {
 	aclError rc = fake_enter(FE_aclrtGetVersion);
 
@@ -76,7 +78,7 @@ FAKE_API aclError aclrtGetVersion(int32_t *major, int32_t *minor, int32_t *patch
 	return fake_leave(rc);
 }
 
-FAKE_API aclError aclrtGetDeviceCount(uint32_t *count)
+FK_API aclError aclrtGetDeviceCount(uint32_t *count)
 {
 	aclError rc = fake_enter(FE_aclrtGetDeviceCount);
 
@@ -87,7 +89,7 @@ FAKE_API aclError aclrtGetDeviceCount(uint32_t *count)
 	return fake_leave(rc);
 }
 
-FAKE_API aclError aclrtSetDevice(int32_t deviceId)
+FK_API aclError aclrtSetDevice(int32_t deviceId)
 {
 	aclError rc = fake_enter(FE_aclrtSetDevice);
 
@@ -101,14 +103,14 @@ FAKE_API aclError aclrtSetDevice(int32_t deviceId)
 	return fake_leave(rc);
 }
 
-FAKE_API aclError aclrtResetDevice(int32_t deviceId)
+FK_API aclError aclrtResetDevice(int32_t deviceId)
 {
 	aclError rc = fake_enter(FE_aclrtResetDevice);
 
 	if (rc == ACL_SUCCESS && !fake_device_valid(deviceId))
 		rc = fake_refuse(ACL_ERROR_RT_INVALID_DEVICEID, "no device %d", deviceId);
 	if (rc == ACL_SUCCESS && fake.device_refs[deviceId] == 0) {
-		fake_bug("aclrtResetDevice(%d) without an aclrtSetDevice", deviceId);
+		fk_bug("aclrtResetDevice(%d) without an aclrtSetDevice", deviceId);
 		rc = fake_refuse(ACL_ERROR_RT_PARAM_INVALID, "device %d is not set", deviceId);
 	}
 	if (rc == ACL_SUCCESS)
@@ -116,7 +118,7 @@ FAKE_API aclError aclrtResetDevice(int32_t deviceId)
 	return fake_leave(rc);
 }
 
-FAKE_API aclError aclrtGetCurrentContext(aclrtContext *context)
+FK_API aclError aclrtGetCurrentContext(aclrtContext *context)
 {
 	aclError rc = fake_enter(FE_aclrtGetCurrentContext);
 
@@ -129,7 +131,7 @@ FAKE_API aclError aclrtGetCurrentContext(aclrtContext *context)
 	return fake_leave(rc);
 }
 
-FAKE_API aclError aclrtSetCurrentContext(aclrtContext context)
+FK_API aclError aclrtSetCurrentContext(aclrtContext context)
 {
 	aclError rc = fake_enter(FE_aclrtSetCurrentContext);
 	struct fake_context *ctx = NULL;
@@ -147,7 +149,7 @@ FAKE_API aclError aclrtSetCurrentContext(aclrtContext context)
 
 /* Inside a container the runtime names a process by its host pid: the
  * offset makes the two differ, as they would there. */
-FAKE_API aclError aclrtDeviceGetBareTgid(int32_t *pid)
+FK_API aclError aclrtDeviceGetBareTgid(int32_t *pid)
 {
 	aclError rc = fake_enter(FE_aclrtDeviceGetBareTgid);
 

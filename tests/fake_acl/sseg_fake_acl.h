@@ -18,36 +18,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Fails calls nth .. nth+count-1 of entry ("aclrtMapMem"), counted from
- * now: nth 1 is the next call; count -1 fails every call from there.
- * entry NULL clears every scripted failure. */
-void sseg_fake_acl_fail(const char *entry, int nth, int count, int err);
-/* Applies a configuration string (the SSEG_FAKE_ACL syntax) over the
- * current one; 0, or -EINVAL with nothing changed. */
-int sseg_fake_acl_configure(const char *spec);
-/* Calls of entry since the start or the last reset (NULL: of all entries;
- * -1 for an unknown name). */
-long sseg_fake_acl_calls(const char *entry);
-/* What this process holds: physical handles (allocated or imported),
- * reservations, mappings, host registrations, and aclrtSetDevice
- * references not yet reset. */
-int sseg_fake_acl_live_handles(void);
-int sseg_fake_acl_live_reservations(void);
-int sseg_fake_acl_live_mappings(void);
-int sseg_fake_acl_live_registrations(void);
+#include "fakekit/control.h"
+
+/* sseg_fake_acl_fail, _configure, _calls, _bugs, _reset and _live_handles,
+ * _reservations, _mappings, _registrations, as fakekit/control.h describes
+ * them. The bugs are frees of unknown or freed handles, releases of unknown
+ * reservations or of reservations with mappings, unmaps and unregisters of
+ * what is not mapped or registered, resets without a set. */
+FK_CONTROL_DECLARE(sseg_fake_acl);
+/* aclrtSetDevice references not yet reset, over all devices. */
 int sseg_fake_acl_live_devices(void);
-/* Rule violations so far: frees of unknown or freed handles, releases of
- * unknown reservations or of reservations with mappings, unmaps and
- * unregisters of what is not mapped or registered, resets without a set.
- * Each is also told on stderr. */
-int sseg_fake_acl_bugs(void);
 /* The i-th live registration in address order; 0, or -ENOENT. */
 int sseg_fake_acl_registration(int i, void **p, size_t *bytes, int *device);
 /* The trust list of an in-server handle this process exported: the number
  * of pids (up to max copied), or -ENOENT. */
 int sseg_fake_acl_trusted(uint64_t shareable, int32_t *pids, int max);
-/* Zeroes the call counters and the bug counter and clears scripted
- * failures; what is held stays. */
-void sseg_fake_acl_reset(void);
 
 #endif

@@ -6,38 +6,22 @@
 #include <sys/mman.h>
 
 #include "fake_acl.h"
-
-#define RESERVE_FLAGS (MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE)
+#include "fakekit/va.h"
 
 static size_t page_round(size_t size)
 {
 	return (size + 4095) & ~(size_t)4095;
 }
 
-/* size bytes at an address aligned to align, or NULL. */
-static void *reserve_aligned(size_t size, size_t align)
-{
-	char *span = mmap(NULL, size + align, PROT_NONE, RESERVE_FLAGS, -1, 0);
-	uintptr_t start;
-
-	if (span == MAP_FAILED)
-		return NULL;
-	start = ((uintptr_t)span + align - 1) & ~(uintptr_t)(align - 1);
-	if (start > (uintptr_t)span)
-		munmap(span, start - (uintptr_t)span);
-	munmap((char *)start + size, (uintptr_t)span + align - start);
-	return (void *)start;
-}
-
 static aclError reserve(void **virPtr, size_t size)
 {
-	struct fake_range *r = fake_range_slot(fake.reservations);
+	struct fake_range *r = fk_free_slot(FK_TABLE(fake.reservations));
 	void *start;
 
 	if (!r)
 		return fake_refuse(ACL_ERROR_RT_MEMORY_ALLOCATION, "too many reservations");
 	size = page_round(size);
-	start = reserve_aligned(size, fake.cfg.granularity);
+	start = fk_va_reserve(size, fake.cfg.granularity);
 	if (!start)
 		return fake_refuse(ACL_ERROR_RT_MEMORY_ALLOCATION, "no address space for %zu bytes",
 				   size);
@@ -48,13 +32,11 @@ static aclError reserve(void **virPtr, size_t size)
 
 /* The reference: alignment is reserved (0), flags 0; a fixed expectPtr is
  * experimental and not emulated. */
-FAKE_API aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignment,
-					 void *expectPtr, uint64_t flags)
+FK_API aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignment,
+				       void *expectPtr, uint64_t flags)
 {
-	aclError rc = fake_enter(FE_aclrtReserveMemAddress);
+	aclError rc = fake_enter_ctx(FE_aclrtReserveMemAddress);
 
-	if (rc == ACL_SUCCESS)
-		rc = fake_need_context();
 	if (rc == ACL_SUCCESS && (!virPtr || !size || alignment || flags))
 		rc = fake_refuse(ACL_ERROR_INVALID_PARAM,
 				 "virPtr NULL, size 0, or alignment or flags not 0");
@@ -67,15 +49,15 @@ FAKE_API aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alig
 
 static aclError release(uintptr_t start)
 {
-	struct fake_range *r = fake_range_at(fake.reservations, start);
+	struct fake_range *r = fk_slot_at(FK_TABLE(fake.reservations), start);
 
 	if (!r) {
-		fake_bug("aclrtReleaseMemAddress(%#lx) matches no reservation", (unsigned long)start);
+		fk_bug("aclrtReleaseMemAddress(%#lx) matches no reservation", (unsigned long)start);
 		return fake_refuse(ACL_ERROR_RT_PARAM_INVALID, "no reservation at %#lx",
 				   (unsigned long)start);
 	}
-	if (fake_range_overlap(fake.mappings, r->start, r->size)) {
-		fake_bug("aclrtReleaseMemAddress(%#lx) with mappings still in it",
+	if (fk_overlap(FK_TABLE(fake.mappings), r->start, r->size)) {
+		fk_bug("aclrtReleaseMemAddress(%#lx) with mappings still in it",
 			 (unsigned long)start);
 		return fake_refuse(ACL_ERROR_RT_PARAM_INVALID, "unmap first");
 	}
@@ -84,12 +66,10 @@ static aclError release(uintptr_t start)
 	return ACL_SUCCESS;
 }
 
-FAKE_API aclError aclrtReleaseMemAddress(void *virPtr)
+FK_API aclError aclrtReleaseMemAddress(void *virPtr)
 {
-	aclError rc = fake_enter(FE_aclrtReleaseMemAddress);
+	aclError rc = fake_enter_ctx(FE_aclrtReleaseMemAddress);
 
-	if (rc == ACL_SUCCESS)
-		rc = fake_need_context();
 	if (rc == ACL_SUCCESS)
 		rc = release((uintptr_t)virPtr);
 	return fake_leave(rc);
@@ -106,14 +86,14 @@ static aclError check_map(uintptr_t start, size_t size, const struct fake_handle
 		return fake_refuse(ACL_ERROR_RT_PARAM_INVALID,
 				   "size %zu is not the allocation's %zu, or the address is not "
 				   "aligned to its granularity", size, h->size);
-	*res = fake_range_holding(fake.reservations, start);
+	*res = fk_slot_holding(FK_TABLE(fake.reservations), start);
 	if (!*res || (*res)->start + (*res)->size - start < size)
 		return fake_refuse(ACL_ERROR_RT_PARAM_INVALID, "not inside one reservation");
 	if ((*res)->origin && (*res)->origin != (int)h->origin)
 		return fake_refuse(ACL_ERROR_RT_PARAM_INVALID,
 				   "one reservation binds allocated and imported handles");
-	if (fake_range_overlap(fake.mappings, start, size)) {
-		fake_bug("aclrtMapMem(%#lx, %zu) over a mapped range", (unsigned long)start, size);
+	if (fk_overlap(FK_TABLE(fake.mappings), start, size)) {
+		fk_bug("aclrtMapMem(%#lx, %zu) over a mapped range", (unsigned long)start, size);
 		return fake_refuse(ACL_ERROR_RT_PARAM_INVALID, "mapped already");
 	}
 	return ACL_SUCCESS;
@@ -127,7 +107,7 @@ static aclError map(uintptr_t start, size_t size, uintptr_t handle)
 
 	if (rc != ACL_SUCCESS)
 		return rc;
-	m = fake_range_slot(fake.mappings);
+	m = fk_free_slot(FK_TABLE(fake.mappings));
 	if (!m || mmap((void *)start, size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->fd,
 		       FAKE_HEADER) == MAP_FAILED)
 		return fake_refuse(ACL_ERROR_RT_MEMORY_ALLOCATION, "cannot map %zu bytes", size);
@@ -136,13 +116,11 @@ static aclError map(uintptr_t start, size_t size, uintptr_t handle)
 	return ACL_SUCCESS;
 }
 
-FAKE_API aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle handle,
-			      uint64_t flags)
+FK_API aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle handle,
+			    uint64_t flags)
 {
-	aclError rc = fake_enter(FE_aclrtMapMem);
+	aclError rc = fake_enter_ctx(FE_aclrtMapMem);
 
-	if (rc == ACL_SUCCESS)
-		rc = fake_need_context();
 	if (rc == ACL_SUCCESS && (!virPtr || flags || offset))
 		rc = fake_refuse(ACL_ERROR_INVALID_PARAM, "virPtr NULL, or offset or flags not 0");
 	if (rc == ACL_SUCCESS)
@@ -152,25 +130,23 @@ FAKE_API aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrv
 
 static aclError unmap(uintptr_t start)
 {
-	struct fake_range *m = fake_range_at(fake.mappings, start);
+	struct fake_range *m = fk_slot_at(FK_TABLE(fake.mappings), start);
 
 	if (!m) {
-		fake_bug("aclrtUnmapMem(%#lx) is not the start of a mapping", (unsigned long)start);
+		fk_bug("aclrtUnmapMem(%#lx) is not the start of a mapping", (unsigned long)start);
 		return fake_refuse(ACL_ERROR_RT_PARAM_INVALID, "nothing mapped at %#lx",
 				   (unsigned long)start);
 	}
-	if (mmap((void *)start, m->size, PROT_NONE, RESERVE_FLAGS | MAP_FIXED, -1, 0) == MAP_FAILED)
+	if (fk_va_restore((void *)start, m->size) < 0)
 		return fake_refuse(ACL_ERROR_RT_INTERNAL_ERROR, "cannot unmap");
 	*m = (struct fake_range){ 0 };
 	return ACL_SUCCESS;
 }
 
-FAKE_API aclError aclrtUnmapMem(void *virPtr)
+FK_API aclError aclrtUnmapMem(void *virPtr)
 {
-	aclError rc = fake_enter(FE_aclrtUnmapMem);
+	aclError rc = fake_enter_ctx(FE_aclrtUnmapMem);
 
-	if (rc == ACL_SUCCESS)
-		rc = fake_need_context();
 	if (rc == ACL_SUCCESS)
 		rc = unmap((uintptr_t)virPtr);
 	return fake_leave(rc);
@@ -204,7 +180,7 @@ static aclError check_desc(const aclrtMemAccessDesc *d)
 static aclError set_access(uintptr_t start, size_t size, const aclrtMemAccessDesc *desc,
 			   size_t n)
 {
-	struct fake_range *m = fake_range_at(fake.mappings, start);
+	struct fake_range *m = fk_slot_at(FK_TABLE(fake.mappings), start);
 	aclError rc = ACL_SUCCESS;
 
 	if (!desc || !n)
@@ -226,13 +202,11 @@ static aclError set_access(uintptr_t start, size_t size, const aclrtMemAccessDes
 	return rc;
 }
 
-FAKE_API aclError aclrtMemSetAccess(void *virPtr, size_t size, aclrtMemAccessDesc *desc,
-				    size_t count)
+FK_API aclError aclrtMemSetAccess(void *virPtr, size_t size, aclrtMemAccessDesc *desc,
+				  size_t count)
 {
-	aclError rc = fake_enter(FE_aclrtMemSetAccess);
+	aclError rc = fake_enter_ctx(FE_aclrtMemSetAccess);
 
-	if (rc == ACL_SUCCESS)
-		rc = fake_need_context();
 	if (rc == ACL_SUCCESS)
 		rc = set_access((uintptr_t)virPtr, size, desc, count);
 	return fake_leave(rc);
