@@ -146,11 +146,34 @@ int sseg_memory_fits(uint64_t bytes, const char *what)
 	return 0;
 }
 
+/* Whether what the mapping obtained must be read from smaps: THP shows
+ * there only as it is faulted in, and base pages may have been turned into
+ * THP by a forcing knob. Reading smaps makes the kernel walk every mapping
+ * of the process (tens of ms in a process that imported torch), so
+ * HugeTLB (the fd's filesystem decides) and base pages under knobs that
+ * cannot force THP are known without it. */
+bool sseg_pages_need_smaps(const struct sseg *seg)
+{
+	char global[16] = "", per2m[16] = "";
+
+	if (seg->pages == SSEG_PAGES_THP)
+		return true;
+	if (seg->pages != SSEG_PAGES_BASE)
+		return false;
+	sseg_os_thp_shmem_knobs(global, per2m);
+	return !strcmp(global, "force") || !strcmp(per2m, "force");
+}
+
 void sseg_pages_verify(struct sseg *seg)
 {
 	uint64_t huge = 0;
 	bool hugetlb = seg->pages == SSEG_PAGES_HUGETLB_2M || seg->pages == SSEG_PAGES_HUGETLB_1G;
 
+	if (!sseg_pages_need_smaps(seg)) {
+		seg->huge_bytes = hugetlb ? seg->mapped_size : 0;
+		seg->pages_verified = 1;
+		return;
+	}
 	if (sseg_os_huge_bytes(seg->base, seg->mapped_size, &huge))
 		return;
 	seg->huge_bytes = huge;

@@ -23,6 +23,8 @@ SSEG_HIDDEN int sseg_pages_choose(enum sseg_pages req, uint64_t size,
  * with both numbers. what names the memory in the sentence. */
 SSEG_HIDDEN int sseg_memory_fits(uint64_t bytes, const char *what);
 
+/* Whether what was obtained can only be measured from smaps (costly). */
+SSEG_HIDDEN bool sseg_pages_need_smaps(const struct sseg *seg);
 /* Measures what the mapping obtained and records it in the segment. */
 SSEG_HIDDEN void sseg_pages_verify(struct sseg *seg);
 /* Applies opts.numa to [base, base + mapped_size) before first touch. */

@@ -292,10 +292,11 @@ static void memfd_settle(struct sseg *seg)
 	sseg_os_numa_where(seg->base, seg->mapped_size, seg->page_size, &seg->numa_nodes);
 }
 
-/* Huge pages show in smaps as they are faulted: measured now. */
+/* THP shows in smaps as it is faulted: measured now (other page kinds are
+ * known since settle). */
 static void memfd_describe(const struct sseg *seg, struct sseg_info *info)
 {
-	if (seg->completed)
+	if (seg->completed && seg->pages == SSEG_PAGES_THP)
 		sseg_os_huge_bytes(seg->base, seg->mapped_size, &info->huge_bytes);
 	info->pages_verified = seg->pages_verified || info->huge_bytes > 0;
 	snprintf(info->handle_type, sizeof(info->handle_type), "%s",
