@@ -36,6 +36,7 @@ test-c: all
 
 # The Python package's targets (python, test-python) live beside it.
 -include python/python.mk
+-include bench/bench.mk
 
 # The sanitizer build first, then the release build, the Python tests last,
 # so the output ends with the last runner's summary line.
