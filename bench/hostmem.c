@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hostmem.h"
 #include "kernels.h"
@@ -52,6 +53,22 @@ static uint64_t hugetlb_in_use(void)
 	return bytes;
 }
 
+/* The cpu line's steal column, in seconds summed over the CPUs. */
+static double steal_seconds(void)
+{
+	FILE *f = fopen("/proc/stat", "re");
+	unsigned long long v[8] = { 0 };
+	long hz = sysconf(_SC_CLK_TCK);
+	int n;
+
+	if (!f)
+		return 0;
+	n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+		   &v[4], &v[5], &v[6], &v[7]);
+	fclose(f);
+	return n == 8 && hz > 0 ? (double)v[7] / (double)hz : 0;
+}
+
 int hostmem_read(struct hostmem *m)
 {
 	FILE *f = fopen("/proc/meminfo", "re");
@@ -74,6 +91,7 @@ int hostmem_read(struct hostmem *m)
 	}
 	fclose(f);
 	m->hugetlb = hugetlb_in_use();
+	m->steal_s = steal_seconds();
 	return found == 3 ? 0 : -ENOENT;
 }
 

@@ -12,6 +12,7 @@ struct hostmem {
 	uint64_t anon;
 	uint64_t hugetlb;     /* pages in use, every pool, in bytes */
 	uint64_t page_tables;
+	double steal_s; /* CPU time the hypervisor took from this machine (/proc/stat) */
 };
 
 int hostmem_read(struct hostmem *m);

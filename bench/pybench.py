@@ -166,8 +166,20 @@ def fixed_mmap_threshold():
         pass
 
 
+def die_with_parent():
+    """A rank never outlives the parent that measures it (PR_SET_PDEATHSIG)."""
+    import ctypes
+    import signal
+    PR_SET_PDEATHSIG = 1
+    try:
+        ctypes.CDLL("libc.so.6").prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        pass
+
+
 def rank_main(rank, ranks, size, cases, queues, barrier, results, store):
     import torch.distributed as dist
+    die_with_parent()
     fixed_mmap_threshold()
     r = Rank(rank, ranks, size, queues)
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank,

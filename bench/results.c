@@ -8,7 +8,7 @@
 enum series {
 	S_READY, S_CREATE, S_ATTACH, S_READ, S_FACTOR, S_TABLES, S_POPULATED, S_HOST_TABLES,
 	S_CREATE_SYS, S_CREATE_FAULTS, S_READ_SYS, S_READ_FAULTS, S_SMAPS, S_PRIVATE_READ,
-	S_CREATE_USER, S_CREATE_PREEMPTED, S_COUNT
+	S_CREATE_USER, S_CREATE_PREEMPTED, S_STEAL, S_COUNT
 };
 
 struct results {
@@ -84,6 +84,7 @@ void results_add(struct results *res, const struct rank_report *reps,
 		end = reps[r].t_ready > end ? reps[r].t_ready : end;
 	}
 	res->s[S_READY][i] = end - start;
+	res->s[S_STEAL][i] = ready->steal_s - before->steal_s;
 	res->s[S_CREATE][i] = reps[0].create_s;
 	res->s[S_CREATE_SYS][i] = reps[0].create.sys_s;
 	res->s[S_CREATE_FAULTS][i] = reps[0].create.minflt;
@@ -141,6 +142,7 @@ static void print_setup(const struct results *res)
 
 	begin(res, "ready", "s", res->s[S_READY]);
 	median_extra(res, "populated_fraction", S_POPULATED);
+	median_extra(res, "steal_s", S_STEAL);
 	row_end(stdout);
 	begin(res, "owner_create", "s", res->s[S_CREATE]);
 	row_num(stdout, "rate_gbps", create > 0 ? (double)bc->size / create / 1e9 : 0);

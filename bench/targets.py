@@ -127,10 +127,36 @@ def _create_why(rows, ours, theirs, limits):
                  f"{owner.get('preempted', 0):.0f} times by other tasks")
         if memset:
             line += f"; memset on populated memory of that kind runs at {memset:.1f} GB/s"
+        line += _threads_line(rows, ours["pages_obtained"])
+    if ours.get("steal_s"):
+        line += (f"; the hypervisor took {ours['steal_s'] * 1e3:.0f} ms of this machine's CPU "
+                 f"time (steal) during sharedseg's setup")
+    mate = one(rows, bench="owner_create", mechanism=theirs["mechanism"], size=theirs["size"],
+               ranks=theirs["ranks"], pages_obtained=theirs["pages_obtained"])
+    if mate and mate["median"] > 0 and theirs["mechanism"] != "devshm-file":
+        line += (f"; {theirs['mechanism']}'s owner populated at "
+                 f"{theirs['size'] / mate['median'] / 1e9:.2f} GB/s with one thread")
     if theirs["mechanism"] == "devshm-file":
         line += ("; the named file is populated slice by slice by every rank at once, the "
                  "same work spread the same way as sharedseg's populate=spread")
     return line
+
+
+def _threads_line(rows, kind):
+    """What a second population thread bought on this page kind (the
+    populate section): near 1x means one core already fills the memory's
+    write bandwidth."""
+    got = {}
+    for r in select(rows, bench="owner_create", mechanism="sharedseg", section="populate",
+                    populate="owner", pages_obtained=kind):
+        got.setdefault((r["size"], r["ranks"]), {})[r["threads"]] = r["median"]
+    pairs = [(key, t) for key, t in got.items() if 1 in t and 2 in t]
+    if not pairs:
+        return ""
+    (size, ranks), t = max(pairs)
+    return (f"; a second population thread made the owner {t[1] / t[2]:.2f}x as fast on "
+            f"{kind} ({size_text(size)}, {ranks} ranks: {t[1] * 1e3:.0f} ms with 1 thread, "
+            f"{t[2] * 1e3:.0f} ms with 2)")
 
 
 def spread(rows, cores):
