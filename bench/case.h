@@ -37,7 +37,7 @@ struct bench_case {
 int case_run(const struct bench_case *bc);
 /* memset and memcpy on populated private buffers of the case's kind */
 int limits_run(const struct bench_case *bc);
-/* touches size bytes of private memory once and frees them */
-int prefault_run(const struct bench_case *bc);
+/* first touch of fresh private memory, freed just before or 3 s before */
+int retouch_run(const struct bench_case *bc);
 
 #endif

@@ -1,11 +1,10 @@
-/* The physical limit beside each figure: memset, memcpy and a sequential
- * read on private buffers of the page kind that are already populated, in
- * one process.
- * And prefault: memory a virtual machine's host has not backed yet is
- * several times slower to touch the first time; touching it once up front
- * keeps that out of whichever case would come first. */
+/* The physical limits beside each figure, in one process: memset, memcpy
+ * and a sequential read on private buffers of the page kind that are
+ * already populated; and the first touch of fresh memory, just freed or
+ * freed a while ago. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hostmem.h"
 #include "kernels.h"
@@ -58,16 +57,59 @@ out:
 	return rc ? 2 : 0;
 }
 
-int prefault_run(const struct bench_case *bc)
+/* Seconds to first-touch size fresh bytes of the case's kind; *kind: the
+ * kind obtained. */
+static double touch_fresh(const struct bench_case *bc, const char **kind)
 {
 	struct mapping m;
-	int rc = map_private(bc->pages, bc->size, &m);
+	double t0, s, huge;
 
-	if (rc) {
-		fprintf(stderr, "sseg_bench: prefault: %s\n", strerror(-rc));
-		return 2;
-	}
+	if (map_private(bc->pages, bc->size, &m))
+		return -1;
+	t0 = now_s();
 	touch_write(m.base, m.len);
+	s = now_s() - t0;
+	*kind = pages_obtained(m.base, m.len, &huge);
 	unmap(&m);
+	return s;
+}
+
+/* Memory freed a moment ago against memory freed idle_s ago: a virtual
+ * machine whose balloon reports free pages to its host gives them back,
+ * and the next first touch waits for the host to fault them in again. */
+static int retouch_after(const struct bench_case *bc, unsigned idle_s, double *rates,
+			 const char **kind)
+{
+	for (int i = 0; i < bc->reps; i++) {
+		double s;
+
+		if (touch_fresh(bc, kind) < 0)
+			return -1;
+		sleep(idle_s);
+		s = touch_fresh(bc, kind);
+		if (s <= 0)
+			return -1;
+		rates[i] = (double)bc->size / s / 1e9;
+	}
+	return 0;
+}
+
+int retouch_run(const struct bench_case *bc)
+{
+	static const unsigned idle[] = { 0, 3 };
+	struct row r = { "first_touch", "hardware", 1, bc->size, sseg_pages_name(bc->pages),
+			 "", "GB/s" };
+	double rates[ROW_MAX_REPS];
+
+	for (size_t k = 0; k < sizeof(idle) / sizeof(idle[0]); k++) {
+		if (retouch_after(bc, idle[k], rates, &r.pages_obtained)) {
+			fprintf(stderr, "sseg_bench: a private %s buffer could not be mapped\n",
+				sseg_pages_name(bc->pages));
+			return 2;
+		}
+		row_begin(stdout, &r, rates, bc->reps);
+		row_num(stdout, "idle_s", idle[k]);
+		row_end(stdout);
+	}
 	return 0;
 }

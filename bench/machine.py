@@ -100,6 +100,13 @@ def _perf_hardware_counters():
         else "yes"
 
 
+def _balloon():
+    """Whether a virtio balloon is bound: with free page reporting it hands
+    freed memory back to the host, and a later first touch waits on it."""
+    bound = glob.glob("/sys/bus/virtio/drivers/virtio_balloon/virtio*")
+    return "virtio_balloon bound" if bound else "none"
+
+
 def facts():
     m = meminfo()
     return dict(
@@ -107,19 +114,13 @@ def facts():
         mem_available_bytes=m["MemAvailable"], kernel=platform.release(),
         virtualization=_virtualization(), devshm=_devshm(),
         python=platform.python_version(), root=os.geteuid() == 0,
-        perf_hardware_counters=_perf_hardware_counters(),
+        perf_hardware_counters=_perf_hardware_counters(), balloon=_balloon(),
         knobs=dict(shmem_enabled=knob(SHMEM_ENABLED),
                    shmem_enabled_2M=knob(f"{THP}/hugepages-2048kB/shmem_enabled"),
                    thp_enabled=knob(THP_ENABLED), thp_defrag=knob(f"{THP}/defrag"),
                    nr_hugepages=knob(NR_HUGEPAGES),
                    hugetlb_free_2M=knob(f"{POOL_2M}/free_hugepages")),
     )
-
-
-def prefault_bytes(cases):
-    """As much as the largest case will touch, within what is free."""
-    need = max((c.memory for c in cases), default=0)
-    return max(64 << 20, min(need, mem_available() * 3 // 4))
 
 
 def remove_leftovers():

@@ -3,7 +3,7 @@
  *
  *   sseg_bench case --mechanism M --ranks N --size S --pages P [...]
  *   sseg_bench limits --size S --pages P --reps R
- *   sseg_bench prefault --size S
+ *   sseg_bench retouch --size S
  */
 #include <getopt.h>
 #include <stdbool.h>
@@ -21,7 +21,7 @@ static void usage(FILE *out)
 		"                       [--touch all|reader|none] [--bandwidth]\n"
 		"                       [--blocks 16K,64K,256K] [--timeout MS]\n"
 		"       sseg_bench limits [--size S] [--pages P] [--reps R]\n"
-		"       sseg_bench prefault [--size S] [--pages P]\n"
+		"       sseg_bench retouch [--size S] [--pages P]\n"
 		"\n"
 		"Prints one JSON row a line on stdout. Exit 0, 1 on failure, 2 when this\n"
 		"machine cannot run the case (why on stderr).\n"
@@ -136,8 +136,8 @@ static int (*command(const char *name))(const struct bench_case *bc)
 		return case_run;
 	if (!strcmp(name, "limits"))
 		return limits_run;
-	if (!strcmp(name, "prefault"))
-		return prefault_run;
+	if (!strcmp(name, "retouch"))
+		return retouch_run;
 	return NULL;
 }
 

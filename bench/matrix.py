@@ -114,6 +114,14 @@ def _limits(m):
                                        "--reps", m["reps"]], pages, 2 * size)
 
 
+def _retouch(m):
+    """First touch of memory freed a moment ago and 3 s ago (a balloon that
+    reports free pages hands them back to the host in between)."""
+    for pages in ("thp", "base"):
+        yield Case("limits", "c", ["retouch", "--size", 512 * MIB, "--pages", pages,
+                                   "--reps", m["reps"]], pages, 512 * MIB)
+
+
 def _knob_default(m):
     """The prior design's recipe under the kernel's default shmem_enabled."""
     yield _c_case("knob_default", "procfd", 2, GIB, "thp", m["reps"], shmem="never")
@@ -131,7 +139,7 @@ def _python(m):
 
 
 SECTIONS = dict(scaling=_scaling, populate=_populate, bandwidth=_bandwidth, limits=_limits,
-                knob_default=_knob_default, python=_python)
+                retouch=_retouch, knob_default=_knob_default, python=_python)
 
 
 def build_matrix(full, facts, python=True, only=()):

@@ -89,8 +89,28 @@ def machine(result):
         ("perf hardware counters", f"{f['perf_hardware_counters']}; the explanations use "
                                    "getrusage (faults, kernel CPU time) and the bench's own "
                                    "experiments"),
+        ("memory balloon", f.get("balloon", "unknown")),
     ]
-    return "## The machine\n\n" + table(["", ""], lines)
+    return "## The machine\n\n" + table(["", ""], lines) + first_touch(result["rows"])
+
+
+def first_touch(rows):
+    """The retouch experiment, in one sentence a page kind."""
+    text = ""
+    for kind in KINDS_ORDER:
+        now = one(rows, bench="first_touch", pages_requested=kind, idle_s=0)
+        later = one(rows, bench="first_touch", pages_requested=kind, idle_s=3)
+        if now and later:
+            text += (f"- {kind}: first touch of {size_text(now['size'])} freed a moment before "
+                     f"{now['median']:.2f} GB/s, freed 3 s before {later['median']:.2f} GB/s "
+                     f"({now['median'] / later['median']:.0f}x slower)\n")
+    if not text:
+        return ""
+    return ("\nFirst touch of fresh memory, measured by the bench: where the two differ, the "
+            "machine hands freed memory back to its host, and memory freed a while ago waits "
+            "for the host on its next first touch. Population figures depend on that; each case "
+            "runs its timed repetitions right after an untimed warm-up so that they reuse "
+            "memory the machine still holds.\n\n" + text)
 
 
 def verdicts(rows, cores):
@@ -255,8 +275,8 @@ def limits_section(rows):
             "of each page kind that are already populated, in one process, with nothing else "
             "of the bench running: the ceiling the hardware sets every other figure.\n\n"
             + table(["test", "size", "pages", "GB/s (min-max)"],
-                    [(r["bench"], size_text(r["size"]), kind_text(r), spread_text(r))
-                     for r in got]))
+                    [(r["bench"] + (f", freed {r['idle_s']:g} s before" if "idle_s" in r else ""),
+                      size_text(r["size"]), kind_text(r), spread_text(r)) for r in got]))
 
 
 def skipped(result):
@@ -313,9 +333,9 @@ def method():
   O_EXCL, every rank populating its slice with MADV_POPULATE_WRITE;
   **memfd-procfd**, an unnamed memfd with MADV_HUGEPAGE, the owner touching a
   byte per 2 MiB, peers reopening /proc/<pid>/fd/<n>; and the Python ones.
-- Repetitions run after an untimed warm-up; before the matrix one prefault
-  pass touches as much memory as the largest case, because memory a virtual
-  machine's host has not backed yet is far slower to touch the first time.
+- Repetitions run right after an untimed warm-up: on a virtual machine
+  whose balloon hands freed memory back to the host, memory freed a while
+  ago is far slower to touch the first time (see The machine).
 """
 
 

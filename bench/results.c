@@ -69,27 +69,32 @@ static double delta(uint64_t after, uint64_t before)
 	return (double)after - (double)before;
 }
 
-void results_add(struct results *res, const struct rank_report *reps,
-		 const struct hostmem *before, const struct hostmem *ready,
-		 const struct hostmem *held)
+/* From the first rank's start to the last rank's return. */
+static double ready_span(const struct rank_report *reps, int ranks)
 {
-	const struct bench_case *bc = res->bc;
-	const struct rank_report *reader = &reps[reader_rank(bc)];
-	double size = (double)bc->size, copies = bc->mech->shared ? 1 : bc->ranks;
 	double start = reps[0].t_start, end = reps[0].t_ready;
-	int i = res->n++;
 
-	for (int r = 1; r < bc->ranks; r++) {
+	for (int r = 1; r < ranks; r++) {
 		start = reps[r].t_start < start ? reps[r].t_start : start;
 		end = reps[r].t_ready > end ? reps[r].t_ready : end;
 	}
-	res->s[S_READY][i] = end - start;
-	res->s[S_STEAL][i] = ready->steal_s - before->steal_s;
-	res->s[S_CREATE][i] = reps[0].create_s;
-	res->s[S_CREATE_SYS][i] = reps[0].create.sys_s;
-	res->s[S_CREATE_FAULTS][i] = reps[0].create.minflt;
-	res->s[S_CREATE_USER][i] = reps[0].create.user_s;
-	res->s[S_CREATE_PREEMPTED][i] = reps[0].create.preempted;
+	return end - start;
+}
+
+static void add_owner(struct results *res, int i, const struct rank_report *owner)
+{
+	res->s[S_CREATE][i] = owner->create_s;
+	res->s[S_CREATE_SYS][i] = owner->create.sys_s;
+	res->s[S_CREATE_USER][i] = owner->create.user_s;
+	res->s[S_CREATE_FAULTS][i] = owner->create.minflt;
+	res->s[S_CREATE_PREEMPTED][i] = owner->create.preempted;
+	res->owner_bw = owner->bw;
+}
+
+static void add_reader(struct results *res, int i, const struct rank_report *reader)
+{
+	double size = (double)res->bc->size;
+
 	res->s[S_ATTACH][i] = reader->attach_s * 1e3;
 	res->s[S_READ][i] = reader->read_s > 0 ? size / reader->read_s / 1e9 : 0;
 	res->s[S_READ_SYS][i] = reader->read.sys_s;
@@ -99,16 +104,38 @@ void results_add(struct results *res, const struct rank_report *reps,
 		size / reader->private_read_s / 1e9 : 0;
 	snprintf(res->private_pages, sizeof(res->private_pages), "%s", reader->private_pages);
 	res->vmas = reader->vmas;
+	res->peer_bw = reader->bw;
+}
+
+/* The host samples: the group's rise in memory and page tables. */
+static void add_host(struct results *res, int i, const struct hostmem *before,
+		     const struct hostmem *ready, const struct hostmem *held)
+{
+	const struct bench_case *bc = res->bc;
+	double size = (double)bc->size, copies = bc->mech->shared ? 1 : bc->ranks;
+
+	res->s[S_STEAL][i] = ready->steal_s - before->steal_s;
 	res->s[S_FACTOR][i] = delta(hostmem_total(held), hostmem_total(before)) / size;
 	res->s[S_HOST_TABLES][i] = delta(held->page_tables, before->page_tables);
+	res->s[S_POPULATED][i] = (delta(hostmem_total(ready), hostmem_total(before)) -
+				  delta(ready->page_tables, before->page_tables)) / (size * copies);
+}
+
+void results_add(struct results *res, const struct rank_report *reps,
+		 const struct hostmem *before, const struct hostmem *ready,
+		 const struct hostmem *held)
+{
+	const struct bench_case *bc = res->bc;
+	int i = res->n++;
+
+	res->s[S_READY][i] = ready_span(reps, bc->ranks);
 	res->s[S_TABLES][i] = 0;
 	for (int r = 0; r < bc->ranks; r++)
 		res->s[S_TABLES][i] += reps[r].page_tables;
-	res->s[S_POPULATED][i] = (delta(hostmem_total(ready), hostmem_total(before)) -
-				  delta(ready->page_tables, before->page_tables)) / (size * copies);
+	add_owner(res, i, &reps[0]);
+	add_reader(res, i, &reps[reader_rank(bc)]);
+	add_host(res, i, before, ready, held);
 	add_pages(res, reps);
-	res->peer_bw = reps[reader_rank(bc)].bw;
-	res->owner_bw = reps[0].bw;
 }
 
 /* The fixed part of a row, and what every row of the case says. */

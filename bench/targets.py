@@ -91,6 +91,16 @@ def _mode(r):
     return f"{r.get('populate', '?')}" + (f", {r['threads']:g} thread" if r.get("threads") else "")
 
 
+def _host_line(rows, kind):
+    later = one(rows, bench="first_touch", pages_requested=kind, idle_s=3)
+    now = one(rows, bench="first_touch", pages_requested=kind, idle_s=0)
+    if not later or not now:
+        return ""
+    return (f"; on this machine a first touch of {kind} memory runs at {now['median']:.2f} GB/s "
+            f"when it was freed a moment before and {later['median']:.2f} GB/s when freed 3 s "
+            f"before (the balloon handed it back to the host)")
+
+
 def create(rows, limits):
     items, why, ratios = [], [], []
     for ours, theirs in _ready_pairs(rows):
@@ -108,38 +118,47 @@ def create(rows, limits):
 
 
 def _create_why(rows, ours, theirs, limits):
-    owner = one(rows, bench="owner_create", mechanism="sharedseg", size=ours["size"],
-                ranks=ours["ranks"], pages_obtained=ours["pages_obtained"],
-                populate=ours.get("populate"), threads=ours.get("threads"))
-    memset = limits.get(ours["pages_obtained"])
-    line = (f"{size_text(ours['size'])}, {ours['ranks']} ranks, {ours['pages_obtained']}: "
+    kind = ours["pages_obtained"]
+    line = (f"{size_text(ours['size'])}, {ours['ranks']} ranks, {kind}: "
             f"sharedseg (populate {_mode(ours)}) {ours['median'] * 1e3:.0f} ms against "
             f"{theirs['mechanism']} {theirs['median'] * 1e3:.0f} ms; both leave every page "
             f"populated (sharedseg {ours['populated_fraction']:.2f}, "
             f"{theirs['mechanism']} {theirs['populated_fraction']:.2f})")
+    owner = one(rows, bench="owner_create", mechanism="sharedseg", size=ours["size"],
+                ranks=ours["ranks"], pages_obtained=kind, populate=ours.get("populate"),
+                threads=ours.get("threads"))
     if owner and owner["median"] > 0 and ours.get("populate") == "owner":
-        rate = ours["size"] / owner["median"] / 1e9
-        cpu = owner.get("sys_s", 0) + owner.get("user_s", 0)
-        line += (f"; the owner populated at {rate:.2f} GB/s: {owner['median'] * 1e3:.0f} ms of "
-                 f"wall time, {cpu * 1e3:.0f} ms of CPU time over its threads "
-                 f"({owner.get('sys_s', 0) * 1e3:.0f} ms of it in the kernel, "
-                 f"{owner.get('minor_faults', 0):.0f} faults), preempted "
-                 f"{owner.get('preempted', 0):.0f} times by other tasks")
-        if memset:
-            line += f"; memset on populated memory of that kind runs at {memset:.1f} GB/s"
-        line += _threads_line(rows, ours["pages_obtained"])
+        line += _owner_line(owner, limits.get(kind))
+        line += _threads_line(rows, kind) + _host_line(rows, kind)
     if ours.get("steal_s"):
         line += (f"; the hypervisor took {ours['steal_s'] * 1e3:.0f} ms of this machine's CPU "
                  f"time (steal) during sharedseg's setup")
+    return line + _baseline_line(rows, theirs)
+
+
+def _owner_line(owner, memset):
+    """How sharedseg's owner spent its create."""
+    cpu = owner.get("sys_s", 0) + owner.get("user_s", 0)
+    line = (f"; the owner populated at {owner['size'] / owner['median'] / 1e9:.2f} GB/s: "
+            f"{owner['median'] * 1e3:.0f} ms of wall time, {cpu * 1e3:.0f} ms of CPU time over "
+            f"its threads ({owner.get('sys_s', 0) * 1e3:.0f} ms of it in the kernel, "
+            f"{owner.get('minor_faults', 0):.0f} faults), preempted "
+            f"{owner.get('preempted', 0):.0f} times by other tasks")
+    if memset:
+        line += f"; memset on populated memory of that kind runs at {memset:.1f} GB/s"
+    return line
+
+
+def _baseline_line(rows, theirs):
+    if theirs["mechanism"] == "devshm-file":
+        return ("; the named file is populated slice by slice by every rank at once, the "
+                "same work spread the same way as sharedseg's populate=spread")
     mate = one(rows, bench="owner_create", mechanism=theirs["mechanism"], size=theirs["size"],
                ranks=theirs["ranks"], pages_obtained=theirs["pages_obtained"])
-    if mate and mate["median"] > 0 and theirs["mechanism"] != "devshm-file":
-        line += (f"; {theirs['mechanism']}'s owner populated at "
-                 f"{theirs['size'] / mate['median'] / 1e9:.2f} GB/s with one thread")
-    if theirs["mechanism"] == "devshm-file":
-        line += ("; the named file is populated slice by slice by every rank at once, the "
-                 "same work spread the same way as sharedseg's populate=spread")
-    return line
+    if not mate or mate["median"] <= 0:
+        return ""
+    return (f"; {theirs['mechanism']}'s owner populated at "
+            f"{theirs['size'] / mate['median'] / 1e9:.2f} GB/s with one thread")
 
 
 def _threads_line(rows, kind):

@@ -21,7 +21,9 @@ from rows import problems, select  # noqa: E402
 
 DRIVER = os.environ.get("SSEG_BENCH_DRIVER",
                         os.path.join(os.path.dirname(HERE), "build", "bench", "sseg_bench"))
-SIZE = 16 << 20
+# Large enough that what other processes of a busy machine allocate
+# meanwhile (a few MiB) cannot hide a copy.
+SIZE = 32 << 20
 SETUP_BENCHES = {"ready", "owner_create", "first_read", "memory_factor", "page_tables"}
 collected = []  # every row the tests saw, for the report test
 
@@ -71,7 +73,7 @@ def test_c_mechanisms():
     # processes of a busy machine move meanwhile.
     assert ours < private - 1.5, f"sharedseg's memory factor {ours:.2f} is not well below " \
                                  f"private buffers' {private:.2f}"
-    assert 3.0 < private < 5.0, f"four private buffers gave a factor of {private:.2f}"
+    assert 3.0 < private < 6.0, f"four private buffers gave a factor of {private:.2f}"
     seg = select(rows, bench="ready", mechanism="sharedseg")[0]
     assert seg["pages_obtained"] == "base", seg
 
@@ -111,7 +113,7 @@ def test_python_mechanisms():
     if probe.returncode:
         skip("torch, numpy or the built package (make python) is missing")
     p = subprocess.run([sys.executable, os.path.join(HERE, "pybench.py"), "--ranks", "2",
-                        "--size", str(SIZE), "--reps", "2", "--pages", "base"],
+                        "--size", str(2 * SIZE), "--reps", "3", "--pages", "base"],
                        capture_output=True, text=True, timeout=240)
     assert p.returncode == 0, f"pybench: exit {p.returncode}: {p.stderr.strip()}"
     rows = parse(p.stdout, "pybench")
