@@ -85,6 +85,7 @@ static int phase_first_read(struct rank_run *run)
 	usage_now(&run->rep->read);
 	run->rep->read_s = time_read(run->map.base, run->map.len);
 	usage_since(&run->rep->read);
+	run->rep->second_read_s = time_read(run->map.base, run->map.len);
 	run->rep->smaps_s = smaps_read_seconds(&run->rep->vmas);
 	if (bc->mech->shared && bc->ranks > 1)
 		return private_first_read(run);

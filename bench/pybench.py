@@ -8,6 +8,7 @@ multiprocessing.shared_memory. Prints one JSON row a line on stdout.
                --mechanisms sharedseg-py,private-torch,torch-share-memory,mp-shared-memory
 """
 import argparse
+import importlib.util
 import json
 import os
 import statistics
@@ -332,9 +333,7 @@ def main():
     ap.add_argument("--pages", default="base")
     ap.add_argument("--mechanisms", default=",".join(MECHANISMS))
     args = ap.parse_args()
-    try:
-        import torch  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("torch") is None:
         print("pybench: the Python mechanisms need torch (python3-torch)", file=sys.stderr)
         return 2
     return run(args)

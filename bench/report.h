@@ -43,6 +43,7 @@ struct rank_report {
 	double create_s, attach_s;
 	struct usage create;
 	double read_s;
+	double second_read_s; /* the same rank's next read, its page tables in place */
 	struct usage read;
 	double smaps_s; /* the reader's: one full read of its smaps */
 	int32_t vmas;

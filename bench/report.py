@@ -101,9 +101,11 @@ def first_touch(rows):
         now = one(rows, bench="first_touch", pages_requested=kind, idle_s=0)
         later = one(rows, bench="first_touch", pages_requested=kind, idle_s=3)
         if now and later:
+            ratio = now["median"] / later["median"]
             text += (f"- {kind}: first touch of {size_text(now['size'])} freed a moment before "
-                     f"{now['median']:.2f} GB/s, freed 3 s before {later['median']:.2f} GB/s "
-                     f"({now['median'] / later['median']:.0f}x slower)\n")
+                     f"{now['median']:.2f} GB/s, freed 3 s before {later['median']:.2f} GB/s"
+                     + (f" ({ratio:.1f}x slower)" if ratio >= 1.5 else
+                        " (no penalty in this run)") + "\n")
     if not text:
         return ""
     return ("\nFirst touch of fresh memory, measured by the bench: where the two differ, the "
@@ -233,7 +235,8 @@ def recipe(rows):
     got = select(rows, section="knob_default")
     if not got:
         return ""
-    lines = [(r["bench"], kind_text(r), spread_text(r),
+    lines = [(r["bench"] + (" (a private buffer, same rank)" if r.get("role") == "private"
+                            else ""), kind_text(r), spread_text(r),
               f"{r['populated_fraction']:.3f}" if "populated_fraction" in r else "")
              for r in got]
     return ("## The prior design's recipe under the kernel's default knob\n\n"

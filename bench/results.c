@@ -8,7 +8,7 @@
 enum series {
 	S_READY, S_CREATE, S_ATTACH, S_READ, S_FACTOR, S_TABLES, S_POPULATED, S_HOST_TABLES,
 	S_CREATE_SYS, S_CREATE_FAULTS, S_READ_SYS, S_READ_FAULTS, S_SMAPS, S_PRIVATE_READ,
-	S_CREATE_USER, S_CREATE_PREEMPTED, S_STEAL, S_COUNT
+	S_CREATE_USER, S_CREATE_PREEMPTED, S_STEAL, S_SECOND_READ, S_CPU_ALL, S_COUNT
 };
 
 struct results {
@@ -99,6 +99,7 @@ static void add_reader(struct results *res, int i, const struct rank_report *rea
 	res->s[S_READ][i] = reader->read_s > 0 ? size / reader->read_s / 1e9 : 0;
 	res->s[S_READ_SYS][i] = reader->read.sys_s;
 	res->s[S_READ_FAULTS][i] = reader->read.minflt;
+	res->s[S_SECOND_READ][i] = reader->second_read_s > 0 ? size / reader->second_read_s / 1e9 : 0;
 	res->s[S_SMAPS][i] = reader->smaps_s * 1e3;
 	res->s[S_PRIVATE_READ][i] = reader->private_read_s > 0 ?
 		size / reader->private_read_s / 1e9 : 0;
@@ -129,9 +130,11 @@ void results_add(struct results *res, const struct rank_report *reps,
 	int i = res->n++;
 
 	res->s[S_READY][i] = ready_span(reps, bc->ranks);
-	res->s[S_TABLES][i] = 0;
-	for (int r = 0; r < bc->ranks; r++)
+	res->s[S_TABLES][i] = res->s[S_CPU_ALL][i] = 0;
+	for (int r = 0; r < bc->ranks; r++) {
 		res->s[S_TABLES][i] += reps[r].page_tables;
+		res->s[S_CPU_ALL][i] += reps[r].create.user_s + reps[r].create.sys_s;
+	}
 	add_owner(res, i, &reps[0]);
 	add_reader(res, i, &reps[reader_rank(bc)]);
 	add_host(res, i, before, ready, held);
@@ -170,6 +173,7 @@ static void print_setup(const struct results *res)
 	begin(res, "ready", "s", res->s[S_READY]);
 	median_extra(res, "populated_fraction", S_POPULATED);
 	median_extra(res, "steal_s", S_STEAL);
+	median_extra(res, "cpu_s_all_ranks", S_CPU_ALL);
 	row_end(stdout);
 	begin(res, "owner_create", "s", res->s[S_CREATE]);
 	row_num(stdout, "rate_gbps", create > 0 ? (double)bc->size / create / 1e9 : 0);
@@ -212,6 +216,7 @@ static void print_memory(const struct results *res)
 	row_str(stdout, "pair", bc->ranks > 1 ? "peer" : "owner");
 	median_extra(res, "sys_s", S_READ_SYS);
 	median_extra(res, "minor_faults", S_READ_FAULTS);
+	median_extra(res, "second_read_gbps", S_SECOND_READ);
 	row_end(stdout);
 	if (res->private_pages[0])
 		print_private_read(res);

@@ -7,6 +7,7 @@ nothing but the driver; the Python ones need torch and the built package
     python3 bench/test_bench.py        (or: python3 -m pytest bench/test_bench.py)
     SSEG_BENCH_DRIVER=build/bench/sseg_bench picks the driver.
 """
+import importlib.util
 import json
 import os
 import subprocess
@@ -126,9 +127,7 @@ def test_python_mechanisms():
 
 
 def test_report():
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("matplotlib") is None:
         skip("matplotlib is missing (make bench installs it)")
     if not collected:
         skip("no rows: the driver tests did not run")
