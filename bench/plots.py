@@ -28,12 +28,19 @@ def _kinds(rows):
     return [k for k in KINDS_ORDER if k in got]
 
 
+def _label(rows, mech):
+    """mech, with the page kind it got where that is not the kind asked"""
+    got = {r["pages_obtained"] for r in rows if r["pages_obtained"] != r["pages_requested"]}
+    return f"{mech} (got {', '.join(sorted(got))})" if got else mech
+
+
 def _by_ranks(ax, rows, mech, value):
-    pts = sorted((r["ranks"], value(r)) for r in select(rows, mechanism=mech))
+    mine = select(rows, mechanism=mech)
+    pts = sorted((r["ranks"], value(r)) for r in mine)
     if pts:
         color, marker = MECH_STYLE.get(mech, ("black", "x"))
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=marker, color=color,
-                label=mech)
+                label=_label(mine, mech))
 
 
 def _panels(plt, kinds, title):
@@ -115,13 +122,16 @@ def ready_by_size(rows, docs, plt):
     fig, axes = _panels(plt, kinds, "Time until all 8 ranks can use the segment, by size")
     for ax, kind in zip(axes, kinds):
         for mech in MECH_STYLE:
-            pts = sorted((r["size"] / 2**30, r["median"]) for r in
-                         select(got, pages_requested=kind, mechanism=mech))
+            mine = select(got, pages_requested=kind, mechanism=mech)
+            pts = sorted((r["size"] / 2**30, r["median"]) for r in mine)
             if pts:
                 color, marker = MECH_STYLE[mech]
-                ax.plot(*zip(*pts), marker=marker, color=color, label=mech)
+                ax.plot(*zip(*pts), marker=marker, color=color, label=_label(mine, mech))
+        sizes = sorted({r["size"] / 2**30 for r in select(got, pages_requested=kind)})
         ax.set(title=f"pages asked: {kind}", xlabel="GiB", ylabel="s", xscale="log",
                yscale="log")
+        ax.minorticks_off()
+        ax.set_xticks(sizes, [f"{x:g}" for x in sizes])
         ax.legend(fontsize=7)
     return _save(plt, fig, docs, "bench_ready_size.png"), \
         "Time until all 8 ranks can use the segment against its size (log-log)"
