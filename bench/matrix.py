@@ -18,9 +18,9 @@ PY_MECHANISMS = ["sharedseg-py", "private-torch", "torch-share-memory", "mp-shar
 
 QUICK = dict(
     reps=3,
-    # (size, group sizes, page kinds)
-    scaling=[(256 * MIB, [1, 2, 4, 8], KINDS), (GIB, [8], KINDS),
-             (4 * GIB, [8], ["hugetlb-2M", "thp"])],
+    # (size, group sizes, page kinds, mechanisms; None: every one)
+    scaling=[(256 * MIB, [1, 2, 4, 8], KINDS, None), (GIB, [8], KINDS, None),
+             (4 * GIB, [8], ["hugetlb-2M", "thp"], ["sharedseg", "procfd"])],
     populate=[(GIB, [2, 8])],
     bandwidth=[GIB],
     limits=[GIB],
@@ -28,7 +28,7 @@ QUICK = dict(
 )
 FULL = dict(
     reps=5,
-    scaling=[(s, [1, 2, 4, 8], KINDS) for s in (256 * MIB, GIB, 4 * GIB, 8 * GIB)],
+    scaling=[(s, [1, 2, 4, 8], KINDS, None) for s in (256 * MIB, GIB, 4 * GIB, 8 * GIB)],
     populate=[(GIB, [2, 4, 8]), (4 * GIB, [2, 4, 8])],
     bandwidth=[GIB, 4 * GIB],
     limits=[GIB, 4 * GIB],
@@ -80,13 +80,11 @@ def _c_case(section, mech, ranks, size, pages, reps, *more, shmem="advise"):
 
 
 def _scaling(m):
-    for size, group_sizes, kinds in m["scaling"]:
+    for size, group_sizes, kinds, only in m["scaling"]:
         for pages in kinds:
-            mechs = C_MECHANISMS[pages] if size <= GIB else ["sharedseg", "procfd"]
+            mechs = [x for x in C_MECHANISMS[pages] if only is None or x in only]
             for ranks in group_sizes:
                 for mech in mechs:
-                    if mech == "procfd" and pages != "thp":
-                        continue
                     yield _c_case("scaling", mech, ranks, size, pages, m["reps"])
 
 
