@@ -57,12 +57,34 @@ median / max over the repetitions after an untimed warm-up).
 
 **Every number names its page kind**, as obtained and verified (HugeTLB from
 the pool and smaps, THP from smaps' AnonHugePages / ShmemPmdMapped), never as
-asked: on this kind of machine memory mapped with 4 KiB pages can be many
-times slower than huge-page memory, so compare numbers only within a page
-kind. **{f['cores']} cores**: a group of 8 ranks is 8 processes on
-{f['cores']} cores, so every figure with more ranks than cores measures them
-sharing the cores.
-"""
+asked; compare numbers only within a page kind. **{f['cores']} cores**: a
+group of 8 ranks is 8 processes on {f['cores']} cores, so every figure with
+more ranks than cores measures them sharing the cores.
+{page_kind_gaps(result["rows"])}"""
+
+
+def page_kind_gaps(rows):
+    """What 4 KiB pages cost against 2 MiB pages in this run, where it shows."""
+    pairs = [("memcpy on populated memory", dict(bench="memcpy_limit")),
+             ("first touch of memory freed a moment before", dict(bench="first_touch", idle_s=0)),
+             ("a peer's first read of the segment", dict(bench="first_read",
+                                                         mechanism="sharedseg", role="peer")),
+             ("the owner populating the segment with 2 threads",
+              dict(bench="owner_create", mechanism="sharedseg", section="populate",
+                   populate="owner", threads=2))]
+    lines = []
+    for what, key in pairs:
+        base = select(rows, pages_obtained="base", **key)
+        huge = select(rows, pages_obtained=("hugetlb-2M", "thp"), **key)
+        if base and huge:
+            b = base[-1]
+            h = next((r for r in huge if (r["size"], r["ranks"]) == (b["size"], b["ranks"])),
+                     huge[-1])
+            lines.append(f"- {what}: {value_text(b)} on 4 KiB pages, {value_text(h)} on "
+                         f"{h['pages_obtained']} ({size_text(b['size'])})")
+    if not lines:
+        return ""
+    return "\nWhat the page kind did in this run:\n\n" + "\n".join(lines) + "\n"
 
 
 def machine(result):
