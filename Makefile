@@ -48,6 +48,7 @@ test-c: all
 
 # The Python package's targets (python, test-python) live beside it.
 -include python/python.mk
+-include bench/bench.mk
 
 # The sanitizer builds first, then the release build, the Python tests last
 # (Debian's torch, then PyPI's), so the output ends with the last runner's

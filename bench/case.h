@@ -1,0 +1,43 @@
+/* One case: a mechanism, a group size, a segment size, a page kind, and
+ * what is measured. */
+#ifndef BENCH_CASE_H
+#define BENCH_CASE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mech.h"
+#include "rows.h"
+
+#define GATHER_BLOCKS 3
+
+enum touch {
+	TOUCH_ALL = 0, /* every rank maps every page: memory and page tables */
+	TOUCH_READER,  /* only the first peer's timed read */
+	TOUCH_NONE,    /* setup times only */
+};
+
+struct bench_case {
+	const struct mech_ops *mech;
+	int ranks;
+	uint64_t size;
+	enum sseg_pages pages;
+	enum sseg_populate populate;
+	int threads;
+	int reps;
+	int warmup;
+	enum touch touch;
+	bool bandwidth; /* read, copy and gather: peer, owner, private */
+	uint64_t blocks[GATHER_BLOCKS];
+	int timeout_ms;
+};
+
+/* Runs the case and prints its rows: 0, 1 on failure, 2 when the machine
+ * cannot run it (the reason on stderr). */
+int case_run(const struct bench_case *bc);
+/* memset and memcpy on populated private buffers of the case's kind */
+int limits_run(const struct bench_case *bc);
+/* first touch of fresh private memory, freed just before or 3 s before */
+int retouch_run(const struct bench_case *bc);
+
+#endif

@@ -1,0 +1,162 @@
+"""The cases `make bench` runs: quick (a few minutes, fits a 24 GiB, 2-core
+machine) or full (--full: every size and group size the machine can hold)."""
+import sys
+
+MIB, GIB = 1 << 20, 1 << 30
+PAGE_2M = 2 * MIB
+RING = 64 * MIB  # the staging ring of the gather (sseg_bench's bandwidth.c)
+
+# Which mechanism can be asked for which page kind: /dev/shm is tmpfs (no
+# HugeTLB), the prior design's recipe only ever asks for THP.
+C_MECHANISMS = {
+    "hugetlb-2M": ["sharedseg", "private"],
+    "thp": ["sharedseg", "private", "devshm", "procfd"],
+    "base": ["sharedseg", "private", "devshm"],
+}
+KINDS = list(C_MECHANISMS)
+PY_MECHANISMS = ["sharedseg-py", "private-torch", "torch-share-memory", "mp-shared-memory"]
+
+QUICK = dict(
+    reps=3,
+    # (size, group sizes, page kinds, mechanisms; None: every one)
+    scaling=[(256 * MIB, [1, 2, 4, 8], KINDS, None), (GIB, [8], KINDS, None),
+             (4 * GIB, [8], ["hugetlb-2M", "thp"], ["sharedseg", "procfd"])],
+    populate=[(GIB, [2, 8])],
+    bandwidth=[GIB],
+    limits=[GIB],
+    python=[(256 * MIB, [2, 8])],
+)
+FULL = dict(
+    reps=5,
+    scaling=[(s, [1, 2, 4, 8], KINDS, None) for s in (256 * MIB, GIB, 4 * GIB, 8 * GIB)],
+    populate=[(GIB, [2, 4, 8]), (4 * GIB, [2, 4, 8])],
+    bandwidth=[GIB, 4 * GIB],
+    limits=[GIB, 4 * GIB],
+    python=[(256 * MIB, [2, 4, 8]), (GIB, [2, 4, 8])],
+)
+# sseg populate modes: (populate, owner threads); the scaling cases use the
+# library's default threads (up to 4, bounded by the CPUs)
+POPULATE_MODES = [("owner", 1), ("owner", 2), ("spread", 0), ("lazy", 0)]
+
+
+def size_name(n):
+    return f"{n // GIB}GiB" if n >= GIB and n % GIB == 0 else f"{n // MIB}MiB"
+
+
+class Case:
+    """One run of the C driver or of pybench.py: its arguments, the memory
+    it needs, the knobs it wants, and keys added to its rows."""
+
+    def __init__(self, section, runner, args, pages, memory, shmem="advise", timeout=600):
+        self.section = section
+        self.runner = runner
+        self.args = [str(a) for a in args]
+        self.pages = pages
+        self.memory = memory
+        self.hugetlb_pages = -(-memory // PAGE_2M) if pages == "hugetlb-2M" else 0
+        self.shmem = shmem
+        self.timeout = timeout
+        self.extra = dict(section=section)
+        if shmem != "advise":
+            self.extra["shmem_enabled"] = shmem
+        self.title = f"{section}: {' '.join(self.args[1:] if runner == 'c' else self.args)}"
+
+    def command(self, env):
+        if self.runner == "c":
+            return [env["driver"]] + self.args
+        return [env["python"], env["pybench"]] + self.args
+
+
+def _c_case(section, mech, ranks, size, pages, reps, *more, shmem="advise"):
+    # private: a buffer a rank; shared: the segment, and the private buffer
+    # the first peer's first read is set against
+    copies = ranks if mech == "private" else 1 if ranks == 1 or "none" in more else 2
+    memory = size * copies
+    if "--bandwidth" in more:
+        memory = 3 * size + 2 * RING
+    args = ["case", "--mechanism", mech, "--ranks", ranks, "--size", size, "--pages", pages,
+            "--reps", reps, "--warmup", 1] + list(more)
+    return Case(section, "c", args, pages, memory, shmem=shmem)
+
+
+def _scaling(m):
+    for size, group_sizes, kinds, only in m["scaling"]:
+        for pages in kinds:
+            mechs = [x for x in C_MECHANISMS[pages] if only is None or x in only]
+            for ranks in group_sizes:
+                for mech in mechs:
+                    yield _c_case("scaling", mech, ranks, size, pages, m["reps"])
+
+
+def _populate(m):
+    for size, group_sizes in m["populate"]:
+        for pages in KINDS:
+            for ranks in group_sizes:
+                for mode, threads in POPULATE_MODES:
+                    yield _c_case("populate", "sharedseg", ranks, size, pages, m["reps"],
+                                  "--populate", mode, "--threads", threads, "--touch", "none")
+
+
+def _bandwidth(m):
+    for size in m["bandwidth"]:
+        for pages in KINDS:
+            for mech in C_MECHANISMS[pages]:
+                if mech != "private":
+                    yield _c_case("bandwidth", mech, 2, size, pages, m["reps"], "--bandwidth")
+
+
+def _limits(m):
+    for size in m["limits"]:
+        for pages in KINDS:
+            yield Case("limits", "c", ["limits", "--size", size, "--pages", pages,
+                                       "--reps", m["reps"]], pages, 2 * size)
+
+
+def _retouch(m):
+    """First touch of memory freed a moment ago and 3 s ago (a balloon that
+    reports free pages hands them back to the host in between)."""
+    for pages in ("thp", "base"):
+        yield Case("limits", "c", ["retouch", "--size", 512 * MIB, "--pages", pages,
+                                   "--reps", m["reps"]], pages, 512 * MIB)
+
+
+def _knob_default(m):
+    """The prior design's recipe under the kernel's default shmem_enabled."""
+    yield _c_case("knob_default", "procfd", 2, GIB, "thp", m["reps"], shmem="never")
+
+
+def _python(m):
+    for size, group_sizes in m["python"]:
+        for ranks in group_sizes:
+            args = ["--ranks", ranks, "--size", size, "--reps", m["reps"], "--warmup", 1,
+                    "--pages", ",".join(KINDS), "--mechanisms", ",".join(PY_MECHANISMS)]
+            # private-torch holds ranks copies; the pool backs sharedseg-py's one
+            c = Case("python", "py", args, "hugetlb-2M", ranks * size, timeout=900)
+            c.hugetlb_pages = size // PAGE_2M
+            yield c
+
+
+SECTIONS = dict(scaling=_scaling, populate=_populate, bandwidth=_bandwidth, limits=_limits,
+                retouch=_retouch, knob_default=_knob_default, python=_python)
+
+
+def build_matrix(full, facts, python=True, only=()):
+    """Every case, those on HugeTLB pages first (the pool is grown once and
+    given back after them), then THP, then base pages."""
+    m = FULL if full else QUICK
+    cases = []
+    for name, make in SECTIONS.items():
+        if (only and name not in only) or (name == "python" and not python):
+            continue
+        cases += list(make(m))
+    order = {k: i for i, k in enumerate(KINDS)}
+    cases.sort(key=lambda c: order.get(c.pages, len(KINDS)))
+    return cases
+
+
+if __name__ == "__main__":
+    # python3 bench/matrix.py [--full]: the cases, their memory and pool
+    cases = build_matrix("--full" in sys.argv, {})
+    for c in cases:
+        print(f"{c.memory / GIB:6.2f} GiB  pool {c.hugetlb_pages:5d}  {c.title}")
+    print(f"{len(cases)} cases")

@@ -1,0 +1,376 @@
+"""The targets the report checks, each against the rows of one run: what
+was measured, the ratio, met or not, and for a miss what the run itself
+measured about the reason."""
+from rows import HUGE, one, select, size_text
+
+FULLY_POPULATED = 0.99
+
+
+class Verdict:
+    def __init__(self, target, measured, met, why=None):
+        self.target = target
+        self.measured = measured  # one line, with the ratio
+        self.met = met            # True, False, or None when not measured
+        self.why = why or []      # lines, from measurements, when missed
+
+    @property
+    def word(self):
+        return {True: "met", False: "**missed**", None: "not measured"}[self.met]
+
+
+def _ratio_line(items):
+    return "; ".join(items) if items else "no rows"
+
+
+# ---- host memory ----
+
+def memory_factor(rows):
+    got = select(rows, bench="memory_factor", mechanism="sharedseg", ranks=8,
+                 pages_obtained=HUGE, section="scaling")
+    items, worst = [], None
+    for r in sorted(got, key=lambda r: (r["pages_obtained"], r["size"])):
+        priv = one(rows, bench="memory_factor", mechanism="private-malloc", ranks=8,
+                   size=r["size"], pages_obtained=r["pages_obtained"])
+        vs = f" (private buffers {priv['median']:.2f})" if priv else ""
+        items.append(f"{r['median']:.3f} on {r['pages_obtained']}, {size_text(r['size'])}{vs}")
+        worst = r if worst is None or r["median"] > worst["median"] else worst
+    met = None if worst is None else worst["median"] <= 1.01
+    why = []
+    if met is False:
+        tables = one(rows, bench="page_tables", mechanism="sharedseg", ranks=8,
+                     size=worst["size"], pages_obtained=worst["pages_obtained"])
+        why.append(f"{size_text(worst['size'])} on {worst['pages_obtained']}: factor "
+                   f"{worst['min']:.3f}-{worst['max']:.3f} over {worst['reps']} repetitions, "
+                   f"populated {worst.get('populated_fraction', 0):.3f} of the segment at "
+                   f"ready")
+        if tables:
+            why.append(f"the ranks' own page tables: {tables['median'] / worst['size']:.4%} of "
+                       f"the size; the host-wide PageTables moved by "
+                       f"{tables.get('host_page_tables', 0) / worst['size']:.4%} (every "
+                       f"process on the machine counts there)")
+        priv = select(rows, bench="memory_factor", mechanism="private-malloc", section="scaling")
+        if priv:
+            off = max(abs(r[k] - r["ranks"]) for r in priv for k in ("min", "max"))
+            why.append(f"the same host counters moved by up to {off:.3f} segments away from "
+                       f"the exact count in the private buffers' repetitions (expected: one "
+                       f"segment a rank): what other processes allocate and free between two "
+                       f"samples lands in every figure")
+    return Verdict("Memory factor at 8 ranks <= 1.01 with huge pages (private buffers: 8.0)",
+                   _ratio_line(items), met, why)
+
+
+def page_tables(rows):
+    got = select(rows, bench="page_tables", mechanism="sharedseg", ranks=8, pages_obtained=HUGE,
+                 section="scaling")
+    base = select(rows, bench="page_tables", mechanism="sharedseg", ranks=8,
+                  pages_obtained="base", section="scaling")
+    items = [f"{r['fraction_of_size']:.4%} on {r['pages_obtained']}, {size_text(r['size'])}"
+             for r in sorted(got, key=lambda r: (r["pages_obtained"], r["size"]))]
+    items += [f"(4 KiB pages: {r['fraction_of_size']:.3%}, {size_text(r['size'])})" for r in base]
+    met = None if not got else max(r["fraction_of_size"] for r in got) <= 0.001
+    return Verdict("Page tables at 8 ranks on 2 MiB pages <= 0.1% of the segment",
+                   _ratio_line(items), met)
+
+
+# ---- setup ----
+
+# sharedseg from C and through the Python package, each against what users
+# of that language run today
+BASELINES = {"sharedseg": ("private-malloc", "devshm-file", "memfd-procfd"),
+             "sharedseg-py": ("private-torch", "torch-share-memory", "mp-shared-memory")}
+
+
+def _populated(r):
+    return r.get("populated_fraction", 0) >= FULLY_POPULATED
+
+
+def _ready_pairs(rows):
+    """(sharedseg's fastest fully populating row, the fastest baseline's) for
+    every size, group size and obtained page kind that has both."""
+    ready = [r for r in select(rows, bench="ready") if _populated(r)]
+    for mech, baselines in BASELINES.items():
+        keys = {(r["size"], r["ranks"], r["pages_obtained"]) for r in ready
+                if r["mechanism"] in baselines}
+        for size, ranks, kind in sorted(keys):
+            key = dict(size=size, ranks=ranks, pages_obtained=kind)
+            ours = select(ready, mechanism=mech, **key)
+            theirs = select(ready, mechanism=baselines, **key)
+            if ours and theirs:
+                yield (min(ours, key=lambda r: r["median"]),
+                       min(theirs, key=lambda r: r["median"]))
+
+
+def _mode(r):
+    return f"{r.get('populate', '?')}" + (f", {r['threads']:g} thread" if r.get("threads") else "")
+
+
+def _host_line(rows, kind):
+    later = one(rows, bench="first_touch", pages_requested=kind, idle_s=3)
+    now = one(rows, bench="first_touch", pages_requested=kind, idle_s=0)
+    if not later or not now:
+        return ""
+    return (f"a first touch of {kind} memory ran at {now['median']:.2f} GB/s when it was "
+            f"freed a moment before and at {later['median']:.2f} GB/s when freed 3 s before")
+
+
+def create(rows, limits):
+    items, why, ratios, kinds = [], [], [], set()
+    for ours, theirs in _ready_pairs(rows):
+        ratio = ours["median"] / theirs["median"]
+        ratios.append(ratio)
+        items.append(f"{ratio:.2f}x {theirs['mechanism']} ({ours['pages_obtained']}, "
+                     f"{size_text(ours['size'])}, {ours['ranks']} ranks"
+                     f"{', Python' if ours['mechanism'] == 'sharedseg-py' else ''})")
+        if ratio > 0.9:
+            why.append(_create_why(rows, ours, theirs))
+            kinds.add(ours["pages_obtained"])
+    why += [_kind_line(rows, kind, limits) for kind in sorted(kinds)]
+    met = None if not ratios else max(ratios) <= 0.9
+    if ratios:
+        items.insert(0, f"met in {sum(x <= 0.9 for x in ratios)} of {len(ratios)}")
+    return Verdict("Create: time until every rank can use the segment <= 0.9x the fastest "
+                   "baseline of the same page kind", _ratio_line(items), met, why)
+
+
+def _create_why(rows, ours, theirs):
+    kind = ours["pages_obtained"]
+    if ours["mechanism"] == "sharedseg-py":
+        return _python_why(rows, ours, theirs)
+    line = (f"{size_text(ours['size'])}, {ours['ranks']} ranks, {kind}: "
+            f"sharedseg (populate {_mode(ours)}) {ours['median'] * 1e3:.0f} ms against "
+            f"{theirs['mechanism']} {theirs['median'] * 1e3:.0f} ms, both leaving every page "
+            f"populated ({ours['populated_fraction']:.2f}, {theirs['populated_fraction']:.2f})")
+    owner = one(rows, bench="owner_create", mechanism="sharedseg", size=ours["size"],
+                ranks=ours["ranks"], pages_obtained=kind, populate=ours.get("populate"),
+                threads=ours.get("threads"))
+    if owner and owner["median"] > 0 and ours.get("populate") == "owner":
+        line += _owner_line(owner)
+    if ours.get("steal_s"):
+        line += (f"; the hypervisor took {ours['steal_s'] * 1e3:.0f} ms of this machine's CPU "
+                 f"time (steal) during sharedseg's setup")
+    return line + _baseline_line(rows, theirs)
+
+
+def _kind_line(rows, kind, limits):
+    """What bounds population on one page kind, from this run's own rows."""
+    line = f"{kind}, all sizes: "
+    parts = []
+    if limits.get(kind):
+        parts.append(f"memset on populated {kind} memory runs at {limits[kind]:.1f} GB/s")
+    parts += [p for p in (_threads_line(rows, kind), _host_line(rows, kind)) if p]
+    return line + ("; ".join(parts) if parts else "no limit rows in this run")
+
+
+def _python_why(rows, ours, theirs):
+    attach = one(rows, bench="peer_attach", mechanism="sharedseg-py", size=ours["size"],
+                 ranks=ours["ranks"], pages_obtained=ours["pages_obtained"])
+    line = (f"Python, {size_text(ours['size'])}, {ours['ranks']} ranks, "
+            f"{ours['pages_obtained']}: sharedseg-py {ours['median'] * 1e3:.0f} ms against "
+            f"{theirs['mechanism']} {theirs['median'] * 1e3:.0f} ms")
+    if attach and "smaps_read_ms" in attach:
+        line += (f"; a peer's sseg_complete took {attach['median']:.0f} ms, and one read of its "
+                 f"/proc/self/smaps ({attach.get('vmas', 0):.0f} mappings in a process that has "
+                 f"imported torch) {attach['smaps_read_ms']:.0f} ms, against "
+                 f"{_c_smaps(rows)}")
+    return line
+
+
+def _c_smaps(rows):
+    got = [r for r in select(rows, bench="peer_attach", mechanism="sharedseg")
+           if "smaps_read_ms" in r]
+    if not got:
+        return "no C figure in this run"
+    r = min(got, key=lambda r: r["smaps_read_ms"])
+    return (f"{r['smaps_read_ms']:.2f} ms ({r.get('vmas', 0):.0f} mappings) and a complete of "
+            f"{r['median']:.2f} ms in the C driver")
+
+
+def _owner_line(owner):
+    """How sharedseg's owner spent its create."""
+    cpu = owner.get("sys_s", 0) + owner.get("user_s", 0)
+    return (f"; its owner populated at {owner['size'] / owner['median'] / 1e9:.2f} GB/s: "
+            f"{owner['median'] * 1e3:.0f} ms of wall time, {cpu * 1e3:.0f} ms of CPU time over "
+            f"its threads ({owner.get('sys_s', 0) * 1e3:.0f} ms in the kernel, "
+            f"{owner.get('minor_faults', 0):.0f} faults), preempted "
+            f"{owner.get('preempted', 0):.0f} times by other tasks")
+
+
+def _baseline_line(rows, theirs):
+    if theirs["mechanism"] == "devshm-file":
+        return ("; the named file is populated slice by slice by every rank at once, the "
+                "same work spread the same way as sharedseg's populate=spread")
+    mate = one(rows, bench="owner_create", mechanism=theirs["mechanism"], size=theirs["size"],
+               ranks=theirs["ranks"], pages_obtained=theirs["pages_obtained"])
+    if not mate or mate["median"] <= 0:
+        return ""
+    return (f"; {theirs['mechanism']}'s owner populated at "
+            f"{theirs['size'] / mate['median'] / 1e9:.2f} GB/s with one thread")
+
+
+def _threads_line(rows, kind):
+    """What a second population thread bought on this page kind (the
+    populate section): near 1x means one core already fills the memory's
+    write bandwidth."""
+    got = {}
+    for r in select(rows, bench="owner_create", mechanism="sharedseg", section="populate",
+                    populate="owner", pages_obtained=kind):
+        got.setdefault((r["size"], r["ranks"]), {})[r["threads"]] = r["median"]
+    pairs = [(key, t) for key, t in got.items() if 1 in t and 2 in t]
+    if not pairs:
+        return ""
+    (size, ranks), t = max(pairs)
+    return (f"a second population thread made the owner {t[1] / t[2]:.2f}x as fast "
+            f"({size_text(size)}, {ranks} ranks: {t[1] * 1e3:.0f} ms with 1 thread, "
+            f"{t[2] * 1e3:.0f} ms with 2)")
+
+
+def _cpu_line(sp, owner):
+    if not sp.get("cpu_s_all_ranks") or not owner.get("cpu_s_all_ranks"):
+        return ""
+    return (f"; the ranks spent {sp['cpu_s_all_ranks'] * 1e3:.0f} ms of CPU time in all "
+            f"populating their slices, the owner's 2 threads "
+            f"{owner['cpu_s_all_ranks'] * 1e3:.0f} ms populating the whole")
+
+
+def spread(rows, cores):
+    items, why, ratios = [], [], []
+    for sp in select(rows, bench="ready", mechanism="sharedseg", populate="spread",
+                     section="populate"):
+        if sp["ranks"] < 2:
+            continue
+        key = dict(bench="ready", mechanism="sharedseg", size=sp["size"], ranks=sp["ranks"],
+                   pages_requested=sp["pages_requested"], section="populate", populate="owner")
+        owners = {t: one(rows, threads=t, **key) for t in (1, 2)}
+        if not all(owners.values()):
+            continue
+        ratio = sp["median"] / min(o["median"] for o in owners.values())
+        ratios.append(ratio)
+        items.append(f"{ratio:.2f}x the faster owner ({sp['pages_obtained']}, "
+                     f"{size_text(sp['size'])}, {sp['ranks']} ranks)")
+        if ratio >= 1:
+            why.append(f"{sp['pages_obtained']}, {size_text(sp['size'])}, {sp['ranks']} ranks: "
+                       f"spread {sp['median'] * 1e3:.0f} ms, owner with 1 thread "
+                       f"{owners[1]['median'] * 1e3:.0f} ms, with 2 threads "
+                       f"{owners[2]['median'] * 1e3:.0f} ms" + _cpu_line(sp, owners[2]))
+    if why:
+        why.append(f"this machine has {cores} cores: the ranks populating their slices at "
+                   f"once share those {cores} cores, as the owner's 2 threads do; spread "
+                   f"cannot use more CPUs than that, and pays one sseg_complete per rank")
+    met = None if not ratios else max(ratios) < 1
+    return Verdict("Spread populate with N >= 2 ranks faster than owner populate (1 or 2 "
+                   "threads, the faster)",
+                   _ratio_line(items), met, why)
+
+
+def peer_complete(rows):
+    got = select(rows, bench="peer_attach", mechanism="sharedseg", size=4 << 30,
+                 pages_obtained=HUGE)
+    items = [f"{r['median']:.2f} ms ({r['pages_obtained']}, {r['ranks']} ranks; max "
+             f"{r['max']:.2f})" for r in got]
+    met = None if not got else max(r["median"] for r in got) < 5
+    why = []
+    if met is False:
+        for r in got:
+            if r["median"] >= 5 and "smaps_read_ms" in r:
+                why.append(f"{r['pages_obtained']}: one read of the peer's /proc/self/smaps "
+                           f"({r.get('vmas', 0):.0f} mappings) took {r['smaps_read_ms']:.2f} ms "
+                           f"in the same process")
+    py = select(rows, bench="peer_attach", mechanism="sharedseg-py")
+    if py:
+        smaps = [r["smaps_read_ms"] for r in py if "smaps_read_ms" in r]
+        items.append(f"through the Python package (any size, {min(r['ranks'] for r in py)}-"
+                     f"{max(r['ranks'] for r in py)} ranks): {min(r['median'] for r in py):.0f}-"
+                     f"{max(r['median'] for r in py):.0f} ms, where one read of the peer's "
+                     f"/proc/self/smaps ({max(r.get('vmas', 0) for r in py):.0f} mappings with "
+                     f"torch loaded) took {min(smaps):.0f}-{max(smaps):.0f} ms")
+    return Verdict("Peer complete for 4 GiB on huge pages under 5 ms", _ratio_line(items), met,
+                   why)
+
+
+# ---- reads ----
+
+def _pairs(rows, bench, **more):
+    for ours in select(rows, bench=bench, mechanism="sharedseg", role=("peer", "owner"), **more):
+        theirs = one(rows, bench=bench, role="private", pair=ours["role"],
+                     paired_with="sharedseg", size=ours["size"],
+                     pages_requested=ours["pages_requested"], block=ours.get("block"))
+        if theirs:
+            yield ours, theirs
+
+
+def steady_read(rows):
+    items, why, ratios = [], [], []
+    for ours, theirs in _pairs(rows, "seq_read"):
+        ratio = ours["median"] / theirs["median"]
+        ratios.append(ratio)
+        items.append(f"{ratio:.2f}x ({ours['pages_obtained']}, {size_text(ours['size'])})")
+        if ratio < 0.95:
+            why.append(f"{ours['pages_obtained']}, {ours['reps']} alternated repetitions: "
+                       f"{_overlap(ours, theirs)}")
+    met = None if not ratios else min(ratios) >= 0.95
+    return Verdict("Peer read (sequential, page tables in place) >= 0.95x a private buffer of "
+                   "the same page kind", _ratio_line(items), met, why)
+
+
+def first_read(rows):
+    items, why, ratios = [], [], []
+    for ours in select(rows, bench="first_read", mechanism="sharedseg", role="peer",
+                       section="scaling"):
+        theirs = one(rows, bench="first_read", role="private", paired_with="sharedseg",
+                     size=ours["size"], ranks=ours["ranks"],
+                     pages_requested=ours["pages_requested"], section="scaling")
+        if not theirs:
+            continue
+        ratio = ours["median"] / theirs["median"]
+        ratios.append(ratio)
+        items.append(f"{ratio:.2f}x ({ours['pages_obtained']}, {size_text(ours['size'])}, "
+                     f"{ours['ranks']} ranks)")
+        if ratio < 0.95:
+            why.append(f"{ours['pages_obtained']}, {size_text(ours['size'])}, {ours['ranks']} "
+                       f"ranks: the peer's first read took {ours.get('minor_faults', 0):.0f} "
+                       f"minor faults and {ours.get('sys_s', 0) * 1e3:.0f} ms of kernel time "
+                       f"mapping the owner's pages, of "
+                       f"{ours['size'] / ours['median'] / 1e6:.0f} ms in all" +
+                       (f"; its second read, the page tables in place, ran at "
+                        f"{ours['second_read_gbps']:.2f} GB/s"
+                        if ours.get("second_read_gbps") else "") +
+                       f"; a private buffer's page tables are made while it is populated, "
+                       f"so its first read has none of that. {_overlap(ours, theirs)}")
+    met = None if not ratios else min(ratios) >= 0.95
+    return Verdict("Peer first read (its page tables faulted in by the read) >= 0.95x the "
+                   "first read of a private buffer the same rank has just populated",
+                   _ratio_line(items), met, why)
+
+
+def _overlap(ours, theirs):
+    """What the repetitions say about a gap between two rows."""
+    if ours["max"] >= theirs["min"]:
+        return (f"The repetitions overlap ({ours['min']:.2f}-{ours['max']:.2f} against "
+                f"{theirs['min']:.2f}-{theirs['max']:.2f} {ours['unit']}): the gap is within "
+                f"this run's spread.")
+    return (f"The repetitions do not overlap ({ours['min']:.2f}-{ours['max']:.2f} against "
+            f"{theirs['min']:.2f}-{theirs['max']:.2f} {ours['unit']}).")
+
+
+def gather(rows):
+    items, why, ratios = [], [], []
+    for ours, theirs in _pairs(rows, "kv_gather"):
+        ratio = ours["median"] / theirs["median"]
+        ratios.append(ratio)
+        if ratio < 0.95:
+            items.append(f"{ratio:.2f}x ({ours['role']}, {ours['pages_obtained']}, "
+                         f"{size_text(ours['block'])} blocks)")
+            why.append(f"{ours['role']}, {ours['pages_obtained']}, {size_text(ours['block'])} "
+                       f"blocks: {_overlap(ours, theirs)}")
+    if ratios:
+        items.insert(0, f"{min(ratios):.2f}x-{max(ratios):.2f}x over {len(ratios)} pairs "
+                        f"(peer and owner, every block size and page kind)")
+    met = None if not ratios else min(ratios) >= 0.95
+    return Verdict("KV-block gather >= 0.95x a private buffer of the same page kind",
+                   _ratio_line(items), met, why)
+
+
+def evaluate(rows, cores):
+    limits = {r["pages_obtained"]: r["median"] for r in select(rows, bench="memset_limit")}
+    return [memory_factor(rows), page_tables(rows), create(rows, limits), spread(rows, cores),
+            first_read(rows), steady_read(rows), gather(rows), peer_complete(rows)]
