@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Front door: `make`, `make demo`, `make test`, `make install PREFIX=...`.
 # CMake does the building; this file picks build directories and runs things.
 PREFIX ?= /usr/local

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Builds the wheel's sharedseg._native: the extension and the C library's
 own sources compiled into one shared object, so the wheel needs no
 libsharedseg.so. What it compiles, and with which flags, is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The bandwidth phase: sequential read, sequential copy into a private
  * buffer, and the KV-block gather, on a rank's mapping of the segment and
  * on a private buffer of the same page kind in the same process,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The benchmarks: `make bench` runs the quick matrix (a few minutes; fits a
 # 24 GiB, 2-core machine), `make bench FULL=1` the bigger one. Both write
 # bench/results/latest.json, docs/benchmarks.md and docs/bench_*.png. As

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One case: for every repetition, fork the ranks, pace them through the
  * phases, sample the host's memory between phases, collect the reports. */
 #include <stdio.h>

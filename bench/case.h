@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One case: a mechanism, a group size, a segment size, a page kind, and
  * what is measured. */
 #ifndef BENCH_CASE_H

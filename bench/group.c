@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The rank processes and their two local groups. */
 #define _GNU_SOURCE /* prctl */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* N rank processes and the parent that measures them. Two local groups:
  * the control group (the parent is member 0, rank r is member r + 1) that
  * paces the phases and carries the reports, and the ranks' own group for

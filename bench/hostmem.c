@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* /proc/meminfo, the HugeTLB pools in sysfs, and /proc/self/smaps. */
 #include <dirent.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host-wide memory, the way the bench counts a group's use: the rise of
  * Shmem + AnonPages + HugeTLB pages in use + PageTables in /proc/meminfo
  * and the HugeTLB pools. HugeTLB pages are in no process's Rss or Pss, so

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # What `make bench` needs beyond the build and test dependencies
 # (tools/install-deps.sh): matplotlib for the plots, on the interpreter that
 # has torch. Installed from Debian's archive only when missing.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The timed inner loops. */
 #include <string.h>
 #include <time.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The timed inner loops: sequential read, copy, KV-block gather, memset. */
 #ifndef BENCH_KERNELS_H
 #define BENCH_KERNELS_H

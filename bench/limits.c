@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The physical limits beside each figure, in one process: memset, memcpy
  * and a sequential read on private buffers of the page kind that are
  * already populated; and the first touch of fresh memory, just freed or

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the report says about the machine, and the host's knobs and memory
 as the bench reads them."""
 import glob

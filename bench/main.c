@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sseg_bench: the memory mechanics of the benchmarks (bench/run.py runs
  * the matrix). One case a run; its rows go to stdout as JSON lines.
  *

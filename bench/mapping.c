@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Mappings of a page kind, and population. */
 #define _GNU_SOURCE /* MAP_HUGETLB, MADV_* */
 #include <errno.h>

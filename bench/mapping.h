@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Mappings of a page kind, made the way a user of each baseline makes
  * them, and population. */
 #ifndef BENCH_MAPPING_H

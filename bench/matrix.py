@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The cases `make bench` runs: quick (a few minutes, fits a 24 GiB, 2-core
 machine) or full (--full: every size and group size the machine can hold)."""
 import sys

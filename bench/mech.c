@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The table of mechanisms and what they share. */
 #include <stdio.h>
 #include <string.h>

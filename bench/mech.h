@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A mechanism: one way for the ranks of a group to get host memory of a
  * page kind. The bench times each through the same steps. */
 #ifndef BENCH_MECH_H

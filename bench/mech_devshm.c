@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vLLM's shared offload region: a named file in /dev/shm that one rank
  * creates with O_EXCL; every rank maps it and populates its own slice
  * with MADV_POPULATE_WRITE. The name outlives a SIGKILLed group. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One private buffer a rank, what serving stacks allocate today: an
  * anonymous mapping (what malloc returns for a large size) of the page
  * kind, first-touched by the rank one byte a 4 KiB page. */

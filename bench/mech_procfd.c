@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The closest prior shared-segment design: an unnamed memfd with
  * MADV_HUGEPAGE, the owner touching one byte per 2 MiB, peers reopening
  * /proc/<owner pid>/fd/<n>. Nothing checks that shmem_enabled lets the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sharedseg itself, through the public API: create, the blobs all-gathered
  * over the ranks' group, complete. */
 #include <errno.h>

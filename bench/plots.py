@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The report's plots (PNG, matplotlib's Agg backend): one function a plot,
 each returning (file name, caption) or None when its rows are missing."""
 import os

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What each rank sends the parent after a repetition, and the pieces of a
  * repetition the rank side and the parent side share. */
 #ifndef BENCH_REPORT_H

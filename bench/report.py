@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """docs/benchmarks.md and its plots, from bench/results/latest.json.
 
     python3 bench/report.py [bench/results/latest.json] [--docs docs]

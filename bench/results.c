@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The parent's side: every repetition's reports and host samples become
  * the case's rows. */
 #include <stdlib.h>

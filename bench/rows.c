@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Result rows as JSON lines. */
 #include <math.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Result rows, one JSON object a line on stdout:
  * {"schema": 1, "bench", "mechanism", "ranks", "size", "pages_requested",
  *  "pages_obtained", "unit", "min", "median", "max", "reps", extras...} */

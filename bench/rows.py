@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Looking rows up: what the report, the plots and the smoke test share."""
 import statistics
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`make bench`: sharedseg side by side with what users run today, in one
 run, on one machine, page kind by page kind.
 

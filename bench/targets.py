@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The targets the report checks, each against the rows of one run: what
 was measured, the ratio, met or not, and for a miss what the run itself
 measured about the reason."""

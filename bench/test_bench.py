@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The bench's smoke test (ctest bench_smoke): every mechanism at a few MiB,
 the rows well-formed, sharedseg's memory factor well below private
 buffers', and the report written from the rows. The C mechanisms need

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mpi_share: every rank of an MPI job maps one host-memory segment, with
  * MPI_Allgather as the exchange between sharedseg's two phases.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Every rank of a group maps one segment: run `share RANK WORLD` once per
  * rank on one host (the README builds and runs it; tests/readme_c.sh
  * does the same). The all-gather here is the library's local exchange; an

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """An MLA-shaped KV offload shared by a tensor-parallel group.
 
 MLA models (DeepSeek-V3, Kimi K2, ...) keep the same latent KV cache (576

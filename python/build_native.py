@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What sharedseg._native is made of, and an in-place build that needs only
 the interpreter's headers and a C compiler (no setuptools: fresh 3.12+
 virtual environments have none).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Prints an interpreter for the Python package's targets.
 #   find-python.sh        the Debian leg: the first of /usr/bin/python3 and
 #                         python3 that has torch, else the first that exists

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The Python package: `make python` builds sharedseg._native in place (under
 # python/sharedseg/, no setuptools needed), `make test-python` runs the
 # pytest suite on Debian's interpreter, `make test-python-pypi` runs it again

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Blob encoding. Offsets (bytes, little-endian):
  *   0 magic u32      4 version u16     6 blob size u16    8 status i32
  *  12 rank u32      16 world size u32 20 owner rank u32  24 size u64

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The blob each rank contributes to the exchange, decoded. On the wire it is
  * SSEG_BLOB_SIZE bytes of explicit little-endian fields (see blob.c for the
  * offsets), never a raw struct. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The thread-local sentence behind every negative errno the API returns. */
 #include <stdarg.h>
 #include <stdio.h>

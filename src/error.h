@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The thread-local sentence behind every negative errno (error.c). */
 #ifndef SSEG_ERROR_H
 #define SSEG_ERROR_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The built-in single-host all-gather: ranks meet on an abstract unix
  * socket named after the group; rank 0 (the hub) collects every rank's
  * bytes and sends the whole array back. Every wait is bounded, and a

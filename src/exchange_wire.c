@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Frames of the built-in local exchange. */
 #include <stdio.h>
 #include <string.h>

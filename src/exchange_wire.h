@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Frames of the built-in local exchange (exchange_wire.c), over the
  * deadline-bounded sockets of os/sock.h. */
 #ifndef SSEG_EXCHANGE_WIRE_H

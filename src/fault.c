@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fault injection: lets tests fail a chosen OS or driver call on its n-th
  * use, to prove that every failure path releases what it took and that
  * destroy resumes. A few sites can be armed at once. Disarmed (one relaxed

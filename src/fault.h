@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fault injection for tests (fault.c). A site is a short name ("munmap",
  * "send_fd", ...). Code that can fail calls sseg_fault("site") before the
  * real call and fails with its result when it is non-zero. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The owner's fd channel. The owner serves every pending connection at once
  * (os/accept.c), each with its own bound for the hello: a silent, slow or
  * foreign connection costs nothing, the real peers are never blamed for it,

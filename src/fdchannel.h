@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The owner's fd channel (fdchannel.c): an abstract unix socket opened in
  * create and named in the owner's blob. Each local peer connects in
  * complete, proves membership with the owner's random token, receives the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host identity for callers that pick one owner per host. */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* This process's sharing domain (host.c): boot, network namespace, uid. */
 #ifndef SSEG_HOST_H
 #define SSEG_HOST_H

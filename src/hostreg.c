@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host registration (SSEG_F_HOST_REGISTER): each rank pins its own mapping
  * for device DMA through a backend's host-registration driver, in chunks,
  * because one CUDA registration of 512 GiB or more fails on current drivers.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host registration of a memfd segment (hostreg.c): each rank pins its own
  * mapping for device DMA through the host-registration driver of a backend
  * (backend.h: struct sseg_hostreg_ops). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The base every part of the library includes: errors, messages, fault
  * injection and small utilities. Nothing here is exported from the shared
  * library. */

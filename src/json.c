@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A small JSON writer: compact, escaped, enough for the library's facts. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A small JSON writer (json.c): one compact document into a memory stream,
  * for the machine-readable facts the library gives (sseg_probe_json). The
  * caller nests begin/end correctly; keys are NULL inside arrays. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Layouts: named blocks of fixed-size entries at aligned offsets, either
  * interleaved per index or grouped per block. Every offset is decided at
  * create, so a lookup costs O(nblocks) at most and never walks entries. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal layout helpers for the registry and the segment code. */
 #ifndef SSEG_LAYOUT_H
 #define SSEG_LAYOUT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Naming how two layouts differ, from their canonical descriptions:
  * "v1;order=O;align=A;size=S;NAME:count=C,bytes=B,align=A,offset=F,shape=T;..."
  * Items are compared in order; within a block, the fields a caller sets

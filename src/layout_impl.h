@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The layout's representation, shared by layout.c (building it) and
  * layout_query.c (reading it) only. */
 #ifndef SSEG_LAYOUT_IMPL_H

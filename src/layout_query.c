@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reading a layout: block descriptions, entry offsets, and the reverse
  * lookup from an offset to the one entry that starts there. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sseg_list_json: every live segment on this host, as the kernel shows it,
  * for operators (`sharedseg ls`, Python's list_segments()). No daemon and
  * no registry file: memfd mappings named "/memfd:sseg:NAME" in each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What `sharedseg ls` sees (list.c): the segments live on this host, from
  * /proc. sseg_list_json is the public form; the scan is here for tests. */
 #ifndef SSEG_LIST_H

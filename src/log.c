@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Messages: to the application's callback, or to stderr. The default writer
  * never blocks: a line that a full pipe cannot take at once is dropped and
  * counted, so a stalled reader of stderr cannot stall the fd channel. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Messages (log.c): through the application's callback (sseg_set_log), or
  * to stderr without ever blocking; SSEG_LOG=off|error|warn|info|debug. */
 #ifndef SSEG_LOG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Names of the option values and their parsers, shared by the CLI and the
  * Python package so that both accept exactly the same words. */
 #include <ctype.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The segment object: what every part of the library knows of a segment.
  * Only types and inline accessors live here; each unit that acts on a
  * segment has its own header. */

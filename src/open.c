@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sseg_open: the two phases with a caller-supplied all-gather, and a final
  * all-gather of every rank's status so one rank's failure fails all ranks
  * (naming it) instead of leaving some waiting. */

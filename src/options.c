@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Validation of the caller's options into the segment's own copy. */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The caller's options, validated into the segment's own copy (options.c). */
 #ifndef SSEG_OPTIONS_H
 #define SSEG_OPTIONS_H

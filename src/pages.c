@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Page policy: what the owner allocates, where it is placed, how it is
  * faulted in, and what was actually obtained. */
 #include <stdio.h>

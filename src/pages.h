@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host pages (pages.c): which page kind a request gets, whether memory can
  * back it, where it is placed, how it is faulted in, and what the mapping
  * really obtained. A service for the backends that map host memory. */

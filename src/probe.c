@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What this system can do: the facts behind `sharedseg probe` and
  * sseg_supported(). */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sseg_probe_json: the probe's facts as one JSON document, the schema of
  * `sharedseg probe --json` and of Python's sharedseg.probe(). Bump
  * PROBE_SCHEMA when a key changes meaning or goes away. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The process-wide registry: every segment not yet freed (so that a forked
  * child lets go of their descriptors), the live ones (exact-range lookup,
  * pins) and those whose teardown kept failing (retried on later creates).

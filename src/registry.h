@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The process-wide registry (registry.c): every segment not yet freed (for
  * fork), the live ones (exact-range lookup, pins), and those whose teardown
  * kept failing (retried on later creates). */

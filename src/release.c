@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Releasing a segment's stages, last taken first. */
 #include "backend/backend.h"
 #include "fdchannel.h"

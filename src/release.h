@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Releasing what a segment holds (release.c). */
 #ifndef SSEG_RELEASE_H
 #define SSEG_RELEASE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The segment's life: create (phase 1), complete (phase 3), destroy. */
 #include <stdio.h>
 #include <stdlib.h>

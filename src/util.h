@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Small utilities (util.c) and the explicit little-endian encoding of blobs
  * and wire frames. */
 #ifndef SSEG_UTIL_H

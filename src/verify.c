@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Verification of every rank's blob before anything is mapped. Each failure
  * names the rank, the field and both values, and every rank compares against
  * rank 0 so all ranks report the same sentence. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Verification of every rank's blob before anything is mapped (verify.c). */
 #ifndef SSEG_VERIFY_H
 #define SSEG_VERIFY_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the ascend paths: the fake ACL runtime loaded through the
  * library's real loading path (SSEG_ACL_LIBRARY), and its control API. */
 #ifndef SSEG_ACLUTIL_H

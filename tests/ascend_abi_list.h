@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What src/driver/acl_abi.h declares, with the value, size or offset the
  * CANN runtime reference and its public acl_rt.h give each: X(expression,
  * expected). test_ascend_abi checks our header against it, and the

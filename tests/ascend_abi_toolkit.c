@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The list of tests/ascend_abi_list.h over the CANN toolkit's acl_rt.h. */
 #include <acl/acl_rt.h>
 #include <stddef.h>

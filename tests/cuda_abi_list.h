@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Every value, size and offset of src/driver/cuda_abi.h that must agree
  * with the toolkit's cuda.h, and the signature of each entry point's PFN
  * type. Included by two translation units, one over each header, each

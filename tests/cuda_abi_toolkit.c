@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The list of tests/cuda_abi_list.h over the toolkit's cuda.h. */
 #include <cuda.h>
 #include <cudaTypedefs.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the CUDA paths: load the fake driver through the library's real
  * loading path and reach its control functions. */
 #ifndef SSEG_FAKEUTIL_H

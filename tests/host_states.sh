@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Every test must pass whatever state the host's THP knobs and HugeTLB
 # pools are in when it starts. This runs the release build's tests and the
 # Python examples under three states, then puts back what it found:

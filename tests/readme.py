@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Every code block of README.md is checked against what runs: each fenced
 block is preceded by a marker comment saying how.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The shape of src/, checked: the core never names a backend or a driver,
 the include graph has no cycle, OS primitives and drivers include no core
 header beyond the base, no .c file declares another file's function, and

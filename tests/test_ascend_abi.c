@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Our ACL declarations (src/driver/acl_abi.h) against the values, sizes and
  * offsets of the CANN runtime reference, and against the toolkit's own
  * acl_rt.h where it is installed (compiled in by tests/CMakeLists.txt). */

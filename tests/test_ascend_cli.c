@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The `sharedseg` command line with the fake ACL runtime, as a user would
  * point it at a runtime: `make` built build/libsseg_fake_acl.so; with
  * SSEG_ACL_LIBRARY naming it, `probe --json` reports the ascend backend

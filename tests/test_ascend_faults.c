@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A failure injected at every ACL call of create, complete and destroy, on
  * the owner and on the peer (two processes: the reference forbids export
  * and import in one), for the in-server handle, the fabric handle and host

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host registration of memfd segments through the ACL runtime (the fake):
  * chunks cut at entry boundaries registered on each rank's device, the
  * device address aclrtHostRegister hands out exposed (not the host one),

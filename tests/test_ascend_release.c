@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The lifecycle guarantees on the ascend backend: aclrtFreePhysical at most
  * once per handle (a failed free is abandoned and counted, the next destroy
  * goes on), and a segment whose teardown keeps failing (aclrtUnmapMem

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Four processes share an ascend-backend segment through the fake ACL
  * runtime: by fabric handle (A3), by the in-server handle whose trust list
  * the owner extends with each local peer's pid before that peer imports,

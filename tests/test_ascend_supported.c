@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What sseg_supported, the probe and create say about the ascend backend,
  * each case in a child with its own runtime: no runtime, a failing aclInit,
  * one a framework initialized first, no device, the facts of a working one

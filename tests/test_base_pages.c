@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pages=base gets 4 KiB pages, even when shmem_enabled would hand out THP
  * to anyone who asks. */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The blob: round trip of every field, every corruption caught with its own
  * message, and a fingerprint that follows the declaration and nothing else. */
 #include <string.h>

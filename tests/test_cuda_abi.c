@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Our CUDA ABI declarations against the toolkit's cuda.h: every value, size
  * and offset the backend relies on must agree. Where the toolkit's headers
  * are not installed there is nothing to compare with (exit 77). */

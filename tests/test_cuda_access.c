@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Access to a cuda segment's mapping: the host, then the rank's own device,
  * each in its own cuMemSetAccess call, then every other device that
  * cuDeviceCanAccessPeer says can reach the owner's GPU, one call each. A

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One NVLink domain over two (simulated) hosts: a CUDA fabric handle lets
  * ranks on host B map host A's owner's allocation, while host A's own peer
  * still collects the POSIX fd over the fd channel (fabric is for other

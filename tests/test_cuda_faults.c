@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A failure injected at every driver call of create, complete and destroy:
  * the error names the call and the driver's error, nothing stays alive in
  * the driver afterwards, and the next attempt succeeds. cuMemRelease is

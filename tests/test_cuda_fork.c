@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fork() after segments exist: the driver does not work in the child (the
  * fake answers NOT_INITIALIZED there, as the real one does), so neither the
  * core's atfork handler (which asks each backend to forget what the child

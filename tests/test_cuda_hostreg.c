@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host registration of memfd segments through the fake driver: chunks of at
  * most register_chunk bytes cut at entry boundaries (three here), the
  * device address exposed, and every chunk unregistered by destroy. Cuts

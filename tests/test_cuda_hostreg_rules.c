@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What host registration checks before and after it pins, through the
  * fake driver:
  * - attribute 99 (HOST_REGISTER_SUPPORTED) 0: refused before any call;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A segment whose teardown keeps failing (cuMemUnmap refused every time)
  * goes to the cleanup-pending list: counted, logged with base, length, stage
  * and the driver's error at most once per interval, retried by later

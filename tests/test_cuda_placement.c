@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Placement and sizing rules of the cuda backend: device-local takes the
  * rank's GPU's node, an explicit node is the only node checked, interleave
  * is refused, and a granularity that is not a power of two is rejected.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The cuda backend's probes are real and cached per (device, node): a
  * minimum-size HOST_NUMA create + release and a fabric create + export +
  * import + release, each under the device's primary context, whatever

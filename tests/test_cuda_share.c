@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Four processes of one host share a cuda-backend segment through the fake
  * driver. Peers on the owner's host always take the POSIX fd over the fd
  * channel; the owner's blob also carries a fabric handle (for other hosts)

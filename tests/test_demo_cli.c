@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The `sharedseg` command line, run as a user would: help, argument errors
  * (exit 2, one line), probe --json, a 4-rank demo that must hold one copy
  * of the segment host-wide, and a HugeTLB request the machine cannot meet. */

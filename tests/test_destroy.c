@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Teardown: a failing stage leaves the segment valid and destroy resumes
  * without repeating completed stages; a segment that keeps failing goes to
  * the cleanup-pending list and never blocks new segments; failures in

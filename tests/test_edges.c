@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Edges where the library used to point the wrong way or wait too long:
  * another uid squatting the local exchange's name, fork() between create
  * and complete, an interrupt while complete waits, a peer whose fd table

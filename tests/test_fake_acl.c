@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fake ACL runtime on its own, driven through dlopen and dlsym as the
  * ascend backend drives libascendcl.so: each rule it enforces, in a child
  * that sets its own SSEG_FAKE_ACL before it loads the fake (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fake CUDA driver, driven the way the CUDA backend drives libcuda.so.1:
  * dlopen, dlsym of cuGetProcAddress_v2 only, every entry point by base name
  * and version. Each case runs in a child that sets its own SSEG_FAKE_CUDA

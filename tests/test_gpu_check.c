@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/gpu/run.sh and gpu_check, run through the fake CUDA driver: every
  * step reports, every line of gpu.jsonl is one JSON object, the fake agrees
  * with what gpu_check expects of the real driver, and a driver that cannot

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A group spread over two (simulated) hosts: each host's ranks share their
  * host owner's copy; a rank naming an owner on another host is refused. */
 #include <string.h>

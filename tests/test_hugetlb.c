@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* HugeTLB: a small pool is reserved for the test (and given back at exit);
  * two ranks share one copy on 2 MiB pages, verified through hugetlbfs and
  * smaps, and the host-wide HugeTLB use grows by one copy only. */

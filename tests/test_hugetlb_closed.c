@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* HugeTLB fails closed: a pool one page too small is refused before
  * anything is allocated, the message gives free and needed counts, and no
  * fd, mapping or huge page is left behind. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Installs the build into a temporary prefix and builds a program against
  * it through pkg-config and through CMake's find_package(sharedseg), as a
  * user would; checks the exported symbols and the SONAME. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Strangers at the owner's fd channel cannot stall a group or fill its
  * log. The channel's name is visible in /proc/net/unix: an intruder of the
  * same uid holds a hundred silent connections open before the peers come

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Layout placement, lookups, description and validation. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The built-in single-host all-gather: forked ranks gather, and every way a
  * group can go wrong ends in an error naming the culprit, never a hang. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Four processes share one segment through the built-in local exchange:
  * the owner writes, every peer reads it and writes its mark, the owner reads
  * the marks. Also with spread population and with read-only peers. */

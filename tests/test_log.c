@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Messages belong to the application: sseg_set_log routes them, the level
  * filters them (SSEG_LOG=off silences the default writer), and what a
  * stranger can cause comes at most once per interval with a count. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The operator's view: `sharedseg ls` finds a live group's segment from
  * /proc alone, with every rank's pid, its rank and what is resident, and
  * flags a memfd that no process maps any more but a descriptor keeps

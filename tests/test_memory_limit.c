@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A populated segment that memory cannot back is refused before anything is
  * allocated, with the numbers, instead of the owner being OOM-killed while
  * populating: past MemAvailable, past the memory cgroup's room (v1 here;

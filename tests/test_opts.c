@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Options are checked before anything is taken, each with its own message;
  * the options struct can grow without breaking older callers. */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The OS primitives against the real kernel: memfd seals, windows, fd
  * passing between processes, THP and HugeTLB as measured in smaps,
  * population, NUMA placement, host facts. Changes the THP knobs and the

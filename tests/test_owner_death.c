@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The owner's death: after complete the peers keep the data (the memory
  * lives as long as the last mapping); before the hand-over the peers fail
  * with a clear error within the timeout instead of hanging. */

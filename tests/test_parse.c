@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Names of option values, their parsers, and sizes with units. */
 #include <errno.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Teardown that keeps failing, concurrent with creates: segments handed to
  * the pending list are retried (and freed) by other threads' creates while
  * the thread that deferred them still returns; nothing is read after the

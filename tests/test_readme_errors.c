@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The error sentences the README shows, produced for real: a declaration
  * that differs, layouts that differ, a HugeTLB pool too small, memory that
  * cannot back a segment, an owner that is gone. With --print the sentences

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* THP for shmem: with shmem_enabled=advise a thp segment gets 2 MiB pages,
  * verified in smaps, for the owner and for a peer that faults through its
  * own mapping; with never, pages=thp fails naming the knob and auto falls

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fd channel admits only members: a connection with a wrong token (or
  * claiming a rank that is not a local peer) gets no fd, and the real group
  * completes regardless. */

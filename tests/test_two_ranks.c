@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Two ranks in one process: one physical copy at two addresses, the
  * registry's exact-range lookup, and pins. */
 #include <string.h>

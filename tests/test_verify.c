@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Each mismatch class fails complete with its own message, naming the rank,
  * the field and both values, before anything is mapped. */
 #include <string.h>

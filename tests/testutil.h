@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers for the test executables: checks that exit 1 with the library's
  * last error, process helpers, and machine knobs that are restored. */
 #ifndef SSEG_TESTUTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Option scanning and value parsing for the subcommands. Values are parsed
  * by the library (sseg_parse_*), so the CLI, the Python package and the C
  * API accept the same spellings; this file only words the errors. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sharedseg bench: measured side by side in one run, on one page kind:
  * (a) the owner's population rate against a bare memfd populated with
  *     MADV_POPULATE_WRITE, (b) a peer's sseg_complete with lazy population,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sharedseg bench: what its files share. */
 #ifndef SSEG_CLI_BENCH_H
 #define SSEG_CLI_BENCH_H

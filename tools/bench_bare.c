@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The baseline `sharedseg bench` compares the library against: a memfd of
  * the same page kind, created, mapped and populated directly. */
 #ifndef _GNU_SOURCE

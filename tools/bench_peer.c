@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `sharedseg bench` with two ranks: this process is the owner, a child is
  * the peer. The peer times its sseg_complete, or its reads of the shared
  * mapping against a private mapping of the same page kind. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What `sharedseg bench` prints: min and median of every measurement, the
  * rates, the ratios, and the page kind each number was measured on. */
 #include "bench.h"

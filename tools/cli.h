@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The `sharedseg` command-line tool: declarations shared by its files.
  * The tool uses only the public API in sharedseg.h. */
 #ifndef SSEG_CLI_H

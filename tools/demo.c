@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sharedseg demo: N processes of this host map one segment. The parent
  * forks the ranks, gathers one report from each and prints what every rank
  * obtained and how much host memory the group used. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sharedseg demo: what the parent, the ranks and the report share. */
 #ifndef SSEG_CLI_DEMO_H
 #define SSEG_CLI_DEMO_H

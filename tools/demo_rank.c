@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One rank of `sharedseg demo`: join the group, open the segment, check that
  * every rank sees the owner's bytes and the owner sees every rank's mark,
  * measure, and report to the parent. */

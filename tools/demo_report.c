@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What `sharedseg demo` prints: a row per rank and the host-wide totals,
  * or the same as one JSON object, and the ranks' errors. */
 #include <string.h>

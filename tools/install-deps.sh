@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Installs what building and testing sharedseg needs, only when something is
 # missing: Debian's packages, and the PyPI test environment of the Python
 # package. Run from the repository root (make deps).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A tiny JSON writer: enough for one pretty-printed document of objects,
  * arrays, strings and numbers. The caller nests begin/end correctly. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A small JSON reader for the documents the library writes (probe, ls):
  * a tree of values, parsed from trusted text; malformed input answers
  * NULL. Strings keep their escapes resolved for the ASCII the library

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sharedseg ls: the segments live on this host, from /proc (the library's
  * sseg_list_json), as a table or as the JSON itself. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sharedseg: look at what this host can do (probe), show N ranks sharing
  * one segment (demo), and measure it (bench). */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host-wide shared-memory use (/proc/meminfo, the HugeTLB pools in sysfs)
  * and one process's use of a mapping (/proc/self/smaps): how the demo shows
  * that N ranks hold one copy, not N. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sharedseg probe: the facts sseg_probe() gathers, as a table or JSON. */
 #include <errno.h>
 #include <stdlib.h>

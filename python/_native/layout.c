@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sharedseg._native.Layout: named blocks of fixed-size entries, placed by
  * the C library (sseg_layout_*); Python only asks it for offsets. */
 #include <errno.h>

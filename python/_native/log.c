@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The library's messages into Python's logging. The library calls
  * on_message on any thread, possibly under one of its locks, so it only
  * copies the line into a bounded ring (a mutex held for one copy; the GIL

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sharedseg._native: module functions (names, parsing, host identity,
  * probe, supported) and the error type. The segment and the layout types
  * live in segment.c and layout.c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sharedseg._native: the CPython face of libsharedseg. Shared declarations
  * of the extension's parts (module.c, segment.c, layout.c). */
 #ifndef SSEG_PY_NATIVE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sharedseg._native.Segment: one sseg_t, its two phases without the GIL, and
  * the buffer protocol over its mapping.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """sharedseg: one host-memory segment, allocated once, mapped zero-copy by
 every rank of a group (a tensor-parallel group, an MPI job, ...).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Block dtypes: torch dtypes, numpy dtypes (ml_dtypes' too) or their names,
 reduced to one canonical name. Neither torch nor numpy is imported here
 unless the caller already handed us one of their objects."""

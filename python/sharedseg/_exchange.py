@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """How the ranks reach each other between the C library's two phases: one
 fixed-size all-gather per round (setup status, blobs, complete status).
 The C library never calls back into Python; these run between its phases.

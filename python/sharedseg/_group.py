@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the ranks tell each other besides the blobs: one fixed-size record
 per rank (did this rank get through its phase, and if not, why), so that a
 failure on any rank becomes the same exception on every rank."""

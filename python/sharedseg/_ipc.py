@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Segment views and torch's own sharing. torch.multiprocessing sends a CPU
 tensor by moving its storage into fresh shared memory (a copy), and
 Tensor.share_memory_() does the same in place: the tensor then silently

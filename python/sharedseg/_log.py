@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The C library's messages go to logging.getLogger("sharedseg"): the
 extension queues them (its callback never takes the GIL) and hands them
 over after each native call. With no handler configured, logging's last

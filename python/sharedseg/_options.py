@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Argument forms Python callers use (numbers, timedelta, environment
 defaults) turned into what the C library takes. The words themselves (page
 kinds, placements, sizes) are parsed by the C library, never here."""

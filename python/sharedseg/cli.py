@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The wheel's `sharedseg` command (and `python -m sharedseg`). probe and ls
 run here, over the extension, from the same library calls as the C tool's;
 demo and bench belong to the C tool, which this runs when one is installed

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """create_shared_segment and SharedSegment: the two phases of the C library
 with the caller's all-gather between them, and zero-copy views over the
 result. Layout, validation and fingerprint are the C library's."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The package under test is the in-place build in python/ (make python)."""
 import fcntl
 import os

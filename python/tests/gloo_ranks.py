@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What each rank of the 4-rank gloo job does (torch.multiprocessing spawns
 this module's functions). Every scenario records what it saw in a JSON file
 per rank; test_gloo.py asserts on them."""

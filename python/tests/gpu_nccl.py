@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Python package on NCCL groups, for a machine with GPUs (run by
 tests/gpu/run.sh; results as JSON lines, one per check, appended to
 $OUT/gpu.jsonl):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One rank of the mpi4py test (run under mpirun): share, write, read, and
 a mismatch that every rank must report naming rank 1."""
 from mpi4py import MPI

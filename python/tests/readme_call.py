@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # README.md's Python call, exactly as it stands there (tests/readme.py checks
 # the README block against these lines); gloo_ranks.exact_call runs it with
 # num_layers, k_shape, v_shape, tp_size, tp_rank, tp_group and torch given.

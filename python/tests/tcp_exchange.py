@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A plain TCP all-gather for tests that want ranks without torch.distributed
 or MPI: rank 0 is the hub, every call is one all-gather of equal-size bytes."""
 import socket

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One rank of a small shared segment over TcpExchange: writes its slice,
 checks every other rank's. Used for ranks in separate interpreters (the
 GIL test's peer, the installed-wheel smoke test)."""

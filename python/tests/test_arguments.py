@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Argument mistakes are ValueError/TypeError at the call (agreed across
 ranks, errno EINVAL), sizes cannot wrap modulo 2**64, and the timeout
 takes seconds or a timedelta with one meaning for 0."""

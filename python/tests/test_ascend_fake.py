@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The ascend backend from Python, through the project's fake ACL runtime
 (the C build's libsseg_fake_acl.so): create_shared_segment(...,
 backend="ascend") with 4 gloo ranks, each its own process (the ACL

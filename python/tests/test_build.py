@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The extension builds without setuptools (fresh 3.12+ virtual
 environments have none): python/build_native.py needs only the
 interpreter's headers and a C compiler."""

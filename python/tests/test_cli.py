@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`python -m sharedseg` and the wheel's `sharedseg` command: probe runs over
 the extension and prints the C tool's JSON (one schema); demo, bench and
 ls run the C tool when there is one, else say where it is."""

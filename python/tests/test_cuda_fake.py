@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The CUDA paths from Python, through the project's fake driver (the C
 build's libsseg_fake_cuda.so): mmap=False gives a CUDA VMM segment with a
 device address; host_register=True registers a memfd segment. Untested on a

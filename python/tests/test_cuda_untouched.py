@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A memfd segment never touches CUDA: no torch.cuda call that initialises
 it (torch.cuda.is_available() already creates a driver context on CUDA
 builds, and a process that initialised CUDA cannot use it in fork()ed

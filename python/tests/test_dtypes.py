@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The dtypes KV caches use: bfloat16, the 8-bit floats (float8_e4m3fn,
 float8_e5m2, where torch has them; raw uint8 otherwise), their numpy views
 through ml_dtypes where it is installed, and the short spellings."""

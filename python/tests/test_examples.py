@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """examples/torch_tp_share.py: 4 gloo ranks offload MLA-shaped KV into one
 segment and use about one copy of host memory, not four: on whatever pages
 the host gives (pages="auto"), and on HugeTLB pages from a free pool, which

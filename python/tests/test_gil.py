@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """complete() waits without the GIL: while this process's rank 0 waits in
 complete for a peer process that is late, another thread keeps running."""
 import subprocess

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Four ranks spawned with torch.multiprocessing over a gloo group. One job
 runs every scenario (spawning 4 interpreters with torch is the slow part);
 each test asserts on what every rank recorded."""

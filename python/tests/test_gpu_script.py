@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """python/tests/gpu_nccl.py, the NCCL checks for a GPU machine, run here
 with gloo on CPU tensors: the same script, the same checks (less the
 host-registration copy), so its logic is tested where no GPU is."""

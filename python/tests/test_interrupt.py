@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Ctrl-C while a rank waits: in complete (the C library polls the
 extension's interrupt check about every 50 ms) and in a Store exchange.
 KeyboardInterrupt arrives within ~0.2 s, the segment is gone (no mapping,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Segment views and torch's own sharing: torch.multiprocessing refuses to
 send a view (it would copy it out of the segment), share_memory_() on a
 view is a no-op (its pages are shared memory already), other tensors are

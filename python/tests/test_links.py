@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The CPU-side logic of the group links, without a GPU: which device an
 NCCL (or HCCL, XCCL) group's all-gather uses, that a collective is polled
 against the deadline and never waited on with a timeout (torch >= 2.1

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The C library's messages reach logging.getLogger("sharedseg") (queued by
 a callback that never takes the GIL, handed over after each call), the
 queue is bounded and counts what it dropped, SSEG_LOG=off silences it, and

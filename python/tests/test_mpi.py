@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """MPI: the Python package over an mpi4py communicator, and the C example
 examples/mpi_share.c (the two phases with MPI_Allgather), both under
 mpirun -n 3 (Debian's Open MPI)."""

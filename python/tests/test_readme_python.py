@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """README.md's Python section runs as written: its install lines
 (readme_install.sh), its call (readme_call.py, run by the gloo ranks) and
 the errors it shows (ERRORS below, produced here for real). tests/readme.py

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One process: world_size 1, ranks as threads over a callable exchange,
 views, dtypes, layouts, options and their errors."""
 import gc

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The wheel carries everything it needs: build it offline, install it into
 a directory of its own, and run two ranks from there with the source tree
 off sys.path."""

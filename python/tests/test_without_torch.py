@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """torch and numpy are optional: with their imports blocked, the package
 imports, probes and creates; tensors() and arrays() say what to install."""
 import subprocess

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The ascend backend: the segment is ACL VMM host memory (aclrtMallocPhysical
  * on a HOST_NUMA location, reserved, mapped and granted), pinned for the
  * NPU's DMA by construction. Peers import it by a fabric handle in the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Devices, placement, access and the real probes of the ascend backend. */
 #define _GNU_SOURCE /* syscall */
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the ascend backend and its host registration ask of the ACL
  * runtime's devices (ascend_device.c). */
 #ifndef SSEG_ASCEND_DEVICE_H

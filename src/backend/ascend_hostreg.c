@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host registration through the ACL runtime: aclrtHostRegister (mapped)
  * pins a memfd segment's mapping for the device set on the calling thread,
  * which is the rank's device here (its default context made current around

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The backend table, and the wrappers that give every missing op a safe
  * answer: -EOPNOTSUPP naming the backend and the op, or the neutral
  * default an optional op documents. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The backend contract. A backend is one struct sseg_backend_ops and the
  * files behind it (src/backend/NAME.c, src/driver/NAME.c); the core never
  * asks which backend it has, never includes a driver header and never calls

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The cuda backend: the segment is CUDA VMM host memory (cuMemCreate on a
  * HOST_NUMA location), pinned for DMA by construction. The owner always
  * exports a POSIX fd, which the peers on its host collect over the core's

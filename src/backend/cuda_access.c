@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Access to a mapping of HOST_NUMA memory. One cuMemSetAccess for the host
  * and every GPU fails as a whole where one GPU pair has no peer access
  * (CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, 217: NCCL issue 1838 on L4 and T4

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Device capabilities, placement and access for the CUDA backend and its
  * host registration. */
 #include <stdio.h>

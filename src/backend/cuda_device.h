@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the CUDA backend and its host registration ask of the driver's
  * devices: capabilities (cuda_device.c), the real probes (cuda_probe.c)
  * and access to a mapping (cuda_access.c). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host registration through the CUDA driver: cuMemHostRegister (portable,
  * device-mapped) on the device's primary context, which is made current
  * around every call and the caller's put back.

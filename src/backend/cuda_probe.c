@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The real probes of the cuda backend. Attributes claim what the driver
  * then refuses: HOST_NUMA allocations fail in containers whose seccomp
  * profile blocks get_mempolicy and on NUMA nodes without CPUs, and fabric

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The memfd backend: the owner's pages live in a sealed, unnamed memfd that
  * the fd channel hands to the peers on its host. Its state: the memfd (the
  * owner's, until every peer has mapped) and the address window each rank

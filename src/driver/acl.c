@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Loading the ACL runtime: dlopen("libascendcl.so") once (pthread_once),
  * every entry point resolved with dlsym into one table, then aclInit.
  * SSEG_ACL_LIBRARY may name another library (the tests' fake runtime); it is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The ACL runtime (libascendcl.so), loaded once with dlopen and resolved
  * into one table. */
 #ifndef SSEG_DRIVER_ACL_H

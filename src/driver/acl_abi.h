@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The few ACL (CANN runtime, libascendcl.so) types and constants sharedseg
  * uses, declared here so the library builds without the CANN toolkit.
  * Values and layouts are those of the public CANN headers

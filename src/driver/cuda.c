@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Loading the CUDA driver: dlopen("libcuda.so.1") once (pthread_once),
  * dlsym of cuGetProcAddress only, every other entry point resolved through it
  * and pinned to the ABI version this code was written against.

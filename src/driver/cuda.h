@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CUDA driver, loaded once with dlopen and resolved into one table. */
 #ifndef SSEG_DRIVER_CUDA_H
 #define SSEG_DRIVER_CUDA_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The few CUDA driver API types and constants sharedseg uses, declared here
  * so the library builds without the CUDA toolkit. Values and layouts are the
  * driver ABI's; tests/test_cuda_abi.c checks each one against the toolkit's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Accepting members: one poll over the listening socket and every pending
  * connection, each pending connection with its own deadline. A member
  * sends its hello as soon as it connects, so it is usually read at once;

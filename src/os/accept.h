@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* OS primitives: accepting members on a listening socket (accept.c). Every
  * pending connection is served concurrently, each with its own bound for
  * its first message (the hello), so silent, slow or foreign connections

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Small readers for the sysfs and procfs files src/os parses. */
 #include <fcntl.h>
 #include <stdlib.h>

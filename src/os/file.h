@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* OS primitives: small readers for sysfs and procfs files (file.c). */
 #ifndef SSEG_OS_FILE_H
 #define SSEG_OS_FILE_H

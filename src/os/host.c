@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host identity and facts: what tells two processes they share a kernel, a
  * network namespace (abstract sockets) and a uid; randomness; page size and
  * CPU count. */

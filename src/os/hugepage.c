@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Transparent huge pages on shmem and the HugeTLB pools. The shmem THP
  * knobs default to never, and then MADV_HUGEPAGE is silently a no-op: so
  * the knobs are read and judged, and what was obtained is measured from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* OS primitives: transparent and HugeTLB pages (hugepage.c). Each returns 0 or a negative errno and sets the
  * error sentence on failure; no policy lives here. */
 #ifndef SSEG_OS_HUGEPAGE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The owner's pages: an unnamed, sealed memfd. Sealing against shrink and
  * grow means no rank can truncate it under the others (which would SIGBUS
  * them); peers verify the seals before they trust an fd they received. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* OS primitives: memfd (memfd.c). Each returns 0 or a negative errno and
  * sets the error sentence on failure. */
 #ifndef SSEG_OS_MEMFD_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What can back new memory. The host's MemAvailable, and the memory cgroup
  * this process is charged to: a container's limit is often far below the
  * host's memory, and faulting past it gets the process OOM-killed instead

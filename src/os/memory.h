@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* OS primitives: what can back new memory (memory.c): MemAvailable and the
  * memory cgroup's limit, v1 (memory.limit_in_bytes) or v2 (memory.max),
  * the tightest over the cgroup's ancestors. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* NUMA placement with raw syscalls (no libnuma, which would be one more
  * runtime dependency for four system calls). A policy set with mbind on a
  * shared memfd mapping is the object's policy: it places pages whichever

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* OS primitives: NUMA (numa.c), raw syscalls, no libnuma. Each returns 0 or a negative errno and sets the
  * error sentence on failure; no policy lives here. */
 #ifndef SSEG_OS_NUMA_H

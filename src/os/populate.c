@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Population: fault every page in up front, with threads, because zeroing
  * hundreds of GiB on one core takes minutes, and because MADV_POPULATE_*
  * reports an exhausted HugeTLB pool or memory limit as ENOMEM now instead of

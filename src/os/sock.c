@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Abstract unix sockets and fd passing. Abstract names live in the network
  * namespace, not the filesystem, so nothing is left behind after SIGKILL.
  * Every wait is bounded by a deadline: a peer that never shows up is an

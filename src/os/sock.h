@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* OS primitives: abstract unix sockets, fd passing and bounded waits
  * (sock.c). Every wait runs to an absolute deadline in sseg_now() seconds,
  * polls in short slices so that this thread's interrupt check (if any) is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Address windows: a peer reserves the segment's span before it knows the
  * owner's fd, so that mapping later cannot fail for lack of address space,
  * and aligns it so that 2 MiB / 1 GiB pages can be mapped with PMD/PUD. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* OS primitives: address windows (window.c). Each returns 0 or a negative errno and sets the
  * error sentence on failure; no policy lives here. */
 #ifndef SSEG_OS_WINDOW_H

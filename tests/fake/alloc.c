@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Physical allocations: each handle is a memfd of the allocation's size;
  * POSIX fd handles are dups of it, fabric handles name it by owner pid and
  * fd number, so an importer on the same host opens /proc/<pid>/fd/<n>.

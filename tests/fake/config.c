@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the fake tells the toolkit (fk_driver): its configuration string
  * (SSEG_FAKE_CUDA) and defaults, its entry point and error names; and the
  * configuration's questions (devices, NUMA nodes, peers). */

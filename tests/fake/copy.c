@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Device memory, pinned host allocations and copies: what tests/gpu
  * measures a shared segment against. Device memory is anonymous memory
  * here; a copy is a memcpy once both ends are checked. Every call needs a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internals of the fake CUDA driver used by the tests: one process-wide
  * state behind the toolkit's lock (tests/fakekit), the entry points it
  * resolves, and the tables of what the driver holds (handles,

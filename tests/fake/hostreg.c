@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host registration: a table of registered ranges with their flags. Like
  * the real driver, it needs a current context (unless need_ctx=0: the
  * return lists of all three calls name CUDA_ERROR_INVALID_CONTEXT), refuses

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Symbol lookup (the only way in, as with the real driver), error names,
  * initialization, devices and primary contexts. */
 #include <stddef.h>

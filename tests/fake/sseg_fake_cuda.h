@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The control API of the fake CUDA driver (libsseg_fake_cuda.so). A test
  * reaches the instance the library under test loaded with
  * dlopen(path, RTLD_NOW | RTLD_NOLOAD) and dlsym; these prototypes give the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fake driver's state and what every call passes first (the toolkit's
  * lock and script, then the driver's own rules on fork and cuInit), and
  * the control API the tests reach with dlsym. */

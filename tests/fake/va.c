@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Virtual address ranges: reservations are PROT_NONE anonymous mappings,
  * cuMemMap puts the handle's memfd over part of one, still PROT_NONE (the
  * CPU faults until cuMemSetAccess grants it, as with the real driver), and

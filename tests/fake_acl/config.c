@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the fake tells the toolkit (fk_driver): its configuration string
  * (SSEG_FAKE_ACL) and defaults, its entry point and error names. */
 #include <errno.h>

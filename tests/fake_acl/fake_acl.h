@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internals of the fake ACL runtime used by the tests: one process-wide
  * state behind the toolkit's lock (tests/fakekit), the entry points it
  * exports (under the runtime's own names, found with dlsym), and the

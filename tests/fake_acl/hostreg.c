@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host registration: a table of registered ranges and the device each was
  * registered for (the thread's current one). The reference: the address is
  * 4 KiB-aligned, only the mapped type is supported (read-only and I/O

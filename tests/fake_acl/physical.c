@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Physical allocations: each is a memfd whose first page is a header that
  * other processes read (what was exported, as what, and who may import),
  * the data after it. An in-server shareable handle names the exporter's

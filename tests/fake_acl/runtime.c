@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Initialization, version, devices, default contexts and the runtime's
  * pid. Like the runtime, aclrtSetDevice counts references per device and
  * makes the device's default context current on the calling thread;

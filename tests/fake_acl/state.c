@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fake runtime's state and what every call passes first (the
  * toolkit's lock and script, then aclInit), this thread's last message,
  * and the control API the tests reach with dlsym. */

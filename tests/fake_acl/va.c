@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Virtual address ranges: a reservation is a PROT_NONE anonymous mapping,
  * aclrtMapMem puts a whole allocation's memfd over part of one, still
  * PROT_NONE: the CPU loads and stores only once aclrtMemSetAccess granted

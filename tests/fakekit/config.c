@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The "key=value;key=value" syntax, comma lists and numbers. */
 #include <errno.h>
 #include <stdlib.h>

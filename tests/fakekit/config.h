@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Configuration strings ("devices=2;fabric=1"), their lists and numbers. */
 #ifndef SSEG_FAKEKIT_CONFIG_H
 #define SSEG_FAKEKIT_CONFIG_H

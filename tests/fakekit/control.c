@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The bodies behind every fake's control API. */
 #include <errno.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The control API every fake exports for the tests, under its own prefix
  * P: FK_CONTROL_DECLARE(sseg_fake_cuda) in the fake's public header
  * declares, and FK_CONTROL_DEFINE(sseg_fake_cuda, ...) in one of its files

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One lock, loaded once: the defaults, the configuration and failure
  * script from the environment, then the counters behind it. */
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The core every fake driver library is built on: what the fake tells the
  * toolkit about its driver (struct fk_driver, one per library), the one
  * lock, the configuration and failure script read from the environment

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Nonces and another process's memfd. */
 #include <fcntl.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What a fake shares across processes: allocations are memfds that an
  * importer on this host opens through the exporter's /proc entry, told
  * apart by a nonce. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Entry point and error names, looked up in the fake's own tables. */
 #include <errno.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The names a fake's scripts and error calls use: its entry points and
  * its error codes (fk_driver's tables). */
 #ifndef SSEG_FAKEKIT_NAMES_H

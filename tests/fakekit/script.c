@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The failure script: rules by entry point and call number. */
 #include <errno.h>
 #include <stdlib.h>

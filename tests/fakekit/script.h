@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Scripted failures: calls from..until (until -1: forever) of an entry
  * point fail with an error. Callers hold the lock. */
 #ifndef SSEG_FAKEKIT_SCRIPT_H

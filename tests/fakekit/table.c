@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Slot tables, read through the first members every slot type shares. */
 #include "table.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fixed tables of what a fake holds (handles, reservations, mappings,
  * registrations). A slot is any struct whose first member is
  * `uintptr_t start` (or the handle's id), 0 in a free slot; the range

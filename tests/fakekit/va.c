@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reservations are PROT_NONE anonymous mappings without a commitment. */
 #include <stdint.h>
 #include <sys/mman.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Address space a fake hands out as a driver's virtual address ranges. */
 #ifndef SSEG_FAKEKIT_VA_H
 #define SSEG_FAKEKIT_VA_H

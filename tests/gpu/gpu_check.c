@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Checks for a machine with an NVIDIA GPU, run by tests/gpu/run.sh. Every
  * subcommand prints JSON lines and goes on past a refusal: what the driver
  * or a sandbox refuses is a result, reported with the driver's error name.

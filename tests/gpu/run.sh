@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The checks that need a real NVIDIA GPU, in one run of under 5 minutes (one
 # H200, 16 cores). Every step runs whatever happened before it, within what
 # is left of the time budget, and reports JSON lines; nothing the machine

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Checks on a real Ascend NPU (run by tests/npu/run.sh; nothing here has
  * run on one yet): two processes share a segment (the ascend backend, or
  * memfd + aclrtHostRegister), the peer checks that the CPU can load and

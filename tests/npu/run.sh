@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck disable=SC2317 # the steps are functions run through bash -c
 # The checks that need a real Ascend NPU (Atlas A2/A3), prepared but never
 # run: nothing in this project has run on NPU hardware yet. One short run:

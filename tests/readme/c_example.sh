@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The README's C example as a user runs it: install, build examples/share.c
 # against the installed library with pkg-config, run two ranks. The README
 # block is an excerpt of this file (tests/readme.py checks it); ctest runs
