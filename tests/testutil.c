@@ -134,7 +134,11 @@ void tu_lock_machine(void)
 
 	if (fd >= 0)
 		return;
-	fd = open("/tmp/sharedseg-test-machine.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0666);
+	/* Read-only is enough for flock, so another user's lock file serves;
+	 * one this user creates is left open to every user's tests. */
+	fd = open("/tmp/sharedseg-test-machine.lock", O_CREAT | O_RDONLY | O_CLOEXEC, 0666);
+	if (fd >= 0)
+		fchmod(fd, 0666);
 	if (fd < 0 || flock(fd, LOCK_EX)) {
 		perror("locking /tmp/sharedseg-test-machine.lock");
 		exit(1);

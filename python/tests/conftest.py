@@ -57,9 +57,13 @@ def env_with_package(**extra):
 def knobs_steady():
     """Tests with pages="auto" hold the C tests' machine lock shared, so no
     test changes the THP or HugeTLB knobs under them."""
-    with open("/tmp/sharedseg-test-machine.lock", "a+") as f:
-        fcntl.flock(f, fcntl.LOCK_SH)
+    # Read-only is enough for flock: another user's lock file serves too.
+    fd = os.open("/tmp/sharedseg-test-machine.lock", os.O_RDONLY | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
         try:
             yield
         finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
