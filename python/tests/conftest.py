@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """The package under test is the in-place build in python/ (make python)."""
+import contextlib
 import fcntl
 import os
 import socket
@@ -53,17 +54,22 @@ def env_with_package(**extra):
     return env
 
 
+@contextlib.contextmanager
+def machine_lock(exclusive=False):
+    """The C tests' machine lock (tests that change or depend on the THP and
+    HugeTLB knobs hold it). Read-only is enough for flock: another user's
+    lock file serves too."""
+    fd = os.open("/tmp/sharedseg-test-machine.lock", os.O_RDONLY | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
+
+
 @pytest.fixture
 def knobs_steady():
     """Tests with pages="auto" hold the C tests' machine lock shared, so no
     test changes the THP or HugeTLB knobs under them."""
-    # Read-only is enough for flock: another user's lock file serves too.
-    fd = os.open("/tmp/sharedseg-test-machine.lock", os.O_RDONLY | os.O_CREAT, 0o666)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH)
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+    with machine_lock():
+        yield

@@ -3,7 +3,6 @@
 segment and use about one copy of host memory, not four: on whatever pages
 the host gives (pages="auto"), and on HugeTLB pages from a free pool, which
 smaps counts apart from PSS."""
-import fcntl
 import os
 import re
 import subprocess
@@ -11,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, env_with_package
+from conftest import ROOT, env_with_package, machine_lock
 
 HUGETLB_2M = "/sys/kernel/mm/hugepages/hugepages-2048kB"
 
@@ -48,8 +47,7 @@ def free_hugetlb_pool():
     after; the C tests' machine lock is held exclusively meanwhile."""
     if os.geteuid() != 0:
         pytest.skip("growing the HugeTLB pool needs root")
-    with open("/tmp/sharedseg-test-machine.lock", "a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with machine_lock(exclusive=True):
         saved = read(f"{HUGETLB_2M}/nr_hugepages")
         try:
             write(f"{HUGETLB_2M}/nr_hugepages", saved + 150)

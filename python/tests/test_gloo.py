@@ -23,11 +23,9 @@ def ranks(tmp_path_factory, knobs_steady_module):
 @pytest.fixture(scope="module")
 def knobs_steady_module():
     # The exact call uses pages="auto": no knob may change under it.
-    import fcntl
-    with open("/tmp/sharedseg-test-machine.lock", "a+") as f:
-        fcntl.flock(f, fcntl.LOCK_SH)
+    from conftest import machine_lock
+    with machine_lock():
         yield
-        fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def each(ranks, scenario):

@@ -12,8 +12,11 @@ import pytest
 
 from conftest import TESTS, env_with_package, free_port
 
+# A shell that starts the tests in the background leaves SIGINT ignored,
+# and Python then keeps it so: the waiters take it back.
 WAITER = '''
-import os, sys, time
+import os, signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import sharedseg
 from tcp_exchange import TcpExchange
 
@@ -78,7 +81,8 @@ def test_ctrl_c_in_complete_raises_keyboard_interrupt_at_once(interrupted):
 
 
 STORE_WAITER = '''
-import dataclasses, sys, time
+import dataclasses, signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import torch.distributed as dist
 import sharedseg
 
