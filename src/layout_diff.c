@@ -32,7 +32,7 @@ static bool next_item(const char **at, const char *end, char sep, struct span *i
 
 static bool same(const struct span *a, const struct span *b)
 {
-	return a->n == b->n && !memcmp(a->p, b->p, a->n);
+	return a->n == b->n && (a->n == 0 || !memcmp(a->p, b->p, a->n));
 }
 
 /* One block "NAME:f=v,f=v": the name and the fields in their order. */

@@ -7,9 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "blob.h"
 #include "layout.h"
 #include "object.h"
+#include "os/host.h"
 #include "verify.h"
 
 static const char *flag_text(uint32_t flags, char *buf, size_t len)
@@ -86,10 +88,43 @@ static void host_text(const struct sseg_os_host_id *h, char *buf, size_t len)
 
 /* The owner's handle section: what peers will map must be the declared
  * segment, in whole pages of a sane size. */
-static int check_handle(const struct sseg_blob *b)
+/* The page size a page kind has; 0 for auto, which only a device backend
+ * reports (its granularity, whatever the driver's). */
+static uint64_t kind_page_size(uint32_t pages)
+{
+	switch (pages) {
+	case SSEG_PAGES_BASE:
+		return sseg_os_base_page_size();
+	case SSEG_PAGES_THP:
+	case SSEG_PAGES_HUGETLB_2M:
+		return SSEG_2M;
+	case SSEG_PAGES_HUGETLB_1G:
+		return SSEG_1G;
+	}
+	return 0;
+}
+
+/* The page kind and size the owner reports must agree with each other. */
+static int check_page_kind(const struct sseg *seg, const struct sseg_blob *b)
+{
+	const struct sseg_blob_handle *h = &b->handle;
+	uint64_t want = kind_page_size(h->pages);
+
+	if (h->pages == SSEG_PAGES_AUTO && (seg->ops->caps & SSEG_CAP_PINNED))
+		return 0;
+	if (want && want == h->page_size)
+		return 0;
+	return sseg_err(-EPROTO, "owner rank %u reports pages=%s with %llu-byte pages: that page "
+			"kind's pages are %llu bytes here",
+			b->rank, sseg_pages_name(h->pages), (unsigned long long)h->page_size,
+			(unsigned long long)want);
+}
+
+static int check_handle(const struct sseg *seg, const struct sseg_blob *b)
 {
 	const struct sseg_blob_handle *h = &b->handle;
 	uint64_t ceiling;
+	int rc;
 
 	if (h->kind == SSEG_HANDLE_NONE || h->kind > SSEG_HANDLE_FABRIC)
 		return sseg_err(-EPROTO, "owner rank %u's blob carries no valid handle section (kind %u)",
@@ -98,6 +133,9 @@ static int check_handle(const struct sseg_blob *b)
 	    h->page_size < 4096 || h->page_size > SSEG_1G)
 		return sseg_err(-EPROTO, "owner rank %u reports pages=%u of %llu bytes: not a page size",
 				b->rank, h->pages, (unsigned long long)h->page_size);
+	rc = check_page_kind(seg, b);
+	if (rc)
+		return rc;
 	if (sseg_round_up(b->size, h->page_size, &ceiling) || h->mapped_size != ceiling)
 		return sseg_err(-EPROTO,
 				"owner rank %u maps %llu bytes for a declared size of %llu in %llu-byte "
@@ -108,7 +146,7 @@ static int check_handle(const struct sseg_blob *b)
 }
 
 /* Every rank's owner is an owner, on the rank's host; one owner per host. */
-static int check_owners(const struct sseg_blob *blobs, int world)
+static int check_owners(const struct sseg *seg, const struct sseg_blob *blobs, int world)
 {
 	char a[64], c[64];
 	bool local;
@@ -136,7 +174,7 @@ static int check_owners(const struct sseg_blob *blobs, int world)
 					r, o, a, c);
 		}
 		if (r == (int)o) {
-			int rc = check_handle(&blobs[o]);
+			int rc = check_handle(seg, &blobs[o]);
 
 			if (rc)
 				return rc;
@@ -212,5 +250,5 @@ int sseg_verify_blobs(const struct sseg *seg, const void *raw, struct sseg_blob 
 		if (rc)
 			return rc;
 	}
-	return check_owners(blobs, world);
+	return check_owners(seg, blobs, world);
 }
