@@ -5,11 +5,16 @@
 #                      corpus (clang, ASan+UBSan); new inputs stay in
 #                      $(ASAN_BUILD)/fuzz/NAME/new
 #   make fuzz-merge    folds those into tests/fuzz/corpus/NAME, minimised
+#   make reliability   the whole campaign at a larger scale than make test,
+#                      then rewrites docs/reliability.md from what it measured
+# Run the campaign alone on the host (it measures host-wide memory), as root:
+#   flock /tmp/sharedseg-host.lock make reliability
 
 FUZZ_SECONDS ?= 60
+RELIABILITY_FUZZ_SECONDS ?= 120
 FUZZ_TARGETS = $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 
-.PHONY: test-netns fuzz fuzz-build fuzz-merge
+.PHONY: test-netns fuzz fuzz-build fuzz-merge reliability
 
 # 77 is a skip: only where network namespaces cannot be created.
 test-netns: all python
@@ -40,3 +45,8 @@ fuzz-merge: fuzz-build
 		$(ASAN_BUILD)/fuzz/fuzz_$$t -merge=1 tests/fuzz/corpus/$$t \
 			$(ASAN_BUILD)/fuzz/$$t/new 2>&1 | grep -E "MERGE-OUTER: [0-9]+ new files" || true; \
 	done
+
+reliability: all python fuzz-build
+	$(CMAKE) --build $(ASAN_BUILD) -j $(JOBS)
+	$(PYTHON) tests/reliability/campaign.py --build $(BUILD) --asan-build $(ASAN_BUILD) \
+		--fuzz-seconds $(RELIABILITY_FUZZ_SECONDS) --out docs/reliability.md
