@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host-wide checks for the reliability tests. */
 #include <ctype.h>
 #include <dirent.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the reliability tests measure outside one process: host-wide Shmem
  * and the HugeTLB pool, which processes still hold a segment's memfd, and
  * where the figures of `make reliability` go (hostcheck.c). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The hostile process (intruder.h). */
 #define _GNU_SOURCE /* close_range */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A hostile process for the hostile-peer tests (intruder.c): it connects to
  * an abstract socket the way a stranger on the host can (the names are
  * visible in /proc/net/unix) and misbehaves in one way, then tells the test

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A rank of the local exchange as a thread (member.h). */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A rank of the built-in local exchange as a thread (member.c): it joins
  * the group, all-gathers len bytes of its own pattern and leaves, timing
  * itself. The exchange's hostile-peer test and fuzz target run groups of

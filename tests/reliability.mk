@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The reliability campaign's targets, included by the top-level Makefile.
 #   make test-netns    the two-host group (network namespaces, gloo over TCP);
 #                      part of make test

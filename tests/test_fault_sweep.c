@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Every fault site of the library (src/fault.c), failed at each of its
  * first calls in a 4-rank group (ranks as threads: the n-th call of the
  * group fails): memfd_create, the fallocate of kernels without

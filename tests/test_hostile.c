@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Hostile connections against a completing group's fd channel. The owner's
  * channel name is public (/proc/net/unix); an intruder process connects
  * while the owner waits in sseg_complete: garbage, a wrong token, silence,

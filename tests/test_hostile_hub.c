@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Hostile connections against the built-in local exchange's hub while a
  * 4-rank group meets. Its rendezvous name is predictable and public, and
  * unlike the fd channel it has no token: a same-uid stranger's well-formed

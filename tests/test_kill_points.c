@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SIGKILL at every point of a segment's life, for the owner and for a peer,
  * on base, THP and HugeTLB pages, in 4-rank groups (processes, the
  * built-in local exchange, sseg_open as a C program would call it):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared by the fuzz targets: reading a structured input a field at a time
  * (a short input reads as zeros, so every input means something), and the
  * check that stops a run with the input that broke an invariant. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Blob decoding and verification: the bytes every rank trusts from the
  * exchange. A real 4-rank group (in-process, with a layout, so blobs carry
  * its description) gives the blobs; the input edits them and the edited

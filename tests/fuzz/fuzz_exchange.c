@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The built-in local exchange, over its real sockets: a 3-rank group whose
  * hub (rank 0) and rank 1 are threads of this process, and a stranger (or
  * rank 2) whose bytes are the input.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Layouts from fuzzed block descriptions (what Python and the CLI build
  * from a user's shapes): names, counts, sizes, alignments and shapes of any
  * value, 0 to 9 blocks, both orders. Invariants: no crash, overflow or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The option parsers the CLI and the Python package feed with user text:
  * sizes, pages, NUMA placements, backends, population modes. The input is
  * the text (NUL-ended at its first NUL). Invariants: no crash or undefined

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A main() for the fuzz targets where libFuzzer is not linked (gcc, the
  * release build): runs every file of the directories (or files) named on
  * the command line through the target once, so the committed corpus is a

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the hand-made seeds of each fuzz target into tests/fuzz/corpus/
 (the rest of the corpus is what `make fuzz` found and merged). Each seed
 is named after what it is; the formats are described at the top of each

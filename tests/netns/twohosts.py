@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A real two-host group: two network namespaces joined by a veth pair are
 two hosts for sharedseg (abstract sockets and the host identity's network
 namespace differ), torch.distributed gloo runs over TCP between them, two

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The reliability campaign behind docs/reliability.md (`make reliability`).
 
 Runs, at a larger scale than `make test`: the SIGKILL points (repeated, in

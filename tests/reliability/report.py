@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Writes docs/reliability.md from what a campaign measured (campaign.py).
 Every number in the document comes from the rows the tests recorded; the
 prose says only what each kind of row means."""
