@@ -79,6 +79,22 @@ def parse_seeds():
         write("parse", f"{i:02d}", w.encode())
 
 
+def description(count=3, shape="bfloat16[512]", size=12288):
+    return (f"v1;order=interleaved;align=4096;size={size};"
+            f"k:count={count},bytes=1024,align=4096,offset=0,shape={shape};"
+            f"v:count=2,bytes=100,align=4096,offset=4096,shape=float16[50]").encode()
+
+
+def layout_diff_seeds():
+    a = description()
+    write("layout_diff", "same", a)
+    write("layout_diff", "count", description(4, size=16384) + b"\0" + a + b"\xff")
+    write("layout_diff", "shape", description(shape="float32[256]") + b"\0" + a + b"\x10")
+    write("layout_diff", "cut", a[:40] + b"\0" + a + b"\x00")
+    write("layout_diff", "extra-block", a + b";w:count=1" + b"\0" + a + b"\x40")
+    write("layout_diff", "garbage", b";;::,,==" + b"\0" + b"v1;;;" + b"\x03")
+
+
 def number(v):
     return bytes([64]) + struct.pack("<Q", v)
 
@@ -127,5 +143,6 @@ if __name__ == "__main__":
         CORPUS = sys.argv[1]
     blob_seeds()
     parse_seeds()
+    layout_diff_seeds()
     layout_seeds()
     exchange_seeds()
