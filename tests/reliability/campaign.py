@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The reliability campaign behind docs/reliability.md (`make reliability`).
+
+Runs, at a larger scale than `make test`: the SIGKILL points (repeated, in
+the release and the sanitizer builds), the hostile connections (bigger
+floods), every fault site at each of its first calls, every single-bit
+corruption of every rank's blob, the two-host group, and every fuzz
+target for a while; then writes the document from
+what the runs recorded (one JSON object a line, SSEG_RELIABILITY_OUT), so
+that every figure in it was measured by the run that wrote it.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report  # noqa: E402  (the document's writer, beside this file)
+
+
+class Step:
+    """One program of the campaign: its command, outcome and output."""
+
+    def __init__(self, name, cmd, env=None, timeout=1800):
+        self.name, self.cmd, self.env, self.timeout = name, cmd, env or {}, timeout
+        self.rc, self.seconds, self.output = None, 0.0, ""
+
+    def run(self, tmp):
+        """Runs it; returns its records (the JSON lines it wrote), tagged."""
+        records = os.path.join(tmp, f"step{id(self)}.jsonl")
+        env = dict(os.environ, SSEG_RELIABILITY_OUT=records, **self.env)
+        t0 = time.monotonic()
+        print(f"== {self.name}: {' '.join(self.cmd)}", flush=True)
+        try:
+            p = subprocess.run(self.cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, errors="replace",
+                               timeout=self.timeout)
+            self.rc, self.output = p.returncode, p.stdout
+        except subprocess.TimeoutExpired as e:
+            self.rc, self.output = -1, (e.stdout or "") + f"\n(killed after {self.timeout} s)"
+        except FileNotFoundError:
+            self.rc, self.output = 127, f"{self.cmd[0]} is not built"
+        self.seconds = time.monotonic() - t0
+        tail = self.output.strip().splitlines()[-1:] or [""]
+        print(f"   rc={self.rc} in {self.seconds:.0f} s: {tail[0]}", flush=True)
+        self.records = []
+        if os.path.exists(records):
+            with open(records) as f:
+                self.records = [dict(json.loads(line), step=self.name) for line in f
+                                if line.strip()]
+        return self
+
+
+def fuzz_step(asan, target, seconds):
+    work = os.path.join(asan, "fuzz", target)
+    for sub in ("new", "artifacts"):
+        os.makedirs(os.path.join(ROOT, work, sub), exist_ok=True)
+    cmd = [os.path.join(asan, "fuzz", f"fuzz_{target}"), f"-max_total_time={seconds}",
+           "-timeout=20", "-rss_limit_mb=4096", "-print_final_stats=1",
+           f"-artifact_prefix={work}/artifacts/", os.path.join(work, "new"),
+           os.path.join("tests", "fuzz", "corpus", target)]
+    return Step(f"fuzz {target}", cmd, timeout=seconds + 600)
+
+
+def fuzz_figures(step, target):
+    """Executions, crashes and the first line of the sanitizer's report."""
+    out = step.output
+    execs = re.findall(r"stat::number_of_executed_units: (\d+)", out)
+    done = re.findall(r"Done (\d+) runs in (\d+) second", out)
+    crash = ""
+    for pattern in (r"runtime error: .*", r"invariant broken: .*", r"ERROR: \w+Sanitizer: .*",
+                    r"ERROR: libFuzzer: .*"):
+        m = re.search(pattern, out)
+        if m:
+            crash = m.group(0).strip()
+            break
+    where = re.search(r"(\S+\.c:\d+:\d+): runtime error", out)
+    where = where and os.path.relpath(where.group(1), ROOT)
+    corpus = os.path.join(ROOT, "tests", "fuzz", "corpus", target)
+    return dict(target=target, executions=int(execs[-1]) if execs else
+                int(done[-1][0]) if done else 0,
+                seconds=round(step.seconds), crashes=1 if step.rc else 0,
+                crash=(where + ": " if where else "") + crash if step.rc else "",
+                corpus=len(os.listdir(corpus)) if os.path.isdir(corpus) else 0)
+
+
+def machine():
+    cpu = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+        with open("/proc/meminfo") as f:
+            mem_kb = int(f.readline().split()[1])
+    except OSError:
+        mem_kb = 0
+    commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True).stdout.strip()
+    return dict(date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                cpu=cpu, cores=os.cpu_count(), memory_gib=round(mem_kb / 2**20, 1),
+                kernel=platform.release(), os=_os_name(), commit=commit or "unknown",
+                root=os.geteuid() == 0)
+
+
+def _os_name():
+    try:
+        with open("/etc/os-release") as f:
+            for line in f:
+                if line.startswith("PRETTY_NAME="):
+                    return line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    return platform.system()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--asan-build", default="build-asan")
+    ap.add_argument("--fuzz-seconds", type=int, default=120)
+    ap.add_argument("--kill-repeat", type=int, default=5)
+    ap.add_argument("--hostile-scale", type=int, default=20)
+    ap.add_argument("--out", default="docs/reliability.md")
+    args = ap.parse_args()
+    # Relative to the tree, where every step runs: the page names no home.
+    build = os.path.relpath(os.path.abspath(args.build), ROOT)
+    asan = os.path.relpath(os.path.abspath(args.asan_build), ROOT)
+    t = os.path.join
+    steps = [
+        Step("kill points", [t(build, "tests", "test_kill_points")],
+             dict(SSEG_KILL_REPEAT=str(args.kill_repeat))),
+        Step("kill points, ASan+UBSan", [t(asan, "tests", "test_kill_points")],
+             dict(ASAN_OPTIONS="detect_leaks=1")),
+        Step("hostile: fd channel", [t(build, "tests", "test_hostile")],
+             dict(SSEG_HOSTILE_SCALE=str(args.hostile_scale))),
+        Step("hostile: fd channel, ASan+UBSan", [t(asan, "tests", "test_hostile")],
+             dict(ASAN_OPTIONS="detect_leaks=1")),
+        Step("hostile: local exchange hub", [t(build, "tests", "test_hostile_hub")],
+             dict(SSEG_HOSTILE_SCALE=str(args.hostile_scale))),
+        Step("hostile: local exchange hub, ASan+UBSan", [t(asan, "tests", "test_hostile_hub")],
+             dict(ASAN_OPTIONS="detect_leaks=1")),
+        Step("fault sweep", [t(build, "tests", "test_fault_sweep")]),
+        Step("fault sweep, ASan+UBSan", [t(asan, "tests", "test_fault_sweep")],
+             dict(ASAN_OPTIONS="detect_leaks=1")),
+        Step("blob bit flips", [t(build, "tests", "test_blob_bits")],
+             dict(SSEG_BLOB_BITS_ALL="1")),
+        Step("two hosts", [sys.executable, t("tests", "netns", "twohosts.py")],
+             dict(SSEG_BUILD_DIR=build)),
+    ]
+    targets = sorted(f[5:-2] for f in os.listdir(t(ROOT, "tests", "fuzz"))
+                     if f.startswith("fuzz_") and f.endswith(".c"))
+    with tempfile.TemporaryDirectory(prefix="sseg-reliability-") as tmp:
+        for step in steps:
+            step.run(tmp)
+        fuzz = [fuzz_figures(fuzz_step(asan, name, args.fuzz_seconds).run(tmp), name)
+                for name in targets]
+    rows = [row for step in steps for row in step.records]
+    doc = report.write(machine(), steps, rows, fuzz, vars(args))
+    with open(t(ROOT, args.out), "w") as f:
+        f.write(doc)
+    print(f"wrote {args.out}")
+    return 0 if all(s.rc in (0, 77) for s in steps) and not any(z["crashes"] for z in fuzz) \
+        else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
