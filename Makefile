@@ -59,7 +59,7 @@ test-c: all
 test-host-states: all python
 	sh tests/host_states.sh $(BUILD) $(PYTHON)
 
-test: deps test-asan test-tsan test-c test-host-states $(if $(wildcard python/python.mk),test-python test-python-pypi)
+test: deps test-asan test-tsan test-c test-host-states test-netns $(if $(wildcard python/python.mk),test-python test-python-pypi)
 -include tests/reliability.mk
 
 install: all

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # The reliability campaign's targets, included by the top-level Makefile.
 #   make test-netns    the two-host group (network namespaces, gloo over TCP);
-#                      part of make test
+#                      part of make test (before the Python tests, whose
+#                      summary line ends its output)
 #   make fuzz          every fuzz target for FUZZ_SECONDS from the committed
 #                      corpus (clang, ASan+UBSan); new inputs stay in
 #                      $(ASAN_BUILD)/fuzz/NAME/new
@@ -21,8 +22,6 @@ FUZZ_TARGETS = $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 test-netns: all python
 	@rc=0; SSEG_BUILD_DIR=$(abspath $(BUILD)) $(PYTHON) tests/netns/twohosts.py || rc=$$?; \
 	if [ $$rc = 77 ]; then echo "test-netns: skipped"; else exit $$rc; fi
-
-test: test-netns
 
 fuzz-build: $(ASAN_BUILD)/CMakeCache.txt
 	$(CMAKE) --build $(ASAN_BUILD) -j $(JOBS) --target $(addprefix fuzz_,$(FUZZ_TARGETS))

@@ -12,6 +12,10 @@ command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 command -v valgrind >/dev/null 2>&1 || need="$need valgrind"
 command -v objdump >/dev/null 2>&1 || need="$need binutils"
 command -v mpicc >/dev/null 2>&1 || need="$need openmpi-bin libopenmpi-dev"
+command -v ip >/dev/null 2>&1 || need="$need iproute2"
+# libFuzzer and the sanitizers' runtimes for clang (the fuzz targets).
+ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 ||
+	[ "$(uname -m)" != x86_64 ] || need="$need libclang-rt-14-dev"
 # The Python package's tests run on Debian's interpreter and packages.
 /usr/bin/python3 -c 'import torch, numpy, pytest, mpi4py, setuptools, wheel' >/dev/null 2>&1 ||
 	need="$need python3 python3-dev python3-torch python3-numpy python3-pytest python3-mpi4py python3-setuptools python3-pip python3-wheel"
