@@ -236,24 +236,23 @@ PyDoc_STRVAR(probe_json_doc, "probe_json(size=0) -> str: sseg_probe_json, the sc
 			     "`sharedseg probe --json`; size is the segment size pages=auto is\n"
 			     "decided for (0: 1 GiB).");
 
-static PyObject *py_probe_json(PyObject *self, PyObject *args)
+/* A library call that writes JSON snprintf-style, asked until the text
+ * fits (the facts can change between two calls). */
+static PyObject *json_text(int (*write)(const void *ctx, char *buf, size_t len),
+			   const void *ctx)
 {
-	uint64_t size = 0;
 	PyObject *out = NULL;
 	char *text = NULL;
 	int n, need = 0;
 
-	if (!PyArg_ParseTuple(args, "|O&:probe_json", sseg_py_u64, &size))
-		return NULL;
-	/* The facts can change between the two calls: ask until they fit. */
 	do {
 		free(text);
-		need = need ? need * 2 : 16384;
+		need = need ? need * 2 : 65536;
 		text = malloc((size_t)need);
 		if (!text)
 			return PyErr_NoMemory();
 		Py_BEGIN_ALLOW_THREADS
-		n = sseg_probe_json(size, text, (size_t)need);
+		n = write(ctx, text, (size_t)need);
 		Py_END_ALLOW_THREADS
 	} while (n >= need);
 	if (n < 0)
@@ -265,32 +264,32 @@ static PyObject *py_probe_json(PyObject *self, PyObject *args)
 	return out;
 }
 
+static int write_probe(const void *ctx, char *buf, size_t len)
+{
+	return sseg_probe_json(*(const uint64_t *)ctx, buf, len);
+}
+
+static PyObject *py_probe_json(PyObject *self, PyObject *args)
+{
+	uint64_t size = 0;
+
+	if (!PyArg_ParseTuple(args, "|O&:probe_json", sseg_py_u64, &size))
+		return NULL;
+	return json_text(write_probe, &size);
+}
+
 PyDoc_STRVAR(list_json_doc, "list_json() -> str: sseg_list_json, the schema of `sharedseg ls --json`:\n"
 			    "every segment live on this host that this user may see.");
 
+static int write_list(const void *ctx, char *buf, size_t len)
+{
+	(void)ctx;
+	return sseg_list_json(buf, len);
+}
+
 static PyObject *py_list_json(PyObject *self, PyObject *unused)
 {
-	PyObject *out = NULL;
-	char *text = NULL;
-	int n, need = 0;
-
-	/* Processes come and go between calls: ask until it fits. */
-	do {
-		free(text);
-		need = need ? need * 2 : 65536;
-		text = malloc((size_t)need);
-		if (!text)
-			return PyErr_NoMemory();
-		Py_BEGIN_ALLOW_THREADS
-		n = sseg_list_json(text, (size_t)need);
-		Py_END_ALLOW_THREADS
-	} while (n >= need);
-	if (n < 0)
-		sseg_py_raise(sseg_py_error, n);
-	else
-		out = PyUnicode_FromStringAndSize(text, n);
-	free(text);
-	return out;
+	return json_text(write_list, NULL);
 }
 
 PyDoc_STRVAR(supported_doc, "supported(backend, pages) -> (bool, reason): whether this system\n"

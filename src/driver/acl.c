@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "driver/library.h"
 #include "driver/acl.h"
 
 /* Which entry points a feature needs: a missing required one fails the
@@ -67,11 +68,7 @@ static char load_why[SSEG_ERR_MAX];
 
 static const char *library_path(void)
 {
-	const char *env = getenv("SSEG_ACL_LIBRARY");
-
-	if (env && *env && getuid() == geteuid() && getgid() == getegid())
-		return env;
-	return "libascendcl.so";
+	return sseg_driver_path("SSEG_ACL_LIBRARY", "libascendcl.so");
 }
 
 static int fail(int err, const char *fmt, const char *arg)

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "driver/library.h"
 #include "driver/cuda.h"
 
 /* Without a REQUIRED entry the driver is unusable; without a VMM one the
@@ -62,11 +63,7 @@ static char load_why[SSEG_ERR_MAX];
 
 static const char *library_path(void)
 {
-	const char *env = getenv("SSEG_CUDA_LIBRARY");
-
-	if (env && *env && getuid() == geteuid() && getgid() == getegid())
-		return env;
-	return "libcuda.so.1";
+	return sseg_driver_path("SSEG_CUDA_LIBRARY", "libcuda.so.1");
 }
 
 struct resolver {
