@@ -44,7 +44,8 @@ test-tsan: $(TSAN_BUILD)/CMakeCache.txt
 	$(CMAKE) --build $(TSAN_BUILD) -j $(JOBS) --target $(TSAN_TESTS) sseg_fake_cuda
 	TSAN_OPTIONS=halt_on_error=1 $(CTEST) --test-dir $(TSAN_BUILD) -L concurrency --output-on-failure
 
-test-c: all
+# The Python package first: the bench's smoke test runs its Python half.
+test-c: all $(if $(wildcard python/python.mk),python)
 	$(CTEST) --test-dir $(BUILD) --output-on-failure -j 2
 
 # The Python package's targets (python, test-python) live beside it.

@@ -80,6 +80,7 @@ def usage(build, cmd):
 
 
 KNOBS = {"/proc/sys/vm/nr_hugepages": "0",
+         "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages": "0",
          "/sys/kernel/mm/transparent_hugepage/shmem_enabled": "never",
          "/sys/kernel/mm/transparent_hugepage/hugepages-2048kB/shmem_enabled": "inherit"}
 

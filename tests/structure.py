@@ -107,6 +107,35 @@ def version_script(src, header):
         bad.append("libsharedseg.map: a glob; list every symbol by name")
     return bad
 
+# Files that carry a licence line: source, build and packaging files.
+LICENSED_SUFFIXES = (".c", ".h", ".py", ".sh", ".mk", ".cmake", ".in", ".map", ".toml", ".cfg")
+LICENSED_NAMES = ("CMakeLists.txt", "Makefile", "run")
+SKIPPED_DIRS = (".git", "__pycache__", "dist", ".pytest_cache", "corpus")
+
+
+def project_files(root):
+    """The licence, changelog and SPDX line every file carries, and what
+    .gitignore keeps out of a commit."""
+    problems = [f"{name} is missing" for name in ("LICENSE", "CHANGELOG.md")
+                if not os.path.isfile(os.path.join(root, name))]
+    for top, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and not d.startswith("build")
+                         and not d.endswith(".egg-info"))
+        for name in sorted(names):
+            if not (name.endswith(LICENSED_SUFFIXES) or name in LICENSED_NAMES):
+                continue
+            path = os.path.join(top, name)
+            with open(path, encoding="utf-8", errors="replace") as f:
+                head = [f.readline() for _ in range(5)]
+            if not any("SPDX-License-Identifier: Apache-2.0" in line for line in head):
+                problems.append(f"{os.path.relpath(path, root)}: no SPDX-License-Identifier "
+                                "line in its first 5 lines")
+    ignore = os.path.join(root, ".gitignore")
+    patterns = open(ignore).read().split() if os.path.isfile(ignore) else []
+    problems += [f".gitignore does not keep {p} out" for p in ("a.out", "/build/", "/build-*/",
+                                                                "*.so", "*.o") if p not in patterns]
+    return problems
+
 
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(__file__))
@@ -114,7 +143,7 @@ def main():
     files = dict(sources(src))
     header = open(os.path.join(root, "include", "sharedseg.h"), encoding="utf-8").read()
     problems = (core_names_no_backend(files) + layers(files) + cycles(graph(files)) +
-                foreign_prototypes(files) + version_script(src, header))
+                foreign_prototypes(files) + version_script(src, header) + project_files(root))
     for p in problems:
         print(p)
     print(f"structure: {len(files)} files, {'ok' if not problems else f'{len(problems)} problem(s)'}")

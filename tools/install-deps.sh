@@ -23,6 +23,8 @@ ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 
 	need="$need python3-dev"
 # The PyPI leg's virtual environment falls back to Debian's interpreter.
 /usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need="$need python3-venv"
+# The bench's smoke test writes its report's plots.
+/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1 || need="$need python3-matplotlib"
 if [ -n "$need" ]; then
 	if [ "$(id -u)" != 0 ]; then
 		echo "missing:$need (install them, or run as root)" >&2
