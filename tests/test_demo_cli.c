@@ -217,6 +217,7 @@ static void check_demo(struct result *r)
 	run("demo --ranks 4 --size 64MiB --pages base --json", r);
 	CHECK(expect(r, 0, "demo --json"));
 	CHECK(is_json_object(r->out));
+	CHECK(strstr(r->out, "\"schema\": 1"));
 	CHECK(strstr(r->out, "\"verified\": true"));
 	CHECK(json_number(r->out, "ranks", &ranks) && ranks == 4);
 	CHECK(json_number(r->out, "host_bytes_used", &used));
@@ -228,6 +229,20 @@ static void check_demo(struct result *r)
 	run("demo --ranks 3 --size 8MiB --readonly-peers --populate lazy", r);
 	CHECK(expect(r, 0, "demo --readonly-peers"));
 	CHECK(strstr(r->out, "host memory used:") && strstr(r->out, "ratio:"));
+}
+
+/* Every JSON the project writes names its schema; bench's is read by
+ * scripts that compare runs. */
+static void check_bench_json(struct result *r)
+{
+	long long reps = -1;
+
+	run("bench --size 8MiB --pages base --reps 2 --json", r);
+	CHECK(expect(r, 0, "bench --json"));
+	CHECK(is_json_object(r->out));
+	CHECK(strstr(r->out, "\"schema\": 1"));
+	CHECK(json_number(r->out, "reps", &reps) && reps == 2);
+	CHECK(strstr(r->out, "\"population\"") && strstr(r->out, "\"ratio\""));
 }
 
 static void check_hugetlb_refused(struct result *r)
@@ -321,6 +336,7 @@ int main(void)
 	check_bad_arguments(&r);
 	check_probe(&r);
 	check_demo(&r);
+	check_bench_json(&r);
 	check_hugetlb_refused(&r);
 	check_sigterm(&r);
 	check_cuda_fake(&r);

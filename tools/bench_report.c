@@ -82,6 +82,7 @@ void bench_print_json(const struct bench_config *b, const struct bench_results *
 
 	json_init(&j, stdout);
 	json_object_begin(&j, NULL);
+	json_i64(&j, "schema", 1);
 	json_u64(&j, "size", b->size);
 	json_string(&j, "pages", sseg_pages_name(b->pages));
 	json_string(&j, "pages_requested", sseg_pages_name(b->pages_asked));

@@ -147,6 +147,7 @@ void demo_print_json(const struct demo_config *c, const struct demo_result *r)
 
 	json_init(&j, stdout);
 	json_object_begin(&j, NULL);
+	json_i64(&j, "schema", 1);
 	json_i64(&j, "ranks", c->ranks);
 	json_u64(&j, "size", c->size);
 	json_string(&j, "name", c->name);

@@ -244,15 +244,27 @@ nccl_hook() {
 		step nccl skipped "no python/tests/gpu_nccl.py" 0
 		return 0
 	fi
-	if ! python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-		emit '{"check": "nccl", "result": "skipped", "detail": "torch with CUDA is not importable"}'
-		step nccl skipped "no torch with CUDA" 0
+	# The first interpreter whose torch sees a GPU: SSEG_GPU_PYTHON, then
+	# PATH's, Debian's, the PyPI test environment's.
+	local py="" cand tried=""
+	for cand in ${SSEG_GPU_PYTHON:-} python3 /usr/bin/python3 \
+		"${XDG_CACHE_HOME:-$HOME/.cache}/sharedseg/venv-pypi/bin/python"; do
+		command -v "$cand" >/dev/null 2>&1 || continue
+		tried="$tried $cand"
+		if "$cand" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+			py=$cand
+			break
+		fi
+	done
+	if [ -z "$py" ]; then
+		emit "{\"check\": \"nccl\", \"result\": \"skipped\", \"detail\": \"no interpreter with a CUDA torch (tried:$tried); set SSEG_GPU_PYTHON\"}"
+		step nccl skipped "no torch with CUDA (tried:$tried)" 0
 		return 0
 	fi
-	# The extension is built for the machine's own interpreter first (no
-	# setuptools needed); the script appends its own JSON lines to $out.
-	run nccl_build 120 python3 "$root/python/build_native.py"
-	run nccl 90 env PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}" python3 "$script" --out "$out"
+	# The extension is built for that interpreter first (no setuptools
+	# needed); the script appends its own JSON lines to $out.
+	run nccl_build 120 "$py" "$root/python/build_native.py"
+	run nccl 90 env PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}" "$py" "$script" --out "$out"
 }
 
 # ---- summary ----

@@ -259,7 +259,7 @@ def main():
     record = args.json or os.environ.get("SSEG_RELIABILITY_OUT")
     if record:
         with open(record, "a") as f:
-            f.write(json.dumps(dict(test="twohosts", ranks=WORLD, hosts=2, ok=not problems,
+            f.write(json.dumps(dict(schema=1, test="twohosts", ranks=WORLD, hosts=2, ok=not problems,
                                     seconds=round(took, 1), problems=problems,
                                     misconfig=results[0]["misconfig"].get("message", "")))
                     + "\n")
