@@ -353,6 +353,26 @@ def _overlap(ours, theirs):
             f"{theirs['min']:.2f}-{theirs['max']:.2f} {ours['unit']}).")
 
 
+def _other_shared(rows, ours):
+    """The same gather over the other shared mapping of this run (a tmpfs
+    file, vLLM's recipe) on the same pages: whether a gap is sharedseg's or
+    shared memory's."""
+    for other in select(rows, bench="kv_gather", mechanism="devshm-file", role=ours["role"],
+                        block=ours["block"], size=ours["size"],
+                        pages_obtained=ours["pages_obtained"]):
+        private = one(rows, bench="kv_gather", role="private", pair=other["role"],
+                      paired_with="devshm-file", size=other["size"], block=other["block"],
+                      pages_requested=other["pages_requested"])
+        if private:
+            return (f" The {ours['role']} of a /dev/shm file on the same "
+                    f"{ours['pages_obtained']} pages gathers at {other['median']:.2f} GB/s, "
+                    f"{other['median'] / private['median']:.2f}x its own private buffer, and "
+                    f"sharedseg at {ours['median'] / other['median']:.2f}x that file: the gap "
+                    f"is between shared (shmem) and private (anonymous) 4 KiB pages, which "
+                    f"every shared mapping has; on huge pages it is gone.")
+    return ""
+
+
 def gather(rows):
     items, why, ratios = [], [], []
     for ours, theirs in _pairs(rows, "kv_gather"):
@@ -362,7 +382,7 @@ def gather(rows):
             items.append(f"{ratio:.2f}x ({ours['role']}, {ours['pages_obtained']}, "
                          f"{size_text(ours['block'])} blocks)")
             why.append(f"{ours['role']}, {ours['pages_obtained']}, {size_text(ours['block'])} "
-                       f"blocks: {_overlap(ours, theirs)}")
+                       f"blocks: {_overlap(ours, theirs)}{_other_shared(rows, ours)}")
     if ratios:
         items.insert(0, f"{min(ratios):.2f}x-{max(ratios):.2f}x over {len(ratios)} pairs "
                         f"(peer and owner, every block size and page kind)")

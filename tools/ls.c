@@ -18,10 +18,12 @@ void ls_help(FILE *out)
 	fprintf(out,
 		"usage: sharedseg ls [--json]\n"
 		"\n"
-		"Lists every sharedseg segment live on this host that this user can see\n"
+		"Lists every memfd segment live on this host that this user can see\n"
 		"(root: every user's), from what the kernel shows: the memfd each owner\n"
 		"names sseg:NAME, the tag each rank's window carries, the descriptors\n"
 		"that still hold a memfd, and numa_maps. No daemon, nothing to clean up.\n"
+		"The cuda and ascend backends' segments are driver memory that /proc does\n"
+		"not name: they are not listed.\n"
 		"For each segment: name, size, page kind, NUMA nodes, host bytes resident,\n"
 		"the owner's pid, and each process that maps it (pid, rank, command,\n"
 		"mapped and resident bytes) or holds its memfd. A segment that no process\n"
