@@ -5,8 +5,8 @@
 Runs, at a larger scale than `make test`: the SIGKILL points (repeated, in
 the release and the sanitizer builds), the hostile connections (bigger
 floods), every fault site at each of its first calls, every single-bit
-corruption of every rank's blob, the two-host group, and every fuzz
-target for a while; then writes the document from
+corruption of every rank's blob, the two-host group, the regression test
+of each defect the hardening fixed, and every fuzz target for a while; then writes the document from
 what the runs recorded (one JSON object a line, SSEG_RELIABILITY_OUT), so
 that every figure in it was measured by the run that wrote it.
 """
@@ -29,9 +29,10 @@ import report  # noqa: E402  (the document's writer, beside this file)
 class Step:
     """One program of the campaign: its command, outcome and output."""
 
-    def __init__(self, name, cmd, env=None, timeout=1800):
+    def __init__(self, name, cmd, env=None, timeout=1800, tried=""):
         self.name, self.cmd, self.env, self.timeout = name, cmd, env or {}, timeout
         self.rc, self.seconds, self.output = None, 0.0, ""
+        self.tried = tried  # a regression step: the bad input or fault it tries
 
     def run(self, tmp):
         """Runs it; returns its records (the JSON lines it wrote), tagged."""
@@ -90,6 +91,43 @@ def fuzz_figures(step, target):
                 seconds=round(step.seconds), crashes=1 if step.rc else 0,
                 crash=(where + ": " if where else "") + crash if step.rc else "",
                 corpus=len(os.listdir(corpus)) if os.path.isdir(corpus) else 0)
+
+
+# The defects the hardening work fixed, each with the regression test that
+# tries its bad input again: (defect, what is tried, ctest name or Python
+# test file).
+REGRESSIONS = [
+    ("a segment larger than memory", "sizes past MemAvailable and a memory cgroup's limit "
+     "(v1 and v2 trees), populate in a limited cgroup, the first-touch fallback",
+     "memory_limit"),
+    ("sizes that wrap", "shape products, counts and sizes past 2^64, timeouts past range, "
+     "lone surrogates, int block names, layout with size", "test_arguments.py"),
+    ("a log that blocks the group", "floods of refused connections from another uid, stderr "
+     "a pipe nobody drains; rate limits and the log callback", "intruders log"),
+    ("a slowloris", "silent same-uid connections while a group completes", "intruders"),
+    ("deferred teardown racing creates", "a destroy that fails into the pending list "
+     "beside creates", "pending_race"),
+    ("a squatted rendezvous name", "another process holding the local exchange's name, "
+     "fork between create and complete, a full fd table, sealed fds, named errors", "edges"),
+    ("Ctrl-C ignored in complete", "SIGINT while Python waits in complete and in population",
+     "test_interrupt.py"),
+]
+
+
+def regression_steps(build):
+    steps = []
+    for defect, tried, tests in REGRESSIONS:
+        if tests.endswith(".py"):
+            cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                   os.path.join("python", "tests", tests)]
+        else:
+            cmd = ["ctest", "--test-dir", build, "--output-on-failure", "-R",
+                   "^(" + "|".join(tests.split()) + ")$"]
+        step = Step(f"regression: {defect}", cmd, dict(SSEG_BUILD_DIR=build), timeout=900,
+                    tried=tried)
+        step.tests = tests
+        steps.append(step)
+    return steps
 
 
 def machine():
@@ -157,7 +195,7 @@ def main():
              dict(SSEG_BLOB_BITS_ALL="1")),
         Step("two hosts", [sys.executable, t("tests", "netns", "twohosts.py")],
              dict(SSEG_BUILD_DIR=build)),
-    ]
+    ] + regression_steps(build)
     targets = sorted(f[5:-2] for f in os.listdir(t(ROOT, "tests", "fuzz"))
                      if f.startswith("fuzz_") and f.endswith(".c"))
     with tempfile.TemporaryDirectory(prefix="sseg-reliability-") as tmp:

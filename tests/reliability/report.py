@@ -121,6 +121,9 @@ def _summary(rows, fuzz, steps):
                    f"{r['decisive_accepted']} decisive accepted" for r in bits) or "not run"),
         ("Hosts stay apart", "two network namespaces, 2 ranks each, gloo over TCP",
          ("passed" if hosts[0]["ok"] else "FAILED") if hosts else "not run (no netns)"),
+        ("Fixed stays fixed", "the regression test of each defect the hardening fixed",
+         f"{sum(1 for s in steps if s.tried and s.rc == 0)} of "
+         f"{sum(1 for s in steps if s.tried)} passed"),
     ]
     out.append(_table(["promise", "evidence", "result"], table))
     return out + [""]
@@ -244,6 +247,19 @@ def _hosts_section(rows):
     return out + [""]
 
 
+def _regressions_section(steps):
+    regs = [s for s in steps if s.tried]
+    if not regs:
+        return []
+    table = [[s.name.split(": ", 1)[-1], s.tried, ", ".join(f"`{t}`" for t in s.tests.split()),
+              "passed" if s.rc == 0 else f"FAILED (exit {s.rc})", f"{s.seconds:.0f} s"]
+             for s in regs]
+    return ["## Defects fixed, tried again", "",
+            "Each defect the hardening work fixed, and the bad input or fault its regression "
+            "test tries again on this run.", "",
+            _table(["defect", "what is tried", "test", "result", "time"], table), ""]
+
+
 def _findings(steps, rows, fuzz):
     found, told = [], set()
     for z in fuzz:
@@ -288,5 +304,6 @@ def write(machine, steps, rows, fuzz, args):
     parts = (_header(machine, args) + _summary(rows, fuzz, steps) + _findings(steps, rows, fuzz)
              + _kill_section(rows) + _faults_section(rows) + _hostile_section(rows)
              + _fuzz_section(fuzz)
-             + _bits_section(rows) + _hosts_section(rows) + _steps_section(steps))
+             + _bits_section(rows) + _hosts_section(rows) + _regressions_section(steps)
+             + _steps_section(steps))
     return "\n".join(parts)
