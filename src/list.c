@@ -24,14 +24,11 @@
 
 /* ---- what one pass over /proc found ---- */
 
-static struct sseg_listed *segment_for(struct sseg_list *l, uint64_t dev, uint64_t ino,
-				       const char *name)
+/* A new, empty entry at the end of the list. */
+static struct sseg_listed *append_segment(struct sseg_list *l, const char *name)
 {
 	struct sseg_listed *s;
 
-	for (int i = 0; i < l->n; i++)
-		if (l->segs[i].dev == dev && l->segs[i].ino == ino)
-			return &l->segs[i];
 	if (l->n == l->cap) {
 		int cap = l->cap ? l->cap * 2 : 8;
 		void *more = realloc(l->segs, (size_t)cap * sizeof(*l->segs));
@@ -43,11 +40,26 @@ static struct sseg_listed *segment_for(struct sseg_list *l, uint64_t dev, uint64
 	}
 	s = &l->segs[l->n++];
 	memset(s, 0, sizeof(*s));
-	s->dev = dev;
-	s->ino = ino;
 	s->owner_rank = -1;
 	s->world = -1;
 	snprintf(s->name, sizeof(s->name), "%s", name);
+	snprintf(s->backend, sizeof(s->backend), "memfd");
+	return s;
+}
+
+static struct sseg_listed *segment_for(struct sseg_list *l, uint64_t dev, uint64_t ino,
+				       const char *name)
+{
+	struct sseg_listed *s;
+
+	for (int i = 0; i < l->n; i++)
+		if (l->segs[i].dev == dev && l->segs[i].ino == ino)
+			return &l->segs[i];
+	s = append_segment(l, name);
+	if (s) {
+		s->dev = dev;
+		s->ino = ino;
+	}
 	return s;
 }
 
@@ -103,17 +115,58 @@ static bool parse_vma(const char *line, struct vma *v)
 	return true;
 }
 
-/* "/memfd:sseg-tag:NAME rank=R world=W owner=O (deleted)" */
+/* A tag page of driver memory: "... backend=B size=S pages=P page=Z". The
+ * segment is the one of that name, size and group; the rank is the
+ * process's. */
+static void driver_tag(struct sseg_list *l, const char *name, const char *rest, int pid,
+		       int rank, int world, int owner)
+{
+	char backend[16], pages[16];
+	unsigned long long size, page;
+	struct sseg_listed *s = NULL;
+	struct sseg_holder *h;
+
+	if (sscanf(rest, " backend=%15s size=%llu pages=%15s page=%llu", backend, &size, pages,
+		   &page) != 4)
+		return;
+	for (int i = 0; i < l->n && !s; i++)
+		if (!l->segs[i].dev && !l->segs[i].ino && !strcmp(l->segs[i].name, name) &&
+		    l->segs[i].size == size && l->segs[i].world == world &&
+		    !strcmp(l->segs[i].backend, backend))
+			s = &l->segs[i];
+	if (!s) {
+		s = append_segment(l, name);
+		if (!s)
+			return;
+		snprintf(s->backend, sizeof(s->backend), "%s", backend);
+		snprintf(s->pages, sizeof(s->pages), "%s", pages);
+		s->size = size;
+		s->page_size = page;
+		s->world = world;
+		s->owner_rank = owner;
+	}
+	h = holder_for(s, pid);
+	if (h) {
+		h->rank = rank;
+		h->mapped = size;
+	}
+}
+
+/* "/memfd:sseg-tag:NAME rank=R world=W owner=O[ backend=...] (deleted)" */
 static void parse_tag(struct sseg_list *l, const struct vma *v, int pid)
 {
 	const char *p = v->path + strlen(TAG_PREFIX);
 	const char *sp = strstr(p, " rank=");
 	char name[SSEG_NAME_MAX + 1];
-	int rank, world, owner;
+	int rank, world, owner, used = 0;
 
-	if (!sp || sscanf(sp, " rank=%d world=%d owner=%d", &rank, &world, &owner) != 3)
+	if (!sp || sscanf(sp, " rank=%d world=%d owner=%d%n", &rank, &world, &owner, &used) != 3)
 		return;
 	snprintf(name, sizeof(name), "%.*s", (int)(sp - p), p);
+	if (!strncmp(sp + used, " backend=", 9)) {
+		driver_tag(l, name, sp + used, pid, rank, world, owner);
+		return;
+	}
 	/* The tag ends the window the rank's mapping of the segment starts. */
 	for (int i = 0; i < l->n; i++) {
 		struct sseg_listed *s = &l->segs[i];
@@ -288,7 +341,7 @@ void sseg_list_free(struct sseg_list *l)
 
 /* ---- JSON ---- */
 
-static void process_facts(struct sseg_json *j, const struct sseg_holder *h)
+static void process_facts(struct sseg_json *j, const struct sseg_holder *h, bool resident_known)
 {
 	char path[64], comm[64] = "";
 	uint64_t uid = 0;
@@ -313,7 +366,7 @@ static void process_facts(struct sseg_json *j, const struct sseg_holder *h)
 	sseg_json_str(j, "comm", comm);
 	sseg_json_opt_int(j, "rank", h->rank);
 	sseg_json_u64(j, "mapped_bytes", h->mapped);
-	sseg_json_u64(j, "resident_bytes", h->resident);
+	sseg_json_opt_int(j, "resident_bytes", resident_known ? (long long)h->resident : -1);
 	sseg_json_bool(j, "holds_fd", h->fd);
 	sseg_json_bool(j, "readonly", h->mapped && h->readonly);
 	sseg_json_end(j, '}');
@@ -364,12 +417,13 @@ static void segment_facts(struct sseg_json *j, const struct sseg_listed *s)
 	page_facts(s, &kind, &page, &resident, &size);
 	sseg_json_begin(j, NULL, '{');
 	sseg_json_str(j, "name", s->name);
-	sseg_json_u64(j, "inode", s->ino);
-	sseg_json_str(j, "backend", "memfd");
+	/* Driver memory: no inode, and /proc does not show what is resident. */
+	sseg_json_opt_int(j, "inode", s->ino ? (long long)s->ino : -1);
+	sseg_json_str(j, "backend", s->backend);
 	sseg_json_u64(j, "size", size);
-	sseg_json_str(j, "pages", kind);
-	sseg_json_u64(j, "page_size", page);
-	sseg_json_u64(j, "resident_bytes", resident);
+	sseg_json_str(j, "pages", s->pages[0] ? s->pages : kind);
+	sseg_json_u64(j, "page_size", s->page_size ? s->page_size : page);
+	sseg_json_opt_int(j, "resident_bytes", s->ino ? (long long)resident : -1);
 	sseg_json_begin(j, "numa_nodes", '[');
 	for (int n = 0; n < 64; n++)
 		if (s->numa_nodes & (1ull << n))
@@ -382,7 +436,7 @@ static void segment_facts(struct sseg_json *j, const struct sseg_listed *s)
 	sseg_json_bool(j, "unmapped", !mapped);
 	sseg_json_begin(j, "processes", '[');
 	for (int h = 0; h < s->nholders; h++)
-		process_facts(j, &s->holders[h]);
+		process_facts(j, &s->holders[h], s->ino != 0);
 	sseg_json_end(j, ']');
 	sseg_json_end(j, '}');
 }

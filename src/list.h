@@ -21,9 +21,13 @@ struct sseg_holder {
 	bool fd;             /* holds the memfd as a descriptor */
 };
 
-/* One memfd, by (device, inode). */
+/* One memfd, by (device, inode); or one segment of driver memory, by the
+ * name, size and group its ranks' tags give (dev and ino 0). */
 struct sseg_listed {
 	char name[SSEG_NAME_MAX + 1];
+	char backend[16];    /* "memfd", or a tag's backend= */
+	char pages[16];      /* a tag's pages=; "" for a memfd (seen from its mappings) */
+	uint64_t page_size;  /* a tag's page= */
 	uint64_t dev, ino;
 	uint64_t size;       /* from a descriptor's fstat; 0 when none */
 	uint64_t allocated;  /* its allocated blocks */

@@ -49,6 +49,7 @@ struct sseg {
 	int completed;
 	int readonly;
 	void *base;                   /* this rank's mapping, set by the backend */
+	void *tag;                    /* the tag page for `sharedseg ls` (tag.c); NULL */
 	void *backend_state;          /* the backend's own */
 	struct sseg_channel channel;  /* the owner's fd channel */
 	struct sseg_hostreg *hostreg;

@@ -12,6 +12,7 @@
 #include "layout.h"
 #include "object.h"
 #include "registry.h"
+#include "tag.h"
 #include "release.h"
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -41,6 +42,7 @@ static void after_fork_child(void)
 	for (struct sseg *s = any; s; s = s->next_any) {
 		sseg_channel_forget(s);
 		sseg_backend_forget_in_child(s);
+		sseg_tag_forget(s);
 	}
 	pthread_mutex_unlock(&registry_lock);
 }

@@ -6,11 +6,13 @@
 #include "layout.h"
 #include "object.h"
 #include "release.h"
+#include "tag.h"
 
 int sseg_release(struct sseg *seg)
 {
 	int rc;
 
+	sseg_tag_release(seg);
 	rc = sseg_hostreg_release(seg);
 	if (!rc)
 		rc = sseg_channel_release(seg);

@@ -15,6 +15,7 @@
 #include "os/sock.h"
 #include "registry.h"
 #include "release.h"
+#include "tag.h"
 #include "verify.h"
 
 static void fill_blob(const struct sseg *seg, struct sseg_blob *b)
@@ -206,6 +207,7 @@ int sseg_complete(sseg_t *seg, const void *raw)
 	if (rc)
 		return rc;
 	sseg_backend_settle(seg);
+	sseg_tag_place(seg);
 	seg->completed = 1;
 	seg->complete_s = sseg_now() - t0;
 	sseg_registry_add(seg);

@@ -18,12 +18,13 @@ void ls_help(FILE *out)
 	fprintf(out,
 		"usage: sharedseg ls [--json]\n"
 		"\n"
-		"Lists every memfd segment live on this host that this user can see\n"
+		"Lists every sharedseg segment live on this host that this user can see\n"
 		"(root: every user's), from what the kernel shows: the memfd each owner\n"
 		"names sseg:NAME, the tag each rank's window carries, the descriptors\n"
 		"that still hold a memfd, and numa_maps. No daemon, nothing to clean up.\n"
-		"The cuda and ascend backends' segments are driver memory that /proc does\n"
-		"not name: they are not listed.\n"
+		"The cuda and ascend backends' memory is the driver's, which /proc does not\n"
+		"name: each rank maps a tag page instead, and their resident bytes are\n"
+		"unknown (null).\n"
 		"For each segment: name, size, page kind, NUMA nodes, host bytes resident,\n"
 		"the owner's pid, and each process that maps it (pid, rank, command,\n"
 		"mapped and resident bytes) or holds its memfd. A segment that no process\n"
@@ -64,7 +65,11 @@ static void print_process(const struct jval *p)
 	if (json_get(p, "rank") && json_get(p, "rank")->type == JSON_NUMBER)
 		snprintf(rank, sizeof(rank), "%.0f", json_num(p, "rank", -1));
 	cli_format_size((uint64_t)json_num(p, "mapped_bytes", 0), mapped, sizeof(mapped));
-	cli_format_size((uint64_t)json_num(p, "resident_bytes", 0), resident, sizeof(resident));
+	if (json_num(p, "resident_bytes", -1) >= 0)
+		cli_format_size((uint64_t)json_num(p, "resident_bytes", 0), resident,
+				sizeof(resident));
+	else
+		snprintf(resident, sizeof(resident), "?");
 	printf("    pid %-8.0f rank %-4s %-16s mapped %-11s resident %-11s%s%s\n",
 	       json_num(p, "pid", 0), rank, json_str(p, "comm"), mapped, resident,
 	       json_num(p, "holds_fd", 0) ? " holds fd" : "",
@@ -77,7 +82,11 @@ static void print_segment(const struct jval *s)
 	char size[32], resident[32], owner[64] = "owner gone or unknown";
 
 	cli_format_size((uint64_t)json_num(s, "size", 0), size, sizeof(size));
-	cli_format_size((uint64_t)json_num(s, "resident_bytes", 0), resident, sizeof(resident));
+	if (json_num(s, "resident_bytes", -1) >= 0)
+		cli_format_size((uint64_t)json_num(s, "resident_bytes", 0), resident,
+				sizeof(resident));
+	else /* a driver's memory: /proc does not show it */
+		snprintf(resident, sizeof(resident), "? (%s driver memory)", json_str(s, "backend"));
 	if (json_num(s, "owner_pid", -1) >= 0)
 		snprintf(owner, sizeof(owner), "owner rank %.0f pid %.0f", json_num(s, "owner_rank", 0),
 			 json_num(s, "owner_pid", 0));

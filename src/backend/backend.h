@@ -18,6 +18,8 @@ enum sseg_backend_caps {
 	SSEG_CAP_PINNED = 1u << 0,     /* its memory is pinned for device DMA by construction */
 	SSEG_CAP_DEVICES = 1u << 1,    /* it has devices: opts.device, numa=device-local */
 	SSEG_CAP_FABRIC = 1u << 2,     /* it may export fabric handles (cross-host) */
+	SSEG_CAP_TAGGED = 1u << 3,     /* /proc names its mappings and it tags each rank's
+					* itself; otherwise the core adds a tag page (tag.c) */
 };
 
 /* Host registration of a memfd segment for a device's DMA, implemented by

@@ -337,7 +337,7 @@ static int memfd_release(struct sseg *seg)
 const struct sseg_backend_ops sseg_memfd_ops = {
 	.kind = SSEG_BACKEND_MEMFD,
 	.name = "memfd",
-	.caps = 0,
+	.caps = SSEG_CAP_TAGGED,
 	.probe = memfd_probe,
 	.choose_pages = sseg_pages_choose,
 	.create_owner = memfd_create_owner,

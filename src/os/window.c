@@ -81,3 +81,29 @@ int sseg_os_window_tag(void *addr, uint64_t len, const char *tag)
 	close(fd);
 	return at == MAP_FAILED ? -errno : 0;
 }
+
+int sseg_os_tag_page(const char *tag, void **at)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	void *p = mmap(NULL, (size_t)page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		       -1, 0);
+	int rc;
+
+	if (p == MAP_FAILED)
+		return -errno;
+	rc = sseg_os_window_tag(p, (uint64_t)page, tag);
+	if (!rc && madvise(p, (size_t)page, MADV_DONTFORK))
+		rc = -errno;
+	if (rc) {
+		munmap(p, (size_t)page);
+		return rc;
+	}
+	*at = p;
+	return 0;
+}
+
+void sseg_os_untag_page(void *at)
+{
+	if (at)
+		munmap(at, (size_t)sysconf(_SC_PAGESIZE));
+}

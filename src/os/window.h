@@ -25,4 +25,10 @@ SSEG_HIDDEN int sseg_os_window_release(void *base, uint64_t size);
  * Sets no sentence: naming is best effort. */
 SSEG_HIDDEN int sseg_os_window_tag(void *addr, uint64_t len, const char *tag);
 
+/* A page of its own tagged the same way, for memory that /proc does not
+ * name (a driver's): not inherited by fork children (MADV_DONTFORK), so a
+ * child never appears to map the segment. Best effort, no sentence. */
+SSEG_HIDDEN int sseg_os_tag_page(const char *tag, void **at);
+SSEG_HIDDEN void sseg_os_untag_page(void *at);
+
 #endif
