@@ -117,31 +117,47 @@ struct held_line {
 	char message[SSEG_ERR_MAX];
 };
 
-/* Takes the first listed cause's count off the list: false when none is. */
-static bool take_held(struct held_line *h)
+/* Takes rl off the held list. Under limit_lock. */
+static void unlist(struct sseg_ratelimit *rl)
 {
+	struct sseg_ratelimit **at = &held_list;
+
+	while (*at && *at != rl)
+		at = &(*at)->next_held;
+	if (*at)
+		__atomic_store_n(at, rl->next_held, __ATOMIC_RELAXED);
+	rl->next_held = NULL;
+}
+
+/* Takes a listed cause's count off the list, one whose interval has passed
+ * unless all: its line then counts as the cause's line of that interval.
+ * False when there is none. */
+static bool take_held(bool all, struct held_line *h)
+{
+	double now = sseg_now();
 	struct sseg_ratelimit *rl;
 
 	pthread_mutex_lock(&limit_lock);
-	rl = held_list;
+	for (rl = held_list; rl && !all && now - rl->last < rl->interval_s; rl = rl->next_held)
+		;
 	if (rl) {
-		__atomic_store_n(&held_list, rl->next_held, __ATOMIC_RELAXED);
+		unlist(rl);
 		h->level = rl->level;
 		h->count = rl->held_back;
-		h->span = sseg_now() - rl->last;
+		h->span = now - rl->last;
 		memcpy(h->message, rl->message, sizeof(h->message));
 		rl->held_back = 0;
-		rl->next_held = NULL;
+		rl->last = now;
 	}
 	pthread_mutex_unlock(&limit_lock);
 	return rl != NULL;
 }
 
-void sseg_log_flush(void)
+static void flush_held(bool all)
 {
 	struct held_line h;
 
-	while (__atomic_load_n(&held_list, __ATOMIC_RELAXED) && take_held(&h)) {
+	while (__atomic_load_n(&held_list, __ATOMIC_RELAXED) && take_held(all, &h)) {
 		char message[SSEG_ERR_MAX + 96], span[32];
 
 		span_words(h.span, span, sizeof(span));
@@ -151,13 +167,18 @@ void sseg_log_flush(void)
 	}
 }
 
-/* A process that exits after a flood still tells its count, on stderr
- * only: the application's callback may be gone by then (an interpreter
- * shutting down). */
+void sseg_log_flush(void)
+{
+	flush_held(false);
+}
+
+/* A process that exits after a flood still tells its counts, due or not,
+ * on stderr only: the application's callback may be gone by then (an
+ * interpreter shutting down). */
 __attribute__((destructor)) static void flush_at_exit(void)
 {
 	if (!__atomic_load_n(&log_fn, __ATOMIC_ACQUIRE))
-		sseg_log_flush();
+		flush_held(true);
 }
 
 static void vlog(enum sseg_log_level level, const char *fmt, va_list ap)
@@ -192,18 +213,6 @@ static void hold_back(struct sseg_ratelimit *rl, enum sseg_log_level level, cons
 	vsnprintf(rl->message, sizeof(rl->message), fmt, ap);
 }
 
-/* Takes rl off the held list (its count goes into the line due now). */
-static void unlist(struct sseg_ratelimit *rl)
-{
-	struct sseg_ratelimit **at = &held_list;
-
-	while (*at && *at != rl)
-		at = &(*at)->next_held;
-	if (*at)
-		__atomic_store_n(at, rl->next_held, __ATOMIC_RELAXED);
-	rl->next_held = NULL;
-}
-
 void sseg_log_limited(struct sseg_ratelimit *rl, double interval_s, enum sseg_log_level level,
 		      const char *fmt, ...)
 {
@@ -217,6 +226,7 @@ void sseg_log_limited(struct sseg_ratelimit *rl, double interval_s, enum sseg_lo
 		return;
 	va_start(ap, fmt);
 	pthread_mutex_lock(&limit_lock);
+	rl->interval_s = interval_s;
 	due = rl->last == 0 || now - rl->last >= interval_s;
 	if (due) {
 		since = now - rl->last;

@@ -17,6 +17,7 @@ SSEG_HIDDEN void sseg_log(enum sseg_log_level level, const char *fmt, ...)
  * held back is listed until they are told); one per cause. */
 struct sseg_ratelimit {
 	double last;
+	double interval_s;
 	unsigned held_back;
 	enum sseg_log_level level;
 	struct sseg_ratelimit *next_held;
@@ -27,9 +28,10 @@ struct sseg_ratelimit {
 SSEG_HIDDEN void sseg_log_limited(struct sseg_ratelimit *rl, double interval_s,
 				  enum sseg_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-/* Tells every cause's held-back count now. Any other line does it first,
- * and so do sseg_destroy and the exit of a process using the default
- * writer: a flood that stops is still counted. */
+/* Tells the held-back count of every cause whose interval has passed (one
+ * line per cause and interval still). Any other line does it first, and so
+ * does sseg_destroy; the exit of a process using the default writer tells
+ * every count: a flood that stops is still counted. */
 SSEG_HIDDEN void sseg_log_flush(void);
 
 #endif

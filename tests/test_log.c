@@ -70,8 +70,9 @@ static void callback_and_level(void)
 	sseg_set_log(NULL, NULL);
 }
 
-/* A flood that stops: its held-back count is told by the next line of any
- * cause, or by sseg_destroy. */
+/* A flood that stops: once its interval has passed, its held-back count is
+ * told by the next line of any cause, or by sseg_destroy; within the
+ * interval neither tells it (one line per cause and interval). */
 static void held_back_told(void)
 {
 	static struct sseg_ratelimit rl;
@@ -79,18 +80,24 @@ static void held_back_told(void)
 	sseg_set_log(capture, lines);
 	nlines = 0;
 	for (int i = 0; i < 4; i++)
-		sseg_log_limited(&rl, 60.0, SSEG_LOG_WARN, "refused connection %d", i);
-	CHECK(nlines == 1);
+		sseg_log_limited(&rl, 0.2, SSEG_LOG_WARN, "refused connection %d", i);
+	sseg_log(SSEG_LOG_ERROR, "within the interval");
+	CHECK(nlines == 2 && !strcmp(lines[1], "within the interval"));
+	usleep(250 * 1000);
 	sseg_log(SSEG_LOG_ERROR, "another cause");
-	CHECK(nlines == 3 && levels[1] == SSEG_LOG_WARN &&
-	      strstr(lines[1], "refused connection 3 (3 like it in the last ") &&
-	      strstr(lines[1], " ms, held back)") && !strcmp(lines[2], "another cause"));
+	CHECK(nlines == 4 && levels[2] == SSEG_LOG_WARN &&
+	      strstr(lines[2], "refused connection 3 (3 like it in the last 2") &&
+	      strstr(lines[2], " ms, held back)") && !strcmp(lines[3], "another cause"));
 	sseg_log(SSEG_LOG_ERROR, "told once");
-	CHECK(nlines == 4);
+	CHECK(nlines == 5);
 
-	sseg_log_limited(&rl, 60.0, SSEG_LOG_WARN, "refused connection %d", 4);
+	usleep(250 * 1000);
+	sseg_log_limited(&rl, 0.2, SSEG_LOG_WARN, "refused connection %d", 4);
+	sseg_log_limited(&rl, 0.2, SSEG_LOG_WARN, "refused connection %d", 5);
+	CHECK(nlines == 6);
+	usleep(250 * 1000);
 	one_segment(SSEG_PAGES_BASE);
-	CHECK(nlines == 5 && strstr(lines[4], "refused connection 4 (1 like it"));
+	CHECK(nlines == 7 && strstr(lines[6], "refused connection 5 (1 like it"));
 	sseg_set_log(NULL, NULL);
 }
 
