@@ -173,7 +173,8 @@ struct sseg_info {
 	char pages_reason[320];    /* why these pages (auto's choice, a knob in the way) */
 	uint64_t device_addr;      /* base's device address (registration, CUDA VMM); 0: none */
 	int registered_chunks;     /* host registration chunks held */
-	char handle_type[16];      /* how peers got the pages: "fd", "cuda-fabric", "cuda-fd", "" */
+	char handle_type[16];      /* how peers got the pages: "fd", "cuda-fabric", "cuda-fd",
+				    * "acl-fabric", "acl-trustlist", "" */
 	int device;                /* device ordinal used (GPU backends, registration); -1: none */
 	/* added in 0.2 */
 	int pinned;                /* pinned for device DMA (VMM backends, host registration) */

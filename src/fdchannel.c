@@ -365,6 +365,12 @@ int sseg_channel_fetch(struct sseg *seg, const struct sseg_blob *owner, int *fd,
 				"owner rank %u (pid %u) is not listening on its fd channel: it exited "
 				"or failed before handing the segment over",
 				owner->rank, owner->pid);
+	if (rc == -EAGAIN)
+		return sseg_err(-EAGAIN,
+				"could not reach owner rank %u (pid %u) within %d ms: the listen "
+				"backlog of its fd channel stayed full (the owner is not accepting: "
+				"stopped, or busy with other connections)",
+				owner->rank, owner->pid, sseg_timeout_ms(seg));
 	if (rc)
 		return sseg_err_wrap(rc, "could not reach owner rank %u", owner->rank);
 	rc = check_listener(seg, owner, sock);

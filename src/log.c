@@ -18,6 +18,8 @@ static int max_level = SSEG_LOG_WARN;
 static sseg_log_fn log_fn;
 static void *log_ctx;
 static unsigned long dropped; /* default writer: lines a full stderr refused */
+static pthread_mutex_t limit_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sseg_ratelimit *held_list; /* causes with lines held back */
 
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
 
@@ -99,6 +101,86 @@ static void emit(enum sseg_log_level level, const char *message)
 	write_stderr(line, (size_t)n);
 }
 
+/* "250 ms", "3 s": an interval below a second is not "0 s". */
+static void span_words(double s, char *buf, size_t len)
+{
+	if (s < 1.0)
+		snprintf(buf, len, "%d ms", (int)(s * 1000.0 + 0.5));
+	else
+		snprintf(buf, len, "%.0f s", s);
+}
+
+struct held_line {
+	enum sseg_log_level level;
+	unsigned count;
+	double span;
+	char message[SSEG_ERR_MAX];
+};
+
+/* Takes rl off the held list. Under limit_lock. */
+static void unlist(struct sseg_ratelimit *rl)
+{
+	struct sseg_ratelimit **at = &held_list;
+
+	while (*at && *at != rl)
+		at = &(*at)->next_held;
+	if (*at)
+		__atomic_store_n(at, rl->next_held, __ATOMIC_RELAXED);
+	rl->next_held = NULL;
+}
+
+/* Takes a listed cause's count off the list, one whose interval has passed
+ * unless all: its line then counts as the cause's line of that interval.
+ * False when there is none. */
+static bool take_held(bool all, struct held_line *h)
+{
+	double now = sseg_now();
+	struct sseg_ratelimit *rl;
+
+	pthread_mutex_lock(&limit_lock);
+	for (rl = held_list; rl && !all && now - rl->last < rl->interval_s; rl = rl->next_held)
+		;
+	if (rl) {
+		unlist(rl);
+		h->level = rl->level;
+		h->count = rl->held_back;
+		h->span = now - rl->last;
+		memcpy(h->message, rl->message, sizeof(h->message));
+		rl->held_back = 0;
+		rl->last = now;
+	}
+	pthread_mutex_unlock(&limit_lock);
+	return rl != NULL;
+}
+
+static void flush_held(bool all)
+{
+	struct held_line h;
+
+	while (__atomic_load_n(&held_list, __ATOMIC_RELAXED) && take_held(all, &h)) {
+		char message[SSEG_ERR_MAX + 96], span[32];
+
+		span_words(h.span, span, sizeof(span));
+		snprintf(message, sizeof(message), "%s (%u like it in the last %s, held back)",
+			 h.message, h.count, span);
+		emit(h.level, message);
+	}
+}
+
+void sseg_log_flush(void)
+{
+	flush_held(false);
+}
+
+/* A process that exits after a flood still tells its counts, due or not,
+ * on stderr only: the application's callback may be gone by then (an
+ * interpreter shutting down). */
+__attribute__((destructor)) static void flush_at_exit(void)
+{
+	if (!__atomic_load_n(&log_fn, __ATOMIC_ACQUIRE))
+		flush_held(true);
+}
+
 static void vlog(enum sseg_log_level level, const char *fmt, va_list ap)
 {
 	char message[SSEG_ERR_MAX + 64];
@@ -106,6 +188,7 @@ static void vlog(enum sseg_log_level level, const char *fmt, va_list ap)
 	if ((int)level > (int)sseg_log_level())
 		return;
 	vsnprintf(message, sizeof(message), fmt, ap);
+	sseg_log_flush();
 	emit(level, message);
 }
 
@@ -118,36 +201,51 @@ void sseg_log(enum sseg_log_level level, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* Counts one line held back and keeps its words for sseg_log_flush. */
+static void hold_back(struct sseg_ratelimit *rl, enum sseg_log_level level, const char *fmt,
+		      va_list ap)
+{
+	if (rl->held_back++ == 0) {
+		rl->next_held = held_list;
+		__atomic_store_n(&held_list, rl, __ATOMIC_RELAXED);
+	}
+	rl->level = level;
+	vsnprintf(rl->message, sizeof(rl->message), fmt, ap);
+}
+
 void sseg_log_limited(struct sseg_ratelimit *rl, double interval_s, enum sseg_log_level level,
 		      const char *fmt, ...)
 {
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	char message[SSEG_ERR_MAX];
-	double now = sseg_now();
+	char message[SSEG_ERR_MAX], span[32];
+	double now = sseg_now(), since = 0;
 	unsigned held = 0;
 	bool due;
 	va_list ap;
 
 	if ((int)level > (int)sseg_log_level())
 		return;
-	pthread_mutex_lock(&lock);
+	va_start(ap, fmt);
+	pthread_mutex_lock(&limit_lock);
+	rl->interval_s = interval_s;
 	due = rl->last == 0 || now - rl->last >= interval_s;
 	if (due) {
+		since = now - rl->last;
 		rl->last = now;
 		held = rl->held_back;
 		rl->held_back = 0;
+		unlist(rl);
 	} else {
-		rl->held_back++;
+		hold_back(rl, level, fmt, ap);
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&limit_lock);
+	if (due)
+		vsnprintf(message, sizeof(message), fmt, ap);
+	va_end(ap);
 	if (!due)
 		return;
-	va_start(ap, fmt);
-	vsnprintf(message, sizeof(message), fmt, ap);
-	va_end(ap);
+	span_words(since, span, sizeof(span));
 	if (held)
-		sseg_log(level, "%s (and %u more like it in the last %.0f s)", message, held,
-			 interval_s);
+		sseg_log(level, "%s (and %u more like it in the last %s)", message, held, span);
 	else
 		sseg_log(level, "%s", message);
 }

@@ -6,21 +6,32 @@
 
 #include "hidden.h"
 #include "sharedseg.h"
+#include "util.h"
 
 SSEG_HIDDEN void sseg_log(enum sseg_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /* One cause's rate limit: a message an outsider can trigger (a refused
  * connection) is logged at most once per interval, and the next line says
- * how many were held back. Zero-initialised; one per cause. */
+ * how many were held back. Zero-initialised, static (a cause with lines
+ * held back is listed until they are told); one per cause. */
 struct sseg_ratelimit {
 	double last;
+	double interval_s;
 	unsigned held_back;
+	enum sseg_log_level level;
+	struct sseg_ratelimit *next_held;
+	char message[SSEG_ERR_MAX]; /* the last line held back */
 };
 
 /* interval_s between lines of this cause; the first always passes. */
 SSEG_HIDDEN void sseg_log_limited(struct sseg_ratelimit *rl, double interval_s,
 				  enum sseg_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/* Tells the held-back count of every cause whose interval has passed (one
+ * line per cause and interval still). Any other line does it first, and so
+ * does sseg_destroy; the exit of a process using the default writer tells
+ * every count: a flood that stops is still counted. */
+SSEG_HIDDEN void sseg_log_flush(void);
 
 #endif

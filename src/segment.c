@@ -224,6 +224,7 @@ int sseg_destroy(sseg_t *seg)
 	if (!seg)
 		return 0;
 	sseg_err_clear();
+	sseg_log_flush(); /* refusals held back while the group met */
 	rc = sseg_registry_remove(seg);
 	if (rc)
 		return rc;

@@ -5,7 +5,8 @@
  * context the caller has (none here). Attribute 141 unknown (drivers 12.2
  * to 12.8) is not "no"; drivers before 12.6 are refused unless the knob
  * says otherwise; a container that blocks HOST_NUMA makes sseg_supported
- * say "not available" and names CAP_SYS_NICE. Each case is a child with
+ * say "not available" and names CAP_SYS_NICE; a probe handle whose release
+ * fails is counted as abandoned. Each case is a child with
  * its own driver configuration (the driver version is read once). */
 #include <string.h>
 
@@ -141,6 +142,29 @@ static int case_blocked(void *arg)
 	return 0;
 }
 
+/* The probes' handles whose release fails are abandoned and counted, as
+ * a segment's own are: one HOST_NUMA handle, the fabric one and its
+ * import. */
+static int case_release_fails(void *arg)
+{
+	uint64_t abandoned;
+	struct tu_fake fake;
+	long before;
+
+	tu_fake_load("devices=1;numa=0;fabric=1", &fake);
+	sseg_cuda_forget_probes();
+	abandoned = sseg_abandoned_handles();
+	before = fake.calls("cuMemRelease");
+	fake.fail("cuMemRelease", 1, -1, 999);
+	sseg_set_log_level(SSEG_LOG_OFF);
+	CHECK(device_facts(0).host_vmm_works == 1);
+	fake.fail(NULL, 0, 0, 0);
+	CHECK(fake.calls("cuMemRelease") - before == 3); /* each handle once */
+	CHECK(sseg_abandoned_handles() == abandoned + 3);
+	CHECK(fake.live_handles() == 3 && fake.bugs() == 0);
+	return 0;
+}
+
 static void run(const char *name, int (*fn)(void *))
 {
 	int st = tu_wait(tu_fork(fn, NULL), 30000);
@@ -159,6 +183,7 @@ int main(void)
 	run("attribute_unknown", case_attribute_unknown);
 	run("old_driver", case_old_driver);
 	run("blocked", case_blocked);
+	run("release_fails", case_release_fails);
 	printf("cuda_probe: ok\n");
 	return 0;
 }

@@ -2,11 +2,13 @@
 /* Every fault site of the library (src/fault.c), failed at each of its
  * first calls in a 4-rank group (ranks as threads: the n-th call of the
  * group fails): memfd_create, the fallocate of kernels without
- * MADV_POPULATE_WRITE, connect, sending the fd, munmap in destroy. The
+ * MADV_POPULATE_WRITE, connect, sending the fd, mapping the segment into
+ * its window (the owner's and each peer's), munmap in destroy. The
  * rank that meets the fault fails saying so, every failing rank has a
  * sentence and none waits past its timeout; destroy, retried, releases
  * everything (no fd, no mapping, nothing pending); the next group
- * completes as if nothing had happened. */
+ * completes as if nothing had happened. A backlog that stays full is
+ * named as such. */
 #include <malloc.h>
 #include <stdio.h>
 #include <string.h>
@@ -33,6 +35,7 @@ static const struct sweep sweeps[] = {
 	{ "connect", 3, -ENOBUFS, "injected fault", 0 },
 	{ "send_fd", 3, -EPIPE, "injected fault", 0 },
 	{ "munmap", 4, -EIO, "injected fault", 0 },
+	{ "window_map", 4, -ENOMEM, "injected fault", 0 },
 };
 
 static void group(struct tu_rank *r, const char *name)
@@ -111,6 +114,28 @@ static int clean_group(void)
 	return failed;
 }
 
+/* Every connect finds the owner's backlog full until the peers' deadline:
+ * each peer says so, rather than passing on EAGAIN's "try again". */
+static int backlog_full(void)
+{
+	struct tu_rank r[WORLD];
+	int named = 0;
+
+	group(r, "sweep-backlog");
+	sseg_test_fault("connect", 0, -1, -EAGAIN);
+	tu_run_inproc(r, WORLD);
+	sseg_test_fault(NULL, 0, 0, 0);
+	for (int i = 1; i < WORLD; i++)
+		named += r[i].complete_rc == -EAGAIN &&
+			 strstr(r[i].error, "could not reach owner rank 0") &&
+			 strstr(r[i].error, "listen backlog of its fd channel stayed full") &&
+			 strstr(r[i].error, "not accepting");
+	printf("backlog full: %d of %d peers said so%s%s\n", named, WORLD - 1,
+	       named == WORLD - 1 ? "" : "\n    rank 1: ", named == WORLD - 1 ? "" : r[1].error);
+	destroy_all(r);
+	return named == WORLD - 1;
+}
+
 int main(void)
 {
 	int cases = 0, held = 0;
@@ -147,6 +172,8 @@ int main(void)
 			held += ok;
 		}
 	}
+	cases++;
+	held += backlog_full();
 	printf("fault_sweep: %d of %d injected faults handled, nothing leaked\n", held, cases);
 	return held == cases ? 0 : 1;
 }

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* HugeTLB: a small pool is reserved for the test (and given back at exit);
  * two ranks share one copy on 2 MiB pages, verified through hugetlbfs and
- * smaps, and the host-wide HugeTLB use grows by one copy only. */
+ * smaps, and the host-wide HugeTLB use grows by one copy only. A pool
+ * drained after the check is named in the error. */
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "os/host.h"
 #include "os/memory.h"
 #include "os/hugepage.h"
@@ -49,6 +51,21 @@ int main(void)
 	tu_destroy_all(r, 3);
 	CHECK_RC(sseg_os_meminfo(&shmem1, &huge1), 0);
 	CHECK(huge1 == huge0);
+
+	/* The pool drained between the check and the mapping (where HugeTLB
+	 * pages are reserved): the error names the pool, not just ENOMEM. */
+	{
+		SSEG_OPTS(o, .name = "hugetlb-drained", .size = SZ, .world_size = 1,
+			  .pages = SSEG_PAGES_HUGETLB_2M);
+		unsigned char blob[SSEG_BLOB_SIZE];
+		sseg_t *seg = NULL;
+
+		sseg_test_fault("window_map", 0, 1, -ENOMEM);
+		CHECK_RC(sseg_create(&o, &seg, blob), -ENOMEM);
+		sseg_test_fault(NULL, 0, 0, 0);
+		CHECK_ERR_HAS("pages=hugetlb-2M: the 2 MiB HugeTLB pool could not reserve 4 pages");
+		CHECK(seg == NULL);
+	}
 
 	/* auto takes HugeTLB when the pool can back the whole span. */
 	memset(r, 0, sizeof(r));

@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Messages belong to the application: sseg_set_log routes them, the level
  * filters them (SSEG_LOG=off silences the default writer), and what a
- * stranger can cause comes at most once per interval with a count. */
+ * stranger can cause comes at most once per interval with a count, told
+ * even when the flood stops. The default writer never blocks, not even on
+ * a full pipe. */
+#include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -23,10 +28,10 @@ static void capture(enum sseg_log_level level, const char *message, void *ctx)
 	}
 }
 
-/* A warning the library gives on its own: pages=auto falling back. */
-static void fall_back(void)
+/* pages=auto: a warning the library gives on its own where it falls back. */
+static void one_segment(enum sseg_pages pages)
 {
-	SSEG_OPTS(o, .name = "log", .size = 1 << 20, .world_size = 1, .pages = SSEG_PAGES_AUTO,
+	SSEG_OPTS(o, .name = "log", .size = 1 << 20, .world_size = 1, .pages = pages,
 		  .populate = SSEG_POPULATE_LAZY);
 	unsigned char blob[SSEG_BLOB_SIZE];
 	sseg_t *seg;
@@ -37,7 +42,7 @@ static void fall_back(void)
 
 static void callback_and_level(void)
 {
-	struct sseg_ratelimit rl = { 0 };
+	static struct sseg_ratelimit rl;
 
 	sseg_set_log(capture, lines);
 	sseg_set_log_level(SSEG_LOG_INFO);
@@ -51,16 +56,48 @@ static void callback_and_level(void)
 	usleep(250 * 1000);
 	sseg_log_limited(&rl, 0.2, SSEG_LOG_WARN, "refused a connection");
 	CHECK(nlines == 3 &&
-	      strstr(lines[2], "refused a connection (and 2 more like it in the last 0 s)"));
+	      strstr(lines[2], "refused a connection (and 2 more like it in the last 2"));
+	CHECK(strstr(lines[2], " ms)")); /* a quarter second, not "0 s" */
 	sseg_set_log_level(SSEG_LOG_OFF);
 	sseg_log(SSEG_LOG_ERROR, "silenced");
 	CHECK(nlines == 3);
 	CHECK(sseg_log_level() == SSEG_LOG_OFF);
 	sseg_set_log_level(SSEG_LOG_WARN);
 	nlines = 0;
-	fall_back();
+	one_segment(SSEG_PAGES_AUTO);
 	if (nlines) /* only where pages=auto had to fall back here */
 		CHECK(levels[0] == SSEG_LOG_WARN && strstr(lines[0], "pages=auto fell back"));
+	sseg_set_log(NULL, NULL);
+}
+
+/* A flood that stops: once its interval has passed, its held-back count is
+ * told by the next line of any cause, or by sseg_destroy; within the
+ * interval neither tells it (one line per cause and interval). */
+static void held_back_told(void)
+{
+	static struct sseg_ratelimit rl;
+
+	sseg_set_log(capture, lines);
+	nlines = 0;
+	for (int i = 0; i < 4; i++)
+		sseg_log_limited(&rl, 0.2, SSEG_LOG_WARN, "refused connection %d", i);
+	sseg_log(SSEG_LOG_ERROR, "within the interval");
+	CHECK(nlines == 2 && !strcmp(lines[1], "within the interval"));
+	usleep(250 * 1000);
+	sseg_log(SSEG_LOG_ERROR, "another cause");
+	CHECK(nlines == 4 && levels[2] == SSEG_LOG_WARN &&
+	      strstr(lines[2], "refused connection 3 (3 like it in the last 2") &&
+	      strstr(lines[2], " ms, held back)") && !strcmp(lines[3], "another cause"));
+	sseg_log(SSEG_LOG_ERROR, "told once");
+	CHECK(nlines == 5);
+
+	usleep(250 * 1000);
+	sseg_log_limited(&rl, 0.2, SSEG_LOG_WARN, "refused connection %d", 4);
+	sseg_log_limited(&rl, 0.2, SSEG_LOG_WARN, "refused connection %d", 5);
+	CHECK(nlines == 6);
+	usleep(250 * 1000);
+	one_segment(SSEG_PAGES_BASE);
+	CHECK(nlines == 7 && strstr(lines[6], "refused connection 5 (1 like it"));
 	sseg_set_log(NULL, NULL);
 }
 
@@ -74,7 +111,19 @@ static int child_writes(void *arg)
 	return 0;
 }
 
-static void default_writer(const char *env, const char *expect_absent, const char *expect)
+/* Held back when the process exits: told on its way out. */
+static int child_holds_back(void *arg)
+{
+	static struct sseg_ratelimit rl;
+
+	(void)arg;
+	for (int i = 0; i < 3; i++)
+		sseg_log_limited(&rl, 60.0, SSEG_LOG_WARN, "refused connection %d", i);
+	exit(0);
+}
+
+static void default_writer(int (*child)(void *), const char *env, const char *expect_absent,
+			   const char *expect)
 {
 	char buf[1024] = "";
 	int fds[2], saved = dup(STDERR_FILENO);
@@ -82,7 +131,7 @@ static void default_writer(const char *env, const char *expect_absent, const cha
 
 	CHECK(pipe(fds) == 0);
 	dup2(fds[1], STDERR_FILENO);
-	CHECK(tu_wait(tu_fork(child_writes, (void *)env), 5000) == 0);
+	CHECK(tu_wait(tu_fork(child, (void *)env), 5000) == 0);
 	dup2(saved, STDERR_FILENO);
 	close(fds[1]);
 	n = read(fds[0], buf, sizeof(buf) - 1);
@@ -95,14 +144,80 @@ static void default_writer(const char *env, const char *expect_absent, const cha
 		CHECK(!strstr(buf, expect_absent));
 }
 
+/* ---- stderr a full pipe that nobody drains ---- */
+
+#define FLOOD_LINES 2000
+#define FULL_TIMEOUT_MS 3000
+
+static void *log_flood(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < FLOOD_LINES; i++)
+		sseg_log(SSEG_LOG_WARN, "flood line %d", i);
+	return NULL;
+}
+
+/* stderr is already full and blocking: a write would hang, so a group that
+ * completes in time while thousands of warnings are given never wrote. */
+static int full_stderr_group(void *arg)
+{
+	struct tu_rank r[2];
+	pthread_t flood;
+	int *pipe_fds = arg;
+
+	dup2(pipe_fds[1], STDERR_FILENO);
+	close(pipe_fds[0]);
+	memset(r, 0, sizeof(r));
+	for (int i = 0; i < 2; i++)
+		r[i].opts = (struct sseg_opts){ .sz = sizeof(struct sseg_opts), .name = "log-full",
+						.size = 1 << 20, .world_size = 2, .rank = i,
+						.pages = SSEG_PAGES_BASE,
+						.timeout_ms = FULL_TIMEOUT_MS };
+	CHECK(pthread_create(&flood, NULL, log_flood, NULL) == 0);
+	CHECK(tu_run_inproc(r, 2) == 0);
+	CHECK(pthread_join(flood, NULL) == 0);
+	tu_destroy_all(r, 2);
+	sseg_log(SSEG_LOG_WARN, "after the flood");
+	return 0;
+}
+
+static void full_stderr(void)
+{
+	static char chunk[4096], drained[1 << 20];
+	size_t got = 0;
+	int fds[2];
+	ssize_t n;
+
+	memset(chunk, 'x', sizeof(chunk));
+	CHECK(pipe(fds) == 0);
+	CHECK(fcntl(fds[1], F_SETFL, O_NONBLOCK) == 0);
+	while (write(fds[1], chunk, sizeof(chunk)) > 0 || write(fds[1], chunk, 1) > 0)
+		;
+	CHECK(errno == EAGAIN);
+	CHECK(fcntl(fds[1], F_SETFL, 0) == 0); /* a blocking write would now hang */
+	CHECK(tu_wait(tu_fork(full_stderr_group, fds), 4 * FULL_TIMEOUT_MS) == 0);
+	close(fds[1]);
+	while (got < sizeof(drained) - 1 && (n = read(fds[0], drained + got,
+						     sizeof(drained) - 1 - got)) > 0)
+		got += (size_t)n;
+	drained[got] = '\0';
+	close(fds[0]);
+	/* Nothing got in: the child's last line found the pipe still full. */
+	CHECK(!strstr(drained, "sharedseg["));
+}
+
 int main(void)
 {
 	/* First: the children must read SSEG_LOG themselves, which they do
 	 * only if this process has not logged yet. */
-	default_writer("off", "sharedseg", NULL);
-	default_writer("error", "a warning", "]: error: an error");
-	default_writer("warn", NULL, "]: warning: a warning");
+	default_writer(child_writes, "off", "sharedseg", NULL);
+	default_writer(child_writes, "error", "a warning", "]: error: an error");
+	default_writer(child_writes, "warn", NULL, "]: warning: a warning");
+	default_writer(child_holds_back, "warn", NULL,
+		       "]: warning: refused connection 2 (2 like it in the last ");
 	callback_and_level();
+	held_back_told();
+	full_stderr();
 	printf("log: ok\n");
 	return 0;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backend/cuda_device.h"
+#include "registry.h"
 
 #define PROBE_CACHE 64
 
@@ -86,6 +87,19 @@ static CUresult create_minimum(const struct sseg_cuda *cu, int node, unsigned ty
 	return r != CUDA_SUCCESS ? r : cu->cuMemCreate(h, gran, &prop, 0);
 }
 
+/* Once, whatever it answers: a handle whose release failed is abandoned
+ * (counted in sseg_abandoned_handles), as a segment's own would be. */
+static void release_probe_handle(const struct sseg_cuda *cu, CUmemGenericAllocationHandle h)
+{
+	CUresult r = cu->cuMemRelease(h);
+
+	if (r == CUDA_SUCCESS)
+		return;
+	sseg_registry_abandoned();
+	sseg_log(SSEG_LOG_ERROR, "a probe's memory handle could not be released (cuMemRelease "
+		 "failed: %s); it is not released again", sseg_cuda_error_name(r));
+}
+
 /* ---- HOST_NUMA allocations ---- */
 
 /* 1 works; 0 refused, why says how; -ENOMEM: no answer (memory is short). */
@@ -95,7 +109,7 @@ static int try_host_vmm(const struct sseg_cuda *cu, int node, char *why, size_t 
 	CUresult r = create_minimum(cu, node, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, &h);
 
 	if (r == CUDA_SUCCESS) {
-		cu->cuMemRelease(h); /* once, whatever it answers */
+		release_probe_handle(cu, h);
 		return 1;
 	}
 	if (r == CUDA_ERROR_OUT_OF_MEMORY)
@@ -160,8 +174,8 @@ static bool try_fabric(const struct sseg_cuda *cu, int node)
 	     cu->cuMemImportFromShareableHandle(&imported, &fabric, CU_MEM_HANDLE_TYPE_FABRIC) ==
 		     CUDA_SUCCESS;
 	if (ok)
-		cu->cuMemRelease(imported);
-	cu->cuMemRelease(h); /* each handle once, whatever it answers */
+		release_probe_handle(cu, imported);
+	release_probe_handle(cu, h);
 	return ok;
 }
 

@@ -44,8 +44,12 @@ int sseg_os_window_reserve(uint64_t size, uint64_t align, void **base)
 int sseg_os_window_map(void *base, uint64_t size, int fd, bool readonly)
 {
 	int prot = PROT_READ | (readonly ? 0 : PROT_WRITE);
+	int rc = sseg_fault("window_map");
 	void *addr;
 
+	if (rc)
+		return sseg_err(rc, "cannot map %" PRIu64 " bytes of the segment at %p: injected "
+				"fault", size, base);
 	addr = mmap(base, size, prot, MAP_SHARED | MAP_FIXED, fd, 0);
 	if (addr == MAP_FAILED && errno == EPERM && !readonly)
 		return sseg_err(-EPERM, "cannot map %" PRIu64 " bytes of the segment writable: the "
