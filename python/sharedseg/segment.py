@@ -510,7 +510,9 @@ class SharedSegment:
                     for off in self._plan.offsets(block)]
 
     def arrays(self, block: str, dtype: Any = None) -> List[Any]:
-        """count zero-copy numpy arrays (read-only on read-only peers).
+        """count zero-copy numpy arrays over block's entries (read-only on
+        read-only peers). dtype: None for the block's own; else a numpy
+        dtype of the same item size, to see the bytes as another type.
         bfloat16 and 8-bit floats use ml_dtypes where it is installed; without
         it 8-bit floats are raw uint8 and bfloat16 raises TypeError (pass
         dtype=numpy.uint16 to see those bits)."""
