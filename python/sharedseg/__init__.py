@@ -44,16 +44,19 @@ def probe(size: Union[int, str] = 0) -> Dict[str, Any]:
 def list_segments() -> List[Dict[str, Any]]:
     """Every segment live on this host that this user may see (root: all),
     as `sharedseg ls --json` lists them (sseg_list_json), read from /proc:
-    each a dict with name, size, pages, page_size, resident_bytes,
-    numa_nodes, world_size, owner_rank, owner_pid, unmapped (nobody maps it,
-    a descriptor keeps it) and processes (pid, uid, comm, rank,
-    mapped_bytes, resident_bytes, holds_fd, readonly); unknown values are
-    None."""
+    each a dict with name, inode (the memfd's inode, which tells apart two
+    segments of one name), backend ("memfd": the only backend whose pages
+    /proc shows), size, pages, page_size, resident_bytes, numa_nodes,
+    world_size, owner_rank, owner_pid, unmapped (nobody maps it, a
+    descriptor keeps it) and processes (pid, uid, comm, rank, mapped_bytes,
+    resident_bytes, holds_fd, readonly); unknown values are None."""
     return json.loads(_native.list_json())["segments"]
 
 
 def supported(backend: str = "auto", pages: str = "auto") -> Tuple[bool, str]:
-    """(True, "") when this system can create segments with that backend and
-    page kind, else (False, the reason). Unknown names raise ValueError."""
+    """(True, "") when this system can create segments with that backend
+    ("auto", "memfd", "cuda", "ascend") and pages (a page kind: "auto",
+    "base", "thp", "hugetlb-2M", ...), else (False, the reason). Unknown
+    names raise ValueError."""
     return _native.supported(_native.parse("backend", str(backend)),
                              _native.parse("pages", str(pages)))

@@ -48,6 +48,11 @@ class Link:
     size: Optional[int] = None  # the group's size; None: the caller's world_size
     rank: Optional[int] = None  # this process's rank in it
     timed = False               # honours a deadline
+    # An argument mistake found while choosing the link, raised in setup so
+    # that it reaches every rank as an agreed error and this rank's call
+    # still counts (a rank that raised before counting would fall a call
+    # behind the others on a Store).
+    mistake: Optional[Exception] = None
 
     def open_call(self, name: str) -> None:
         """Starts one create_shared_segment call."""
@@ -97,8 +102,10 @@ class MpiLink(Link):
 class StoreLink(Link):
     """All-gathers through a c10d Store. Every rank counts its own calls on
     the store, so the n-th call of every rank meets under one prefix
-    whatever else uses the store. Per round and rank: the data key, a
-    "here" counter (to name who is missing) and one shared count."""
+    whatever else uses the store; a call the others already gave up on is
+    passed over, so a rank that missed one (it raised before counting, or
+    never called) meets them at their next. Per round and rank: the data
+    key, a "here" counter (to name who is missing) and one shared count."""
     timed = True
 
     def __init__(self, store: Any, rank: int, size: int, what: str, space: str = ""):
@@ -110,7 +117,10 @@ class StoreLink(Link):
 
     def open_call(self, name):
         self.name = name
-        n = self.store.add(f"{self.space}calls/{self.rank}", 1)
+        counter = f"{self.space}calls/{self.rank}"
+        n = self.store.add(counter, 1)
+        while self.store.add(f"{self.space}{n}/gave-up", 0):
+            n = self.store.add(counter, 1)
         self.prefix = f"{self.space}{n}"
         self.labels = []
 
@@ -314,7 +324,9 @@ def _torch_link(dist: Any, group: Any, what: str) -> Link:
 
 def link_for(group: Any) -> Link:
     """The link to a group the caller named; TypeError or ValueError, at
-    once and on this rank only, for what cannot be a group."""
+    once and on this rank only, for what cannot be a group. A coordinator
+    that disagrees with its cpu_group still gives that group's link, with
+    the mistake for setup to report."""
     dist = _torch_dist()
     if dist is not None and (group is dist.GroupMember.NON_GROUP_MEMBER or (
             isinstance(group, int) and not isinstance(group, bool) and group == -100)):
@@ -323,7 +335,7 @@ def link_for(group: Any) -> Link:
     if _is_coordinator(group):
         link = link_for(group.cpu_group)
         if (link.size, link.rank) != (group.world_size, group.rank_in_group):
-            raise ValueError(
+            link.mistake = ValueError(
                 f"the coordinator says world_size={group.world_size}, "
                 f"rank_in_group={group.rank_in_group}, but its cpu_group has {link.size} "
                 f"ranks and this process is rank {link.rank} in it")

@@ -175,11 +175,13 @@ def _quiesce(device: int) -> Callable[[], None]:
     return quiesce
 
 
-def _pick_group(comm_group: Any, tp_group: Any) -> Any:
+def _pick_group(comm_group: Any, tp_group: Any) -> Tuple[Any, Optional[Exception]]:
+    """The group to talk over, and the mistake of naming two: comm_group
+    is used all the same, so that the mistake reaches every rank in setup."""
     if comm_group is not None and tp_group is not None and comm_group is not tp_group:
-        raise ValueError("comm_group= and tp_group= name different groups; tp_group is an "
-                         "alias of comm_group: pass one of them")
-    return comm_group if comm_group is not None else tp_group
+        return comm_group, ValueError("comm_group= and tp_group= name different groups; "
+                                      "tp_group is an alias of comm_group: pass one of them")
+    return (comm_group if comm_group is not None else tp_group), None
 
 
 def _policy(mmap: bool, backend: Any) -> Any:
@@ -342,14 +344,17 @@ def create_shared_segment(
 
     Raises:
         ValueError, TypeError: at once, on this rank, for what decides how
-            the ranks talk (the group, or world_size/rank_id with a callable).
+            the ranks talk (an object that is no group, no group for
+            world_size > 1, world_size/rank_id with a callable).
         SharedSegmentValueError, SharedSegmentTypeError (subclasses of
             SharedSegmentError and of ValueError/TypeError): on every rank
             alike, for an argument one rank got wrong or ranks disagree on.
         SharedSegmentError: on every rank alike for the rest; errno is set
             (errno.ETIMEDOUT when a rank did not arrive, naming it).
     """
-    link = _exchange.resolve(_pick_group(comm_group, tp_group), exchange, world_size)
+    group, mistake = _pick_group(comm_group, tp_group)
+    link = _exchange.resolve(group, exchange, world_size)
+    mistake = mistake or link.mistake
     size_n, rank = _talk(link, world_size, rank_id)
     seg_name = name if isinstance(name, str) else repr(name)
     _log.sync_level()
@@ -358,6 +363,8 @@ def create_shared_segment(
         _exchange.open_call(link, seg_name)
         try:
             wait_s = _options.timeout_seconds(timeout)[0]
+            if mistake is not None:
+                raise mistake
             _check_ranks(world_size, rank_id, link, size_n, rank)
             plan = _Plan(name, blocks, dict(
                 layout=layout, align=align, size=size, pages=pages, hugetlb=hugetlb, numa=numa,
@@ -503,7 +510,9 @@ class SharedSegment:
                     for off in self._plan.offsets(block)]
 
     def arrays(self, block: str, dtype: Any = None) -> List[Any]:
-        """count zero-copy numpy arrays (read-only on read-only peers).
+        """count zero-copy numpy arrays over block's entries (read-only on
+        read-only peers). dtype: None for the block's own; else a numpy
+        dtype of the same item size, to see the bytes as another type.
         bfloat16 and 8-bit floats use ml_dtypes where it is installed; without
         it 8-bit floats are raw uint8 and bfloat16 raises TypeError (pass
         dtype=numpy.uint16 to see those bits)."""

@@ -330,6 +330,26 @@ def bad_argument(rank, world, group):
     return dict(pages=got, world_size=got2, barrier=True)
 
 
+def back_in_step(rank, world, group):
+    """Rank 1 names two groups: every rank's agreed ValueError. Rank 3 then
+    raises before its call reaches the store (a group and an exchange):
+    the others time out. After a barrier the next two calls work on every
+    rank, rank 3's included."""
+    other = dist.new_group(list(range(world)), backend="gloo")
+    two = attempt(lambda: one_segment("py-gloo-two-groups", group, timeout=10,
+                                      **({"tp_group": other} if rank == 1 else {})))
+    missed = attempt(lambda: one_segment(
+        "py-gloo-missed", group, timeout=1.5,
+        **({"exchange": lambda mine: [mine]} if rank == 3 else {})))
+    dist.barrier(group)
+    got = dict(two=two, missed=missed,
+               next=[shared_bytes(f"py-gloo-in-step-{i}", group, world, rank, comm_group=group,
+                                  timeout=10)[0] for i in range(2)])
+    dist.barrier(group)
+    got["barrier"] = True
+    return got
+
+
 def collective_timeout(rank, world, group):
     """A group torch holds no store for: the all-gather is polled, never
     waited on with a timeout; after the timeout it stays posted and
@@ -354,7 +374,7 @@ def collective_timeout(rank, world, group):
 
 SCENARIOS = [share, exact_call, comm_group, mismatch, grouped, readonly, defaults_from_group,
              coordinator, tp_pairs, unregistered, owner_stalled, bad_argument,
-             collective_timeout]
+             back_in_step, collective_timeout]
 
 
 def scenarios(rank, world, port, outdir):

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The ascend backend from Python, through the project's fake ACL runtime
 (the C build's libsseg_fake_acl.so): create_shared_segment(...,
-backend="ascend") with 4 gloo ranks, each its own process (the ACL
+backend="ascend"), and (..., mmap=False) where no CUDA driver is, with 4
+gloo ranks, each its own process (the ACL
 reference forbids importing a handle in the process that exported it), on
 the in-server handle whose trust list the owner extends with each peer.
 Untested on an NPU."""
@@ -26,15 +27,18 @@ def fake_runtime():
     return path
 
 
-def share(rank, world, group):
+# How each test asks for the ascend backend.
+ASKS = {"backend": dict(backend="ascend"), "mmap": dict(mmap=False)}
+
+
+def share(rank, world, group, ask):
     import torch
     import torch.distributed as dist
     from sharedseg import create_shared_segment
 
     seg = create_shared_segment(
-        "py-ascend", {"kv": dict(count=world, shape=(64, 576), dtype=torch.bfloat16)},
-        world_size=world, rank_id=rank, comm_group=group, backend="ascend",
-        device_id=rank % 2)
+        f"py-ascend-{ask}", {"kv": dict(count=world, shape=(64, 576), dtype=torch.bfloat16)},
+        world_size=world, rank_id=rank, comm_group=group, device_id=rank % 2, **ASKS[ask])
     kv = seg.tensors("kv")
     kv[rank].fill_(rank + 1)
     dist.barrier(group)
@@ -49,15 +53,16 @@ def share(rank, world, group):
     return seen
 
 
-def rank_main(rank, world, port, outdir, runtime):
-    # Read by the library at its first use of ACL, in this process.
+def rank_main(rank, world, port, outdir, runtime, ask):
+    # Read by the library at its first use of ACL (of CUDA), in this process.
     os.environ["SSEG_ACL_LIBRARY"] = runtime
     os.environ["SSEG_FAKE_ACL"] = "devices=2"
+    os.environ["SSEG_CUDA_LIBRARY"] = "/nonexistent/libcuda.so.1"
     import torch.distributed as dist
 
     group = gloo_ranks.init_gloo(rank, world, port)
     try:
-        result = dict(ok=True, data=share(rank, world, group))
+        result = dict(ok=True, data=share(rank, world, group, ask))
     except Exception:
         result = dict(ok=False, error=traceback.format_exc())
     with open(os.path.join(outdir, f"rank{rank}.json"), "w") as f:
@@ -65,8 +70,8 @@ def rank_main(rank, world, port, outdir, runtime):
     dist.destroy_process_group()
 
 
-def test_four_gloo_ranks_share_an_ascend_segment_through_the_fake_runtime(tmp_path):
-    gloo_ranks.spawn(rank_main, WORLD, (WORLD, free_port(), str(tmp_path), fake_runtime()),
+def four_ranks_share(tmp_path, ask):
+    gloo_ranks.spawn(rank_main, WORLD, (WORLD, free_port(), str(tmp_path), fake_runtime(), ask),
                      timeout=150)
     for r in range(WORLD):
         res = json.loads((tmp_path / f"rank{r}.json").read_text())
@@ -75,6 +80,14 @@ def test_four_gloo_ranks_share_an_ascend_segment_through_the_fake_runtime(tmp_pa
         assert d["seen"] == [True] * WORLD, f"rank {r} saw {d['seen']}"
         assert d["backend"] == "ascend" and d["handle_type"] == "acl-trustlist"
         assert d["device"] == r % 2 and d["owner"] == 0 and d["device_addr_is_base"]
+
+
+def test_four_gloo_ranks_share_an_ascend_segment_through_the_fake_runtime(tmp_path):
+    four_ranks_share(tmp_path, "backend")
+
+
+def test_mmap_false_with_four_gloo_ranks_is_ascend_where_no_cuda_driver_is(tmp_path):
+    four_ranks_share(tmp_path, "mmap")
 
 
 def test_mmap_false_takes_ascend_where_cuda_is_absent():

@@ -151,6 +151,20 @@ def test_one_rank_with_a_bad_argument_is_every_ranks_value_error(ranks):
         assert d["barrier"]
 
 
+def test_after_a_rank_failed_or_missed_a_call_the_next_calls_work(ranks):
+    for r, d in enumerate(each(ranks, "back_in_step")):
+        two = d["two"]
+        assert two["raised"] and two["type"] == "SharedSegmentValueError", two
+        assert "rank 1 failed in setup: comm_group= and tp_group= name different" \
+            in two["message"], two
+        missed = d["missed"]
+        if r == 3:
+            assert missed["type"] == "ValueError" and "either comm_group" in missed["message"]
+        else:
+            assert missed["errno"] == errno.ETIMEDOUT and missed["missing"] == [3], missed
+        assert d["next"] == [True, True] and d["barrier"], d
+
+
 def test_a_collective_timeout_leaves_the_all_gather_posted_not_aborted(ranks):
     for r, d in enumerate(each(ranks, "collective_timeout")):
         assert d["raised"] and d["errno"] == errno.ETIMEDOUT, d

@@ -129,8 +129,11 @@ def test_coordinators_and_stateless_groups_are_recognised():
 
     class Confused:
         cpu_group, rank_in_group, world_size = Stateless(), 0, 3
-    with pytest.raises(ValueError, match="rank_in_group=0, but its cpu_group"):
-        _exchange.link_for(Confused())
+    # Its cpu_group's link all the same, with the mistake for setup to report
+    # to every rank (test_store_calls.py).
+    link = _exchange.link_for(Confused())
+    assert isinstance(link, _exchange.StoreLink) and (link.rank, link.size) == (1, 3)
+    assert "rank_in_group=0, but its cpu_group" in str(link.mistake)
 
 
 def test_what_cannot_be_a_group_is_refused_at_once():
@@ -153,6 +156,8 @@ def test_a_store_round_names_the_missing_ranks_and_marks_the_call_given_up():
     store = dist.HashStore()
     link = _exchange.StoreLink(store, 0, 3, "a test store")
     link.open_call("py-links-store")
+    late = _exchange.StoreLink(store, 1, 3, "a test store")
+    late.open_call("py-links-store")  # in the call, but slow to reach setup
     store.add("sharedseg/1/setup/here/2", 1)  # rank 2 arrived; rank 1 did not
     store.add("sharedseg/1/setup/count", 1)
     with pytest.raises(SharedSegmentError) as info:
@@ -160,7 +165,10 @@ def test_a_store_round_names_the_missing_ranks_and_marks_the_call_given_up():
     assert info.value.missing == [1] and info.value.errno == errno.ETIMEDOUT
     assert "rank 1 did not reach the setup exchange within 0.2 s" in str(info.value)
     assert store.add("sharedseg/1/gave-up", 0) == 1
-    late = _exchange.StoreLink(store, 1, 3, "a test store")
-    late.open_call("py-links-store")
     with pytest.raises(SharedSegmentError, match="rank 0 gave up: rank 1 did not reach"):
         late.gather("setup", b"y" * 4, 5.0, 3)
+    # A rank that opens the call only now passes over it: it meets the
+    # others at their next call.
+    missed = _exchange.StoreLink(store, 2, 3, "a test store")
+    missed.open_call("py-links-store")
+    assert missed.prefix == "sharedseg/2" and store.add("sharedseg/calls/2", 0) == 2
