@@ -160,18 +160,28 @@ def _device(device_id: Any, needed: bool) -> int:
     return 0
 
 
+# The torch device modules whose copies may read or write a pinned segment:
+# torch.cuda (NVIDIA) and torch.npu (torch_npu, Ascend), which mirror each
+# other's API.
+_DEVICE_MODULES = ("cuda", "npu")
+
+
 def _quiesce(device: int) -> Callable[[], None]:
     """Run before a pinned segment's pages go: no device copy may still be
     reading or writing them (a non_blocking copy returns before its DMA
-    ends). Synchronises torch's current device and the segment's; work on
-    other devices is the caller's to synchronise. Nothing to do when torch
-    never initialised CUDA: then no copy of torch's can be in flight."""
+    ends). Synchronises the current device and the segment's of every
+    torch device module already initialised; work on other devices is the
+    caller's to synchronise. Nothing to do where torch initialised none:
+    then no copy of torch's can be in flight."""
     def quiesce() -> None:
         torch = sys.modules.get("torch")
-        if torch is None or not torch.cuda.is_initialized():
-            return
-        for d in sorted({device, torch.cuda.current_device()}):
-            torch.cuda.synchronize(d)
+        for name in _DEVICE_MODULES:
+            module = getattr(torch, name, None) if torch is not None else None
+            initialised = getattr(module, "is_initialized", None)
+            if initialised is None or not initialised():
+                continue
+            for d in sorted({device, int(module.current_device())}):
+                module.synchronize(d)
     return quiesce
 
 
@@ -403,7 +413,7 @@ def _establish(plan: _Plan, link: _exchange.Link, size: int, rank: int, owner: i
         if native is not None:
             native.close()
         raise
-    if plan.host_register or plan.backend_name == "cuda":
+    if plan.host_register or native.info().get("pinned"):
         native.set_quiesce(_quiesce(plan.device))
     return native
 
@@ -413,8 +423,9 @@ class SharedSegment:
 
     Views (tensors(), arrays(), buffer()) keep the pages mapped: close() or
     dropping this object unmaps them only once the last view is gone. With
-    host_register=True (or the cuda backend) the device is synchronised
-    before the pages go, so a non_blocking copy still running on torch's
+    host_register=True (or a pinned backend: cuda, ascend) the device is
+    synchronised before the pages go (torch.cuda, or torch.npu where
+    torch_npu is loaded), so a non_blocking copy still running on torch's
     current device or on device_id cannot outlive them.
     """
 

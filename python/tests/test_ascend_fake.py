@@ -110,3 +110,49 @@ def test_mmap_false_takes_ascend_where_cuda_is_absent():
                              SSEG_ACL_LIBRARY="/nonexistent/libascendcl.so",
                              SSEG_CUDA_LIBRARY="/nonexistent/libcuda.so.1"))
     assert run.stdout.strip() == "cuda", run.stdout + run.stderr
+
+
+NPU_QUIESCE = '''
+import types
+import torch
+from sharedseg import create_shared_segment
+
+# torch_npu's torch.npu as a process that copies to the NPU sees it (the
+# fake runtime serves the library; torch here has an initialised NPU 0).
+synced = []
+
+def synchronize(device):
+    with open("/proc/self/maps") as f:
+        synced.append((device, "sseg-tag:py-npu-quiesce" in f.read()))
+
+torch.npu = types.SimpleNamespace(is_initialized=lambda: True, current_device=lambda: 0,
+                                  synchronize=synchronize)
+blocks = {"kv": dict(count=2, shape=(64, 576), dtype=torch.bfloat16)}
+seg = create_shared_segment("py-npu-quiesce", blocks, backend="ascend", device_id=1)
+view = seg.tensors("kv")[1]
+print("closed-now", seg.close())
+print("synced-before-last-view", synced)
+del view
+print("synced", sorted(synced))
+'''
+
+
+def test_the_npu_is_synchronised_before_an_ascend_segment_goes():
+    """A pinned ascend segment's pages go only after torch.npu (torch_npu)
+    synchronised the segment's device and the current one, as torch.cuda
+    does for the cuda backend."""
+    import subprocess
+    import sys
+
+    from conftest import env_with_package
+
+    run = subprocess.run([sys.executable, "-c", NPU_QUIESCE], capture_output=True, text=True,
+                         timeout=120, env=env_with_package(
+                             SSEG_ACL_LIBRARY=fake_runtime(), SSEG_FAKE_ACL="devices=2",
+                             SSEG_CUDA_LIBRARY="/nonexistent/libcuda.so.1"))
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = dict(line.split(" ", 1) for line in run.stdout.splitlines())
+    assert lines["closed-now"] == "False"  # the view holds the pages
+    assert lines["synced-before-last-view"] == "[]"
+    # Both devices, while the segment (its tag page) was still mapped.
+    assert lines["synced"] == "[(0, True), (1, True)]", lines
