@@ -45,11 +45,13 @@ def list_segments() -> List[Dict[str, Any]]:
     """Every segment live on this host that this user may see (root: all),
     as `sharedseg ls --json` lists them (sseg_list_json), read from /proc:
     each a dict with name, inode (the memfd's inode, which tells apart two
-    segments of one name), backend ("memfd": the only backend whose pages
-    /proc shows), size, pages, page_size, resident_bytes, numa_nodes,
-    world_size, owner_rank, owner_pid, unmapped (nobody maps it, a
-    descriptor keeps it) and processes (pid, uid, comm, rank, mapped_bytes,
-    resident_bytes, holds_fd, readonly); unknown values are None."""
+    segments of one name), backend ("memfd", "cuda", "ascend"), size, pages,
+    page_size, resident_bytes, numa_nodes, world_size, owner_rank,
+    owner_pid, unmapped (nobody maps it, a descriptor keeps it) and
+    processes (pid, uid, comm, rank, mapped_bytes, resident_bytes, holds_fd,
+    readonly); unknown values are None. The cuda and ascend backends'
+    memory is the driver's, which /proc does not name: their segments are
+    seen from each rank's tag page, with inode and resident_bytes None."""
     return json.loads(_native.list_json())["segments"]
 
 

@@ -338,8 +338,10 @@ def create_shared_segment(
             with blocks.
         readonly_peers: peers map the segment read-only; only the owner writes.
         backend: "auto", "memfd", "cuda" (CUDA VMM host memory), "ascend".
-        mmap: False selects the CUDA VMM backend.
-        host_register: pin each rank's mapping for GPU DMA (cuMemHostRegister).
+        mmap: False selects a device backend's VMM host memory: cuda, or ascend
+            where an Ascend runtime is present and CUDA is not.
+        host_register: pin each rank's mapping for device DMA (cuMemHostRegister, or
+            aclrtHostRegister where only the ACL runtime is usable).
         device_id: the GPU for the CUDA paths; default: torch's current CUDA
             device when torch already initialised CUDA, else 0. CUDA is never
             initialised for a memfd segment without host_register.
