@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -19,41 +18,21 @@ static char jsonl[256];
 /* Runs the script with the build's gpu_check and this driver; its exit. */
 static int run_script(const char *driver)
 {
-	const char *build = getenv("SSEG_BUILD_DIR"), *source = getenv("SSEG_SOURCE_DIR");
-	char cmd[2048];
-	int st;
+	char env[1024];
 
-	snprintf(cmd, sizeof(cmd),
-		 "env SSEG_GPU_BUILD='%s' SSEG_CUDA_LIBRARY='%s' "
+	snprintf(env, sizeof(env),
+		 "SSEG_GPU_BUILD='%s' SSEG_CUDA_LIBRARY='%s' "
 		 "SSEG_FAKE_CUDA='devices=3;numa=0,0;nopeer=0-2' "
-		 "OUT='%s' SSEG_GPU_SIZE=16MiB SSEG_GPU_REG_SIZE=8MiB SSEG_GPU_REPS=2 "
-		 "SSEG_GPU_RANKS=2 SSEG_GPU_POOL=0 SSEG_GPU_PAGES=base SSEG_GPU_BUDGET=120 "
-		 "bash '%s/tests/gpu/run.sh' > '%s/stdout' 2>&1",
-		 build, driver, out_dir, source, out_dir);
-	st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+		 "SSEG_GPU_SIZE=16MiB SSEG_GPU_REG_SIZE=8MiB SSEG_GPU_REPS=2 "
+		 "SSEG_GPU_RANKS=2 SSEG_GPU_POOL=0 SSEG_GPU_PAGES=base SSEG_GPU_BUDGET=120",
+		 getenv("SSEG_BUILD_DIR"), driver);
+	return tu_run_script("tests/gpu/run.sh", out_dir, env);
 }
 
 /* Lines of gpu.jsonl containing every needle; -1 if one is not an object. */
 static int count(const char *needle, const char *also)
 {
-	FILE *f = fopen(jsonl, "r");
-	char line[16384];
-	int n = 0;
-
-	CHECK(f);
-	while (fgets(line, sizeof(line), f)) {
-		size_t len = strlen(line);
-
-		if (len < 3 || line[0] != '{' || strcmp(line + len - 2, "}\n") != 0) {
-			fprintf(stderr, "not a JSON line: %s", line);
-			n = -1;
-			break;
-		}
-		n += strstr(line, needle) && (!also || strstr(line, also));
-	}
-	fclose(f);
-	return n;
+	return tu_jsonl_count(jsonl, needle, also);
 }
 
 static void check_fake_run(const char *fake)

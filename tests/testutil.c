@@ -500,3 +500,41 @@ int tu_fake_idle(const char *who, const struct tu_held *held, const char *what)
 		who, handles, reservations, mappings, registrations, more, what, bugs);
 	return 0;
 }
+
+int tu_shell(const char *cmd)
+{
+	int st = system(cmd);
+
+	return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+int tu_jsonl_count(const char *path, const char *needle, const char *also)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	int n = 0;
+
+	CHECK(f);
+	while ((len = getline(&line, &cap, f)) > 0) {
+		if (len < 3 || line[0] != '{' || strcmp(line + len - 2, "}\n") != 0) {
+			fprintf(stderr, "not a JSON line: %s", line);
+			n = -1;
+			break;
+		}
+		n += strstr(line, needle) && (!also || strstr(line, also));
+	}
+	free(line);
+	fclose(f);
+	return n;
+}
+
+int tu_run_script(const char *script, const char *out_dir, const char *assignments)
+{
+	char cmd[4096];
+
+	snprintf(cmd, sizeof(cmd), "env OUT='%s' %s bash '%s/%s' > '%s/stdout' 2>&1", out_dir,
+		 assignments, getenv("SSEG_SOURCE_DIR"), script, out_dir);
+	return tu_shell(cmd);
+}

@@ -152,3 +152,13 @@ struct tu_maps tu_maps(void);
 /* True when no memfd mapping and no window (beyond allocator noise) was
  * added between the two snapshots; says what was left otherwise. */
 int tu_maps_same(struct tu_maps before, struct tu_maps after);
+
+/* A shell command line's exit status; 128 when it did not exit. */
+int tu_shell(const char *cmd);
+/* The prepared script (tests/gpu/run.sh, tests/npu/run.sh: from the source tree) with
+ * OUT=out_dir and these environment assignments, its output kept in
+ * out_dir/stdout; its exit status. */
+int tu_run_script(const char *script, const char *out_dir, const char *assignments);
+/* Lines of a JSON lines file holding needle (and also, unless NULL); -1
+ * when a line is not one object. */
+int tu_jsonl_count(const char *path, const char *needle, const char *also);

@@ -2,91 +2,181 @@
 # SPDX-License-Identifier: Apache-2.0
 # shellcheck disable=SC2317 # the steps are functions run through bash -c
 # The checks that need a real Ascend NPU (Atlas A2/A3), prepared but never
-# run: nothing in this project has run on NPU hardware yet. One short run:
-# the environment, the probe, the ABI against the toolkit's acl_rt.h, a
-# 4-rank demo with each handle type (fabric where the runtime makes one,
-# then the in-server handle with its pid trust list), two processes sharing
-# with copy bandwidth against an aclrtMallocHost buffer (ascend backend
-# with each handle type, memfd + aclrtHostRegister), and host registration
-# in the demo. No step aborts the rest: each is bounded by a timeout and
-# recorded, failed or not, as one JSON object per line in $OUT/npu.jsonl
-# (or ./npu.jsonl); what was refused is printed at the end.
-# Run from the repository root with the CANN runtime's environment set
-# (source /usr/local/Ascend/ascend-toolkit/set_env.sh). Needs cmake and cc.
+# run on one: nothing in this project has run on NPU hardware yet. One
+# short run: the environment, the probe, the ABI against the toolkit's
+# acl_rt.h, a 4-rank demo with each handle type (fabric where the runtime
+# makes one, then the in-server handle with its pid trust list), two
+# processes sharing with copy bandwidth against an aclrtMallocHost buffer
+# (ascend backend with each handle type, memfd + aclrtHostRegister), and
+# host registration in the demo. No step aborts the rest: each is bounded
+# by a timeout and by what is left of the run's budget, and recorded,
+# failed or not, as one JSON object per line in $OUT/npu.jsonl (or
+# ./npu.jsonl), then a summary line; what was refused is printed at the
+# end. The exit status is 1 when a step failed.
+#
+# Through the project's fake ACL runtime (SSEG_ACL_LIBRARY, as
+# test_npu_check runs it) every line says "fake_runtime": true: such a run
+# shows that the script and npu_check work, nothing about an NPU.
+#
+# Run with the CANN runtime's environment set
+# (source /usr/local/Ascend/ascend-toolkit/set_env.sh). Needs cmake and cc
+# unless SSEG_NPU_BUILD names a build.
+#
+# Environment (all optional):
+#   OUT                  JSON lines go to $OUT/npu.jsonl
+#   SSEG_NPU_SIZE        segment size of the demos and shares (1GiB)
+#   SSEG_NPU_REPS        repetitions of each copy (5)
+#   SSEG_NPU_STEP_S      seconds one step may take (300)
+#   SSEG_NPU_BUDGET      seconds for the whole run (600)
+#   SSEG_NPU_BUILD       an existing build directory (sharedseg and
+#                        sseg_npu_check) instead of building build-npu
+#   ASCEND_TOOLKIT_HOME  where acl/acl_rt.h is looked for
+#   SSEG_ACL_LIBRARY     another ACL runtime (the fake, in test_npu_check)
 set -u
-out=${OUT:-.}/npu.jsonl
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out_dir=${OUT:-.}
+mkdir -p "$out_dir"
+out=$out_dir/npu.jsonl
 size=${SSEG_NPU_SIZE:-1GiB}
 reps=${SSEG_NPU_REPS:-5}
-limit=${SSEG_NPU_STEP_S:-300}
-build="build-npu"
+step_s=${SSEG_NPU_STEP_S:-300}
+budget=${SSEG_NPU_BUDGET:-600}
+started=$SECONDS
+work=$(mktemp -d)
+log=$work/step
 : >"$out"
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+trap 'rm -rf "$work"' EXIT
+
+# The fake ACL runtime exports its control functions: a run through it
+# must never read as a run on an NPU.
+fake_runtime=false
+if [ -n "${SSEG_ACL_LIBRARY:-}" ] && grep -qa sseg_fake_acl_ "$SSEG_ACL_LIBRARY" 2>/dev/null; then
+	fake_runtime=true
+fi
 
 # A JSON string of a file's text: one line, quotes and backslashes escaped.
 json_text() {
 	tail -c 2000 "$1" | tr '\n\t\r' '   ' | sed 's/\\/\\\\/g; s/"/\\"/g; s/[[:cntrl:]]//g'
 }
 
-# step NAME COMMAND...: runs COMMAND under the timeout and records it; its
-# stdout is kept as "result" when it is JSON: one document (the CLI's), or
-# one object per line (npu_check's, kept as a list).
-step() {
-	local name=$1 status result
-	shift
-	echo "== $name: $*"
-	# bash -c, so that a step may be one of the functions below.
-	timeout "$limit" bash -c '"$@"' "$name" "$@" >"$log.out" 2>"$log"
-	status=$?
+left() {
+	echo $((budget - (SECONDS - started)))
+}
+
+record() { # NAME STATUS OUTCOME SECONDS RESULT STDERR-FILE
+	printf '{"check": "%s", "status": %d, "outcome": "%s", "seconds": %d, "fake_runtime": %s, "result": %s, "stderr": "%s"}\n' \
+		"$1" "$2" "$3" "$4" "$fake_runtime" "$5" "$(json_text "$6")" >>"$out"
+}
+
+# The step's stdout as JSON when it is: one document (the CLI's), or one
+# object per line (npu_check's, kept as a list); else null. A step cut by
+# its timeout may leave half a document: kept as text.
+step_result() {
+	local result
 	if grep -q '^{"check"' "$log.out"; then
-		result="[$(paste -sd, "$log.out")]"
+		result="[$(grep '^{' "$log.out" | paste -sd, -)]"
 	elif [ "$(head -c1 "$log.out")" = "{" ]; then
 		result=$(tr -d '\n' <"$log.out")
 	else
 		result=null
 	fi
-	# A step cut by its timeout may leave half a document: kept as text.
 	if [ "$result" != null ] && command -v python3 >/dev/null &&
 		! printf '%s' "$result" | python3 -c 'import json, sys; json.load(sys.stdin)' 2>/dev/null; then
 		result="\"$(json_text "$log.out")\""
 	fi
-	printf '{"check": "%s", "status": %d, "result": %s, "stderr": "%s"}\n' \
-		"$name" "$status" "$result" "$(json_text "$log")" >>"$out"
-	[ "$status" -eq 0 ] || echo "   refused or failed (status $status): $(tail -n 3 "$log")"
+	printf '%s' "$result"
+}
+
+# step NAME COMMAND...: runs COMMAND within the step's limit (less when
+# the budget is nearly spent) and records it: exit 0 passes, 77 is
+# skipped, anything else (a timeout too) fails.
+step() {
+	local name=$1 status limit outcome t0=$SECONDS
+	shift
+	limit=$(left)
+	if [ "$limit" -lt 5 ]; then
+		echo "out of time" >"$log"
+		record "$name" -1 skipped 0 null "$log"
+		echo "== $name: skipped, out of time"
+		return 0
+	fi
+	[ "$limit" -gt "$step_s" ] && limit=$step_s
+	echo "== $name: $*"
+	# bash -c, so that a step may be one of the functions below.
+	timeout --kill-after=5 "$limit" bash -c '"$@"' "$name" "$@" >"$log.out" 2>"$log"
+	status=$?
+	case $status in
+	0) outcome=pass ;;
+	77) outcome=skipped ;;
+	124 | 137) outcome=fail && echo "timed out after ${limit}s" >>"$log" ;;
+	*) outcome=fail ;;
+	esac
+	record "$name" "$status" "$outcome" $((SECONDS - t0)) "$(step_result)" "$log"
+	[ "$status" -eq 0 ] || echo "   $outcome (status $status): $(tail -n 3 "$log")"
 	rm -f "$log.out"
 	return 0
 }
 
 environment() {
-	printf '{"kernel": "%s", "npu_smi": %s, "toolkit": "%s", "libascendcl": "%s"}\n' \
+	printf '{"kernel": "%s", "npu_smi": %s, "toolkit": "%s", "libascendcl": "%s", "acl_library": "%s", "fake_runtime": %s}\n' \
 		"$(uname -r)" "$(command -v npu-smi >/dev/null && echo true || echo false)" \
 		"${ASCEND_TOOLKIT_HOME:-}" \
-		"$(ldconfig -p 2>/dev/null | grep -m1 -o '/[^ ]*libascendcl.so' || true)"
-	command -v npu-smi >/dev/null && npu-smi info >&2
+		"$(ldconfig -p 2>/dev/null | grep -m1 -o '/[^ ]*libascendcl.so' || true)" \
+		"${SSEG_ACL_LIBRARY:-}" "$fake_runtime"
+	if command -v npu-smi >/dev/null; then
+		npu-smi info >&2
+	fi
 	return 0
 }
 
 build_all() {
-	cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSSEG_TESTS=OFF >&2 &&
-		cmake --build "$build" -j"$(nproc)" >&2 &&
-		cc -std=gnu11 -O2 -Iinclude tests/npu/npu_check.c "$build/libsharedseg.a" \
-			-ldl -lpthread -o "$build/npu_check" >&2
+	cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSSEG_TESTS=OFF >&2 &&
+		cmake --build "$build" -j"$(nproc)" --target sseg_cli sseg_npu_check >&2
 }
 
 # The toolkit's own acl_rt.h against our declarations.
 abi() {
 	local inc=${ASCEND_TOOLKIT_HOME:-/usr/local/Ascend/ascend-toolkit/latest}/include
 	[ -f "$inc/acl/acl_rt.h" ] || { echo "no acl_rt.h under $inc" >&2; return 77; }
-	cc -std=gnu11 -DSSEG_HAVE_ACL_H -Isrc -Itests -isystem "$inc" tests/test_ascend_abi.c \
-		tests/ascend_abi_toolkit.c -o "$build/test_ascend_abi" >&2 &&
-		"$build/test_ascend_abi" >&2
+	cc -std=gnu11 -DSSEG_HAVE_ACL_H -I"$root/src" -I"$root/tests" -isystem "$inc" \
+		"$root/tests/test_ascend_abi.c" "$root/tests/ascend_abi_toolkit.c" \
+		-o "$work/test_ascend_abi" >&2 &&
+		"$work/test_ascend_abi" >&2
 }
 
-export build
+summary() {
+	local fails skips others
+	fails=$(grep -c '"outcome": "fail"' "$out")
+	skips=$(grep -c '"outcome": "skipped"' "$out")
+	printf '{"check": "summary", "failed": %d, "skipped": %d, "seconds": %d, "fake_runtime": %s}\n' \
+		"$fails" "$skips" $((SECONDS - started)) "$fake_runtime" >>"$out"
+	echo
+	echo "== summary: $fails failed, $skips skipped, $((SECONDS - started)) s; results in $out"
+	if [ "$fake_runtime" = true ]; then
+		echo "through the project's fake ACL runtime ($SSEG_ACL_LIBRARY): no NPU took part;" \
+			"this says the checks run, nothing about hardware"
+	fi
+	others=$(grep -v -e '"outcome": "pass"' -e '"check": "summary"' "$out" | cut -c1-400)
+	echo "refused, failed or skipped:"
+	echo "${others:-   nothing}"
+	grep -o '"copies_skipped": "[^"]\+"' "$out" | sort -u | sed 's/^/   not measured: /'
+	[ "$fails" -eq 0 ]
+}
+
+export root work fake_runtime
 export -f environment build_all abi
 step environment environment
-step build build_all
+build=${SSEG_NPU_BUILD:-}
+if [ -n "$build" ] && [ -x "$build/sharedseg" ] && [ -x "$build/sseg_npu_check" ]; then
+	echo "using $build" >"$log"
+	record build 0 pass 0 null "$log"
+else
+	build=$root/build-npu
+	export build
+	step build build_all
+fi
 if [ ! -x "$build/sharedseg" ]; then
+	summary
 	echo "the build failed: nothing else can run (see $out)"
 	exit 1
 fi
@@ -97,12 +187,13 @@ step demo-trust-list env SSEG_ASCEND_FABRIC=0 \
 	"$build/sharedseg" demo --backend ascend --ranks 4 --size "$size" --json
 step demo-host-register "$build/sharedseg" demo --ranks 4 --size "$size" --pages base \
 	--host-register --json
-if [ -x "$build/npu_check" ]; then
-	step share-default-handle "$build/npu_check" share ascend "$size" "$reps"
-	step share-trust-list env SSEG_ASCEND_FABRIC=0 "$build/npu_check" share ascend "$size" "$reps"
-	step share-host-register "$build/npu_check" share memfd "$size" "$reps"
+if [ -x "$build/sseg_npu_check" ]; then
+	step share-default-handle "$build/sseg_npu_check" share ascend "$size" "$reps"
+	step share-trust-list env SSEG_ASCEND_FABRIC=0 \
+		"$build/sseg_npu_check" share ascend "$size" "$reps"
+	step share-host-register "$build/sseg_npu_check" share memfd "$size" "$reps"
+else
+	echo "no $build/sseg_npu_check" >"$log"
+	record share 1 fail 0 null "$log"
 fi
-echo
-echo "results in $out; refused or failed:"
-grep -v '"status": 0,' "$out" | cut -c1-400 || echo "   nothing"
-exit 0
+summary
