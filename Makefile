@@ -30,7 +30,8 @@ deps:
 demo: all
 	./$(BUILD)/sharedseg demo --ranks 4 --size 256MiB
 
-test-asan: $(ASAN_BUILD)/CMakeCache.txt
+# The Python package first here too: the bench's smoke test runs its Python half.
+test-asan: $(ASAN_BUILD)/CMakeCache.txt $(if $(wildcard python/python.mk),python)
 	$(CMAKE) --build $(ASAN_BUILD) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 $(CTEST) --test-dir $(ASAN_BUILD) --output-on-failure -j 2
 
