@@ -45,6 +45,16 @@ def free_port():
         return s.getsockname()[1]
 
 
+def built(name, what):
+    """The path of a file the C build made (SSEG_BUILD_DIR/name); a test
+    that needs it fails, naming what is missing, where it is not built."""
+    build = os.environ.get("SSEG_BUILD_DIR")
+    path = os.path.join(build or "", name)
+    if not build or not os.path.exists(path):
+        pytest.fail(f"{what} is not built: run make (SSEG_BUILD_DIR unset or {path} missing)")
+    return path
+
+
 def env_with_package(**extra):
     """The environment a child interpreter needs to import the in-place build."""
     env = dict(os.environ)

@@ -10,21 +10,14 @@ import json
 import os
 import traceback
 
-import pytest
-
 import gloo_ranks
-from conftest import free_port
+from conftest import built, free_port
 
 WORLD = 4
 
 
 def fake_runtime():
-    build = os.environ.get("SSEG_BUILD_DIR")
-    path = os.path.join(build or "", "libsseg_fake_acl.so")
-    if not build or not os.path.exists(path):
-        pytest.fail("the fake ACL runtime is not built: run make (SSEG_BUILD_DIR unset or "
-                    f"{path} missing)")
-    return path
+    return built("libsseg_fake_acl.so", "the fake ACL runtime")
 
 
 # How each test asks for the ascend backend.

@@ -7,18 +7,12 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 import sharedseg
-from conftest import env_with_package
+from conftest import built, env_with_package
 
 
 def c_tool():
-    build = os.environ.get("SSEG_BUILD_DIR")
-    path = os.path.join(build or "", "sharedseg")
-    if not build or not os.path.exists(path):
-        pytest.fail(f"the C tool is not built: run make (SSEG_BUILD_DIR unset or {path} missing)")
-    return path
+    return built("sharedseg", "the C tool")
 
 
 def cli(*argv, **env):

@@ -3,13 +3,10 @@
 build's libsseg_fake_cuda.so): mmap=False gives a CUDA VMM segment with a
 device address; host_register=True registers a memfd segment. Untested on a
 real GPU here."""
-import os
 import subprocess
 import sys
 
-import pytest
-
-from conftest import env_with_package
+from conftest import built, env_with_package
 
 SCRIPT = '''
 import torch
@@ -32,12 +29,7 @@ with create_shared_segment("py-plain", blocks, pages="base") as seg:
 
 
 def fake_driver():
-    build = os.environ.get("SSEG_BUILD_DIR")
-    path = os.path.join(build or "", "libsseg_fake_cuda.so")
-    if not build or not os.path.exists(path):
-        pytest.fail("the fake CUDA driver is not built: run make (SSEG_BUILD_DIR unset or "
-                    f"{path} missing)")
-    return path
+    return built("libsseg_fake_cuda.so", "the fake CUDA driver")
 
 
 def test_vmm_segment_and_host_registration_through_the_fake_driver():
