@@ -27,6 +27,14 @@ installation does not have.
 """
 
 
+def _resident(s: Dict[str, Any]) -> str:
+    """A segment's resident bytes; a driver's memory (null) as the C tool
+    says it."""
+    if s["resident_bytes"] is None:
+        return f"? ({s['backend']} driver memory)"
+    return _gib(s["resident_bytes"])
+
+
 def _gib(n: int) -> str:
     for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
         if n >= 1 << shift:
@@ -89,13 +97,13 @@ def _ls_text(segments: List[Dict[str, Any]]) -> str:
         owner = (f"owner rank {s['owner_rank']} pid {s['owner_pid']}"
                  if s["owner_pid"] is not None else "owner gone or unknown")
         lines.append(f"{s['name']}  {_gib(s['size'])}, {s['pages']} pages, "
-                     f"{_gib(s['resident_bytes'])} resident, nodes "
+                     f"{_resident(s)} resident, nodes "
                      f"{','.join(map(str, s['numa_nodes'])) or '?'}, {owner}"
                      f"{', UNMAPPED (held by a descriptor only)' if s['unmapped'] else ''}")
         for p in s["processes"]:
             rank = "?" if p["rank"] is None else p["rank"]
             lines.append(f"    pid {p['pid']:<8} rank {rank!s:<4} {p['comm']:<16} mapped "
-                         f"{_gib(p['mapped_bytes']):<11} resident {_gib(p['resident_bytes'])}"
+                         f"{_gib(p['mapped_bytes']):<11} resident {'?' if p['resident_bytes'] is None else _gib(p['resident_bytes'])}"
                          f"{' holds fd' if p['holds_fd'] else ''}"
                          f"{' read-only' if p['readonly'] else ''}")
     return "\n".join(lines)

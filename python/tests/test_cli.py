@@ -95,3 +95,17 @@ def test_ls_lists_a_live_segment_with_its_rank_and_pid():
         seg.close()
     assert not [s for s in sharedseg.list_segments() if s["name"] == "py-ls-live"]
     assert cli("ls", "--frob").returncode == 2
+
+
+def test_ls_text_shows_a_driver_segment_whose_resident_bytes_are_unknown():
+    """cuda and ascend segments come from tag pages: resident bytes null."""
+    from sharedseg import cli
+
+    seg = dict(name="kv", inode=None, backend="cuda", size=8 << 20, pages="auto",
+               page_size=2 << 20, resident_bytes=None, numa_nodes=[], world_size=2,
+               owner_rank=0, owner_pid=11, unmapped=False,
+               processes=[dict(pid=11, uid=0, comm="engine", rank=0, mapped_bytes=8 << 20,
+                               resident_bytes=None, holds_fd=False, readonly=False)])
+    text = cli._ls_text([seg])
+    assert "kv  8.0 MiB, auto pages, ? (cuda driver memory) resident" in text, text
+    assert "mapped 8.0 MiB     resident ?" in text, text
