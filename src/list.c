@@ -18,9 +18,10 @@
 
 #include "json.h"
 #include "list.h"
+#include "tag.h"
 
-#define MEMFD_PREFIX "/memfd:sseg:"
-#define TAG_PREFIX "/memfd:sseg-tag:"
+#define MEMFD_PREFIX "/memfd:" SSEG_MEMFD_LABEL
+#define TAG_PREFIX "/memfd:" SSEG_TAG_LABEL
 
 /* ---- what one pass over /proc found ---- */
 
@@ -302,6 +303,17 @@ static FILE *open_proc(int pid, const char *what)
 	return fopen(path, "re");
 }
 
+/* Whether pid maps a memfd segment: only then is its numa_maps (a walk of
+ * its page tables) worth reading. */
+static bool maps_a_segment(const struct sseg_list *l, int pid)
+{
+	for (int i = 0; i < l->n; i++)
+		for (int h = 0; h < l->segs[i].nholders; h++)
+			if (l->segs[i].holders[h].pid == pid && l->segs[i].holders[h].map_start)
+				return true;
+	return false;
+}
+
 static void scan_process(struct sseg_list *l, int pid)
 {
 	FILE *f = open_proc(pid, "smaps");
@@ -311,6 +323,8 @@ static void scan_process(struct sseg_list *l, int pid)
 	scan_smaps(l, pid, f);
 	fclose(f);
 	scan_fds(l, pid);
+	if (!maps_a_segment(l, pid))
+		return;
 	f = open_proc(pid, "numa_maps");
 	if (f) {
 		scan_numa(l, pid, f);

@@ -10,17 +10,24 @@
 #include "os/window.h"
 #include "tag.h"
 
+void sseg_tag_name(const struct sseg *seg, bool tag_page, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, SSEG_TAG_LABEL "%s rank=%d world=%d owner=%d", seg->name,
+			 seg->opts.rank, seg->opts.world_size, seg->opts.owner_rank);
+
+	if (tag_page && n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n,
+			 " backend=%s size=%" PRIu64 " pages=%s page=%" PRIu64, seg->ops->name,
+			 seg->size, sseg_pages_name(seg->pages), seg->page_size);
+}
+
 void sseg_tag_place(struct sseg *seg)
 {
-	char tag[SSEG_NAME_MAX + 192];
+	char tag[SSEG_TAG_MAX];
 
 	if (seg->tag || (seg->ops->caps & SSEG_CAP_TAGGED))
 		return;
-	snprintf(tag, sizeof(tag),
-		 "sseg-tag:%s rank=%d world=%d owner=%d backend=%s size=%" PRIu64
-		 " pages=%s page=%" PRIu64,
-		 seg->name, seg->opts.rank, seg->opts.world_size, seg->opts.owner_rank,
-		 seg->ops->name, seg->size, sseg_pages_name(seg->pages), seg->page_size);
+	sseg_tag_name(seg, true, tag, sizeof(tag));
 	if (sseg_os_tag_page(tag, &seg->tag))
 		seg->tag = NULL;
 }

@@ -8,6 +8,17 @@
 
 struct sseg;
 
+/* What /proc/PID/maps shows of a segment: its memfd ("/memfd:sseg:NAME")
+ * and each rank's tag ("/memfd:sseg-tag:NAME rank=R world=W owner=O", and
+ * for a tag page also " backend=B size=S pages=P page=Z"). */
+#define SSEG_MEMFD_LABEL "sseg:"
+#define SSEG_TAG_LABEL "sseg-tag:"
+#define SSEG_TAG_MAX (SSEG_NAME_MAX + 192)
+
+/* The rank's tag into buf (SSEG_TAG_MAX bytes); with what the memory is
+ * when /proc cannot tell (a tag page). */
+SSEG_HIDDEN void sseg_tag_name(const struct sseg *seg, bool tag_page, char *buf, size_t len);
+
 /* For a backend without SSEG_CAP_TAGGED: a page mapped from a memfd named
  * "sseg-tag:NAME rank=R world=W owner=O backend=B size=S pages=P page=Z".
  * Best effort: a rank without it is only missing from the list. */

@@ -99,6 +99,11 @@ void json_bool(struct json *j, const char *key, bool value);
 void json_finish(struct json *j);
 /* Writes a compact JSON text (the library's) indented, with a newline. */
 void json_pretty(FILE *out, const char *text);
+/* The JSON text a library call writes snprintf-style (write(ctx, buf, len)
+ * returns the length it needed, or a negative errno), asked with a buffer
+ * that grows until the text fits, so the facts are gathered once when the
+ * first guess is big enough. NULL with errno set on failure; free() it. */
+char *json_library_text(int (*write)(const void *ctx, char *buf, size_t len), const void *ctx);
 
 /* ---- JSON reader (json_read.c): the library's documents ---- */
 

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A tiny JSON writer: enough for one pretty-printed document of objects,
  * arrays, strings and numbers. The caller nests begin/end correctly. */
+#include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -182,4 +184,25 @@ void json_pretty(FILE *out, const char *text)
 		}
 	}
 	fputc('\n', out);
+}
+
+char *json_library_text(int (*write)(const void *ctx, char *buf, size_t len), const void *ctx)
+{
+	char *text = NULL;
+	int n, need = 0;
+
+	do {
+		free(text);
+		need = need ? need * 2 : 65536;
+		text = malloc((size_t)need);
+		if (!text)
+			return NULL;
+		n = write(ctx, text, (size_t)need);
+	} while (n >= need);
+	if (n < 0) {
+		free(text);
+		errno = -n;
+		return NULL;
+	}
+	return text;
 }

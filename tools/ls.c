@@ -43,19 +43,10 @@ void ls_help(FILE *out)
 		"  sharedseg ls --json | python3 -m json.tool\n");
 }
 
-static char *list_text(void)
+static int write_list(const void *ctx, char *buf, size_t len)
 {
-	int n = sseg_list_json(NULL, 0);
-	char *text;
-
-	if (n < 0)
-		return NULL;
-	text = malloc((size_t)n + 4096); /* processes may come meanwhile */
-	if (text && sseg_list_json(text, (size_t)n + 4096) < 0) {
-		free(text);
-		return NULL;
-	}
-	return text;
+	(void)ctx;
+	return sseg_list_json(buf, len);
 }
 
 static void print_process(const struct jval *p)
@@ -135,7 +126,7 @@ int ls_main(int argc, char **argv)
 			return CLI_USAGE;
 		as_json = id == OPT_JSON;
 	}
-	text = list_text();
+	text = json_library_text(write_list, NULL);
 	if (!text) {
 		fprintf(stderr, "sharedseg ls: %s\n", sseg_last_error());
 		return CLI_FAIL;

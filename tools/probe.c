@@ -171,21 +171,20 @@ static void print_table(const struct sseg_probe *p)
 }
 
 /* The library writes the JSON: one schema for the CLI and Python. */
+static int write_probe(const void *ctx, char *buf, size_t len)
+{
+	return sseg_probe_json(*(const uint64_t *)ctx, buf, len);
+}
+
 static int print_json(uint64_t size)
 {
-	int n = sseg_probe_json(size, NULL, 0);
-	char *text;
+	char *text = json_library_text(write_probe, &size);
 
-	if (n < 0)
-		return n;
-	text = malloc((size_t)n + 1);
 	if (!text)
-		return -ENOMEM;
-	n = sseg_probe_json(size, text, (size_t)n + 1);
-	if (n >= 0)
-		json_pretty(stdout, text);
+		return -errno;
+	json_pretty(stdout, text);
 	free(text);
-	return n < 0 ? n : 0;
+	return 0;
 }
 
 int probe_main(int argc, char **argv)

@@ -17,6 +17,7 @@
 #include "os/host.h"
 #include "os/populate.h"
 #include "os/window.h"
+#include "tag.h"
 
 enum memfd_stage {
 	MEMFD_HELD_FD = 1u << 0,
@@ -110,7 +111,7 @@ static int choose(struct sseg *seg)
 static int reserve_window(struct sseg *seg, struct memfd_state *st, uint64_t span,
 			  uint64_t align)
 {
-	char tag[SSEG_NAME_MAX + 64];
+	char tag[SSEG_TAG_MAX];
 	int rc;
 
 	st->window_size = span + sseg_os_base_page_size();
@@ -119,8 +120,7 @@ static int reserve_window(struct sseg *seg, struct memfd_state *st, uint64_t spa
 		return rc;
 	st->held |= MEMFD_HELD_WINDOW;
 	seg->base = st->window;
-	snprintf(tag, sizeof(tag), "sseg-tag:%s rank=%d world=%d owner=%d", seg->name,
-		 seg->opts.rank, seg->opts.world_size, seg->opts.owner_rank);
+	sseg_tag_name(seg, false, tag, sizeof(tag));
 	sseg_os_window_tag((char *)st->window + span, st->window_size - span, tag);
 	return 0;
 }
@@ -169,7 +169,7 @@ static int memfd_create_owner(struct sseg *seg)
 	if (rc)
 		return rc;
 	st = state(seg);
-	snprintf(st->label, sizeof(st->label), "sseg:%s", seg->name);
+	snprintf(st->label, sizeof(st->label), SSEG_MEMFD_LABEL "%s", seg->name);
 	rc = sseg_os_memfd_create(st->label, seg->mapped_size,
 				  is_hugetlb(seg->pages) ? seg->page_size : 0, &st->fd);
 	if (rc)
@@ -302,7 +302,8 @@ static void memfd_describe(const struct sseg *seg, struct sseg_info *info)
 	info->pages_verified = seg->pages_verified || info->huge_bytes > 0;
 	snprintf(info->handle_type, sizeof(info->handle_type), "%s",
 		 seg->opts.world_size > 1 ? "fd" : "");
-	snprintf(info->memfd_name, sizeof(info->memfd_name), "/memfd:sseg:%s", seg->name);
+	snprintf(info->memfd_name, sizeof(info->memfd_name), "/memfd:" SSEG_MEMFD_LABEL "%s",
+		 seg->name);
 }
 
 static void memfd_forget_in_child(struct sseg *seg)

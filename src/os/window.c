@@ -88,14 +88,14 @@ int sseg_os_window_tag(void *addr, uint64_t len, const char *tag)
 
 int sseg_os_tag_page(const char *tag, void **at)
 {
-	long page = sysconf(_SC_PAGESIZE);
+	uint64_t page = sseg_os_base_page_size();
 	void *p = mmap(NULL, (size_t)page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
 		       -1, 0);
 	int rc;
 
 	if (p == MAP_FAILED)
 		return -errno;
-	rc = sseg_os_window_tag(p, (uint64_t)page, tag);
+	rc = sseg_os_window_tag(p, page, tag);
 	if (!rc && madvise(p, (size_t)page, MADV_DONTFORK))
 		rc = -errno;
 	if (rc) {
@@ -109,5 +109,5 @@ int sseg_os_tag_page(const char *tag, void **at)
 void sseg_os_untag_page(void *at)
 {
 	if (at)
-		munmap(at, (size_t)sysconf(_SC_PAGESIZE));
+		munmap(at, (size_t)sseg_os_base_page_size());
 }
