@@ -40,10 +40,6 @@ FULL = dict(
 POPULATE_MODES = [("owner", 1), ("owner", 2), ("spread", 0), ("lazy", 0)]
 
 
-def size_name(n):
-    return f"{n // GIB}GiB" if n >= GIB and n % GIB == 0 else f"{n // MIB}MiB"
-
-
 class Case:
     """One run of the C driver or of pybench.py: its arguments, the memory
     it needs, the knobs it wants, and keys added to its rows."""

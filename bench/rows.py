@@ -1,6 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
 """Looking rows up: what the report, the plots and the smoke test share."""
-import statistics
 
 REQUIRED = {"schema": int, "bench": str, "mechanism": str, "ranks": int, "size": int,
             "pages_requested": str, "pages_obtained": str, "unit": str, "min": (int, float),
@@ -43,10 +42,6 @@ def select(rows, **want):
 def one(rows, **want):
     found = select(rows, **want)
     return found[0] if found else None
-
-
-def median(values):
-    return statistics.median(values) if values else None
 
 
 def size_text(n):

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "hostcheck.h"
+#include "testutil.h"
 
 static uint64_t meminfo_field(const char *text, const char *key)
 {
@@ -37,13 +38,6 @@ struct hc_host hc_host(void)
 	return h;
 }
 
-static void nap_ms(int ms)
-{
-	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	nanosleep(&t, NULL);
-}
-
 int hc_host_back(struct hc_host before, uint64_t shmem_slack, int timeout_ms,
 		 int64_t *shmem_left, int64_t *huge_left)
 {
@@ -67,7 +61,7 @@ int hc_host_back(struct hc_host before, uint64_t shmem_slack, int timeout_ms,
 				(unsigned long long)now.huge_rsvd);
 			return -1;
 		}
-		nap_ms(20);
+		tu_nap_ms(20);
 	}
 }
 

@@ -16,17 +16,11 @@
 #include <unistd.h>
 
 #include "intruder.h"
+#include "testutil.h"
 
 #define MAX_HELD 4096
 #define VERDICT_MS 3000
 #define BOMB_FDS 64
-
-static void nap_ms(int ms)
-{
-	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	nanosleep(&t, NULL);
-}
 
 int intruder_dial(const char *name)
 {
@@ -298,7 +292,7 @@ int intruder_find_socket(const char *prefix, char *name, size_t len)
 			snprintf(name, len, "%s", at + 1);
 			return 0;
 		}
-		nap_ms(10);
+		tu_nap_ms(10);
 	}
 	return -1;
 }

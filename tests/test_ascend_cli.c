@@ -25,7 +25,7 @@ static int sharedseg(const char *args)
 	FILE *p;
 	int st;
 
-	snprintf(cmd, sizeof(cmd), "%s/sharedseg %s", getenv("SSEG_BUILD_DIR"), args);
+	snprintf(cmd, sizeof(cmd), "%s %s", tu_build_file("sharedseg"), args);
 	fprintf(stderr, "+ %s\n", cmd);
 	p = popen(cmd, "r");
 	CHECK(p);

@@ -303,7 +303,7 @@ static void check_cuda_fake(struct result *r)
 	char path[512];
 	int gpus = 0;
 
-	snprintf(path, sizeof(path), "%s/libsseg_fake_cuda.so", getenv("SSEG_BUILD_DIR"));
+	snprintf(path, sizeof(path), "%s", tu_build_file("libsseg_fake_cuda.so"));
 	CHECK(access(path, R_OK) == 0);
 	setenv("SSEG_CUDA_LIBRARY", path, 1);
 	setenv("SSEG_FAKE_CUDA", "devices=2;numa=0,0;fabric=1;fabric_works=0", 1);

@@ -21,13 +21,6 @@
 
 #define SZ (4u << 20)
 
-static void nap_ms(int ms)
-{
-	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	nanosleep(&t, NULL);
-}
-
 /* ---- another uid holds the local exchange's rendezvous name ---- */
 
 static int squatter(void *arg)
@@ -47,7 +40,7 @@ static int squatter(void *arg)
 			  (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) ||
 	    listen(s, 64))
 		return 1;
-	nap_ms(4000);
+	tu_nap_ms(4000);
 	return 0;
 }
 
@@ -64,7 +57,7 @@ static void squatted_name(void)
 	}
 	tu_name(name, sizeof(name), "sseg-squat");
 	pid = tu_fork(squatter, name);
-	nap_ms(300);
+	tu_nap_ms(300);
 	CHECK_RC(sseg_local_group_open(name, 1, 2, 2000, &g), -EPERM);
 	CHECK_ERR_HAS("is held by uid 65534");
 	CHECK_ERR_HAS("refusing to send it anything");
@@ -97,12 +90,12 @@ static int fork_rank(void *arg)
 		/* The owner forks a long-lived child (a data loader, say) and
 		 * dies before handing the segment over. */
 		if (fork() == 0) {
-			nap_ms(6000);
+			tu_nap_ms(6000);
 			_exit(0);
 		}
 		_exit(0);
 	}
-	nap_ms(300);
+	tu_nap_ms(300);
 	/* The child must not hold the listener: the peer fails at once. */
 	t0 = tu_now();
 	CHECK_RC(sseg_complete(seg, blobs), -ECONNREFUSED);

@@ -87,7 +87,7 @@ int main(void)
 	tu_lock_machine();
 	CHECK(mkdtemp(out_dir));
 	snprintf(jsonl, sizeof(jsonl), "%s/gpu.jsonl", out_dir);
-	snprintf(fake, sizeof(fake), "%s/libsseg_fake_cuda.so", getenv("SSEG_BUILD_DIR"));
+	snprintf(fake, sizeof(fake), "%s", tu_build_file("libsseg_fake_cuda.so"));
 	check_fake_run(fake);
 	check_no_driver();
 	snprintf(fake, sizeof(fake), "rm -rf '%s'", out_dir);

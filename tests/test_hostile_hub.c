@@ -29,13 +29,6 @@
 
 static int scale = 1;
 
-static void nap_ms(int ms)
-{
-	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	nanosleep(&t, NULL);
-}
-
 /* ---- the cases ---- */
 
 struct hub_case {
@@ -135,7 +128,7 @@ static void run_case(const struct hub_case *c, struct measured *out)
 		start(&m[r], name, r, timeout_ms);
 	CHECK(intruder_find_socket(prefix, sock, sizeof(sock)) == 0);
 	plan.sock = sock;
-	nap_ms(100); /* ranks 1 and 2 are in */
+	tu_nap_ms(100); /* ranks 1 and 2 are in */
 	intruder_start(&in, &plan);
 	start(&m[3], name, 3, timeout_ms);
 	out->slowest = 0;

@@ -88,7 +88,7 @@ int main(void)
 	}
 	CHECK(mkdtemp(out_dir));
 	snprintf(jsonl, sizeof(jsonl), "%s/npu.jsonl", out_dir);
-	snprintf(fake, sizeof(fake), "%s/libsseg_fake_acl.so", getenv("SSEG_BUILD_DIR"));
+	snprintf(fake, sizeof(fake), "%s", tu_build_file("libsseg_fake_acl.so"));
 	check_fake_run(fake);
 	check_no_runtime();
 	snprintf(fake, sizeof(fake), "rm -rf '%s'", out_dir);

@@ -538,3 +538,10 @@ int tu_run_script(const char *script, const char *out_dir, const char *assignmen
 		 assignments, getenv("SSEG_SOURCE_DIR"), script, out_dir);
 	return tu_shell(cmd);
 }
+
+void tu_nap_ms(int ms)
+{
+	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&t, NULL);
+}

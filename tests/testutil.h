@@ -144,6 +144,8 @@ void tu_destroy_all(struct tu_rank *ranks, int n);
 int tu_count_fds(void);
 /* CLOCK_MONOTONIC seconds. */
 double tu_now(void);
+/* Sleeps ms milliseconds. */
+void tu_nap_ms(int ms);
 struct tu_maps {
 	int memfd;             /* memfd mappings */
 	uint64_t window_bytes; /* anonymous PROT_NONE bytes (address windows) */
