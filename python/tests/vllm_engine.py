@@ -1,0 +1,107 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A real vLLM engine on its CPU backend with SharedSegOffloadingSpec, on a
+tiny random-weights model this script makes (no hub access). It serves one
+prompt four times and writes what it saw to OUT as JSON; test_vllm.py
+asserts on it:
+
+    cold     the first pass (computes the KV, rank 0 or every rank stores it)
+    engine   the same prompt again (the engine's own prefix cache, where
+             the CPU backend keeps one: not for MLA models)
+    segment  after reset_prefix_cache(): the KV is loaded from the segment
+    again    once more after another reset: loaded from the segment again
+
+    python vllm_engine.py MODEL TP OUT      MODEL: deepseek (MLA) or llama
+    python vllm_engine.py make MODEL PATH    only makes the model, in PATH
+
+Transfers are traced through $SHAREDSEG_VLLM_TRACE, set by the caller.
+"""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "examples"))
+
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "0|1")
+
+CPU_BYTES = 64 << 20
+BLOCK = {"deepseek": 16, "llama": 32}   # the CPU attention backends' block sizes
+PROMPT = {"deepseek": 65, "llama": 130}  # tokens: four full blocks and one more
+
+
+def make_model(kind, path):
+    import torch
+    import transformers
+    torch.manual_seed(0)
+    if kind == "deepseek":
+        # The CPU MLA backend takes only a 576-wide latent: kv_lora_rank 512
+        # plus qk_rope_head_dim 64. Two dense layers, no MoE.
+        cfg = transformers.DeepseekV2Config(
+            vocab_size=512, hidden_size=64, intermediate_size=128, moe_intermediate_size=32,
+            num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
+            n_shared_experts=1, n_routed_experts=4, num_experts_per_tok=2,
+            first_k_dense_replace=2, kv_lora_rank=512, q_lora_rank=None, qk_rope_head_dim=64,
+            qk_nope_head_dim=32, v_head_dim=32, max_position_embeddings=512)
+        model = transformers.DeepseekV2ForCausalLM(cfg)
+    else:
+        cfg = transformers.LlamaConfig(
+            vocab_size=512, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+            num_attention_heads=2, num_key_value_heads=2, head_dim=64,
+            max_position_embeddings=512)
+        model = transformers.LlamaForCausalLM(cfg)
+    model.to(torch.bfloat16).save_pretrained(path)
+
+
+def shmem_kib():
+    with open("/proc/meminfo") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("Shmem:"))
+
+
+def main():
+    if sys.argv[1] == "make":
+        make_model(sys.argv[2], sys.argv[3])
+        return
+    kind, tp, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    model_dir = out + ".model"
+    make_model(kind, model_dir)
+
+    from vllm import SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    import sharedseg
+    from vllm_offload import make_llm  # the example's configuration, as users copy it
+
+    shmem_before = shmem_kib()
+    llm = make_llm(model_dir, tp, cpu_bytes=CPU_BYTES, pages="base", skip_tokenizer_init=True,
+                   block_size=BLOCK[kind], enable_prefix_caching=True, max_model_len=256,
+                   enforce_eager=True, dtype="bfloat16", seed=0)
+    prompt = TokensPrompt(prompt_token_ids=[(7 * i + 3) % 500 + 1 for i in range(PROMPT[kind])])
+    params = SamplingParams(max_tokens=4, logprobs=5, temperature=0)
+
+    def serve():
+        o = llm.generate([prompt], params, use_tqdm=False)[0]
+        c = o.outputs[0]
+        # float.hex: bit for bit
+        return dict(tokens=list(c.token_ids), cached=o.num_cached_tokens,
+                    logprobs=[{str(k): v.logprob.hex() for k, v in d.items()}
+                              for d in c.logprobs])
+
+    seen = dict(cold=serve(), engine=serve())
+    seen["reset"] = llm.reset_prefix_cache()
+    seen["segment"] = serve()
+    llm.reset_prefix_cache()
+    seen["again"] = serve()
+    seen["segments"] = [dict(name=s["name"], size=s["size"], world_size=s["world_size"],
+                             pages=s["pages"], resident_bytes=s["resident_bytes"],
+                             processes=len(s["processes"]))
+                        for s in sharedseg.list_segments() if s["name"].startswith("vllm-")]
+    seen["shmem_growth"] = (shmem_kib() - shmem_before) * 1024
+    seen["dev_shm"] = [n for n in os.listdir("/dev/shm") if n.startswith("vllm_offload")]
+    with open(out, "w") as f:
+        json.dump(seen, f)
+    llm.llm_engine.engine_core.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,170 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Ranks of a vLLM TP group on gloo, built with vLLM's own parallel state,
+that drive SharedSegOffloadingSpec as vLLM's offloading connector does:
+an OffloadingConfig and CanonicalKVCaches made by hand with CPU tensors,
+the worker from the spec, stores and loads through it. Each rank writes
+what it saw to OUT/rank<N>.json; test_vllm.py asserts on them.
+
+    python vllm_ranks.py SCENARIO WORLD PORT OUT
+"""
+import json
+import os
+import sys
+import traceback
+
+import torch
+import torch.multiprocessing as mp
+
+BLOCKS = 8           # the engine's KV blocks
+PAGE = 16 * 576 * 2  # one block's bytes per tensor: 16 tokens of the 576-wide latent, bf16
+PER_CHUNK = 2        # blocks per offloaded chunk
+
+
+def config(rank, world, scenario, extra):
+    from vllm.v1.kv_offload.config import (OffloadingCacheConfig, OffloadingConfig,
+                                           OffloadingGroupConfig, OffloadingModelConfig,
+                                           OffloadingParallelConfig)
+    extra = dict({"spec_name": "SharedSegOffloadingSpec", "spec_module_path": "sharedseg.vllm",
+                  "cpu_bytes_to_use": 1 << 20, "sharedseg": {"pages": "base"}}, **extra)
+    return OffloadingConfig(
+        groups=(OffloadingGroupConfig(tokens_per_block=16, layer_names=("l0", "l1"), group_id=0),),
+        worker_kv_bytes_per_block=2 * PAGE, enable_kv_cache_events=False, extra_config=extra,
+        engine_id=f"unit-{scenario}-{os.getppid()}",
+        model=OffloadingModelConfig(name="tiny", dtype="bfloat16"),
+        cache=OffloadingCacheConfig(tokens_per_hash=16, blocks_per_chunk=PER_CHUNK),
+        parallel=OffloadingParallelConfig(
+            rank=rank, world_size=world, tp_size=world, pp_size=1, pcp_size=1, dcp_size=1,
+            data_parallel_index=0, data_parallel_size=1, data_parallel_rank_local=None,
+            is_parallelism_agnostic=False),
+        replicated_layout=scenario == "replicated")
+
+
+def kv_caches():
+    from vllm.v1.kv_offload.base import (CanonicalKVCacheRef, CanonicalKVCaches,
+                                         CanonicalKVCacheTensor)
+    tensors = [torch.zeros(BLOCKS, PAGE, dtype=torch.int8) for _ in range(2)]
+    return tensors, CanonicalKVCaches(
+        tensors=[CanonicalKVCacheTensor(t, PAGE) for t in tensors],
+        group_data_refs=[[CanonicalKVCacheRef(0, PAGE), CanonicalKVCacheRef(1, PAGE)]])
+
+
+def pattern(writer, tensor, block):
+    g = torch.Generator().manual_seed(1000 * writer + 10 * tensor + block)
+    return torch.randint(-128, 128, (PAGE,), dtype=torch.int8, generator=g)
+
+
+def views(region_views):
+    return [[list(v.shape), list(v.stride()), v.storage_offset()] for v in region_views]
+
+
+def vllm_views(spec, slot, sizes, group):
+    """The views vLLM's own SharedOffloadRegion gives for the same shape."""
+    from vllm.v1.kv_offload.cpu.shared_offload_region import SharedOffloadRegion
+    region = SharedOffloadRegion(engine_id=spec.config.engine_id + "-vllm",
+                                 num_chunks=spec.num_chunks, rank=slot,
+                                 kv_bytes_per_chunk=spec.kv_bytes_per_chunk,
+                                 cpu_page_size=spec.cpu_page_size_per_worker,
+                                 barrier=group.barrier)
+    try:
+        return views([region.create_next_worker_view(s) for s in sizes])
+    finally:
+        region.cleanup()
+
+
+def transfers(rank, world, scenario, group):
+    from vllm.v1.kv_offload.base import GPULoadStoreSpec
+    from vllm.v1.kv_offload.cpu.common import CPULoadStoreSpec
+    from vllm.v1.kv_offload.factory import OffloadingSpecFactory
+
+    import sharedseg
+    from sharedseg.vllm import SharedSegCPUWorker, SharedSegOffloadingSpec
+
+    spec = OffloadingSpecFactory.create_spec(config(rank, world, scenario, {}))
+    tensors, caches = kv_caches()
+    worker = spec.get_worker(caches)
+    region = worker._region
+    seen = dict(spec_class=type(spec).__name__, is_ours=isinstance(spec, SharedSegOffloadingSpec),
+                worker_class=type(worker).__name__,
+                cpu_worker=isinstance(worker, SharedSegCPUWorker),
+                num_chunks=spec.num_chunks, row_stride=spec.kv_bytes_per_chunk,
+                segment_size=region.segment.total_size(), slot=region.rank,
+                views=views(region._views),
+                vllm_views=vllm_views(spec, region.rank, [PAGE * PER_CHUNK] * 2, group),
+                same_worker=spec.get_worker(caches) is worker)
+    writer = rank == 0 or scenario != "replicated"
+    # Store: engine blocks 1, 2, 3 into chunks 0 (two blocks) and 1 (one).
+    for t in range(2):
+        for b in (1, 2, 3):
+            tensors[t][b] = pattern(rank, t, b)
+    if writer:
+        worker.submit_store(10 + rank, GPULoadStoreSpec([1, 2, 3], [3], [0]),
+                            CPULoadStoreSpec([0, 1]))
+    group.barrier()
+    # Load them back into blocks 4, 5, 6, and the second block of chunk 0
+    # alone (a chunk entered part-way) into block 7.
+    for t in tensors:
+        t.zero_()
+    worker.submit_load(20 + rank, CPULoadStoreSpec([0, 1]), GPULoadStoreSpec([4, 5, 6], [3], [0]))
+    worker.submit_load(30 + rank, CPULoadStoreSpec([0]), GPULoadStoreSpec([7], [1], [1]))
+    source = 0 if scenario == "replicated" else rank
+    want = {4: 1, 5: 2, 6: 3, 7: 2}
+    seen["loaded_equal"] = all(torch.equal(tensors[t][dst], pattern(source, t, src))
+                               for t in range(2) for dst, src in want.items())
+    seen["untouched_zero"] = all(int(tensors[t][b].abs().sum()) == 0
+                                 for t in range(2) for b in (0, 1, 2, 3))
+    seen["finished"] = sorted((r.job_id, r.success, r.transfer_size)
+                              for r in worker.get_finished())
+    seen["finished_again"] = worker.get_finished()
+    group.barrier()
+    mine = [s for s in sharedseg.list_segments() if s["name"] == region.segment.name]
+    seen["listed"] = [dict(world_size=s["world_size"], processes=len(s["processes"]),
+                           size=s["size"]) for s in mine]
+    group.barrier()
+    worker.shutdown()
+    group.barrier()
+    seen["left"] = [s["name"] for s in sharedseg.list_segments()
+                    if s["name"] == region.segment.name]
+    return seen
+
+
+def refused(rank, world, scenario, group):
+    """A configuration the group must refuse together: too much for the host,
+    or ranks that disagree on the region's shape."""
+    from vllm.v1.kv_offload.factory import OffloadingSpecFactory
+
+    import sharedseg
+    extra = {"cpu_bytes_to_use": 1 << 40} if scenario == "too-big" else \
+        {"cpu_bytes_to_use": (1 << 20) * (rank + 1)}
+    spec = OffloadingSpecFactory.create_spec(config(rank, world, scenario, extra))
+    _, caches = kv_caches()
+    before = [s["name"] for s in sharedseg.list_segments()]
+    try:
+        spec.get_worker(caches)
+        return dict(error=None)
+    except Exception as e:
+        return dict(error=f"{type(e).__name__}: {e}", errno=getattr(e, "errno", None),
+                    is_sharedseg=isinstance(e, sharedseg.SharedSegmentError),
+                    left=[s["name"] for s in sharedseg.list_segments() if s["name"] not in before])
+
+
+def rank_main(rank, scenario, world, port, out):
+    from vllm.config import VllmConfig, set_current_vllm_config
+    from vllm.distributed.parallel_state import (get_tp_group, init_distributed_environment,
+                                                 initialize_model_parallel)
+    try:
+        with set_current_vllm_config(VllmConfig()):
+            init_distributed_environment(world_size=world, rank=rank, local_rank=rank,
+                                         distributed_init_method=f"tcp://127.0.0.1:{port}",
+                                         backend="gloo")
+            initialize_model_parallel(tensor_model_parallel_size=world)
+            run = refused if scenario in ("too-big", "disagree") else transfers
+            seen = run(rank, world, scenario, get_tp_group())
+    except Exception:
+        seen = dict(crash=traceback.format_exc())
+    with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
+        json.dump(seen, f)
+
+
+if __name__ == "__main__":
+    scenario, world, port, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    mp.spawn(rank_main, args=(scenario, world, port, out), nprocs=world)
