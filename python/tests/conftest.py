@@ -91,3 +91,32 @@ def knobs_steady():
     test changes the THP or HugeTLB knobs under them."""
     with machine_lock():
         yield
+
+
+def doc_block(marker, path="docs/integrations.md"):
+    """The code block of a document that follows `<!-- check: by MARKER -->`
+    (tests/readme.py leaves such blocks to the test they name)."""
+    text = open(os.path.join(ROOT, path), encoding="utf-8").read()
+    rest = text.split(f"<!-- check: by {marker} -->\n", 1)[1]
+    return rest.split("\n", 1)[1].split("\n```", 1)[0]
+
+
+def run_rank_script(tmp_path, script, scenarios, world, timeout=240):
+    """Runs `python SCRIPT SCENARIOS WORLD PORT OUT` (the engines' rank
+    scripts: each rank writes OUT/rank<N>.json) and returns what each rank
+    wrote; a rank that wrote nothing or crashed fails the test."""
+    import json
+    import subprocess
+    out = tmp_path / f"{scenarios.replace(',', '+')}-{world}"
+    out.mkdir()
+    proc = subprocess.run([sys.executable, os.path.join(TESTS, script), scenarios, str(world),
+                           str(free_port()), str(out)], env=env_with_package(),
+                          capture_output=True, text=True, timeout=timeout)
+    seen = []
+    for r in range(world):
+        path = out / f"rank{r}.json"
+        assert path.exists(), f"rank {r} wrote nothing (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
+        seen.append(json.loads(path.read_text()))
+        assert "crash" not in seen[-1], seen[-1]["crash"]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return seen

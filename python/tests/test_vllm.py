@@ -12,27 +12,15 @@ import sys
 
 import pytest
 
-from conftest import ROOT, TESTS, env_with_package, free_port
+from conftest import ROOT, TESTS, env_with_package, run_rank_script
 
 pytestmark = pytest.mark.engine
 
 VLLM_TESTED = "0.32.0"
 
 
-def run_ranks(tmp_path, scenario, world):
-    out = tmp_path / scenario
-    out.mkdir()
-    proc = subprocess.run([sys.executable, os.path.join(TESTS, "vllm_ranks.py"), scenario,
-                           str(world), str(free_port()), str(out)],
-                          env=env_with_package(), capture_output=True, text=True, timeout=240)
-    seen = []
-    for r in range(world):
-        path = out / f"rank{r}.json"
-        assert path.exists(), f"rank {r} wrote nothing (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
-        seen.append(json.loads(path.read_text()))
-        assert "crash" not in seen[-1], seen[-1].get("crash")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return seen
+def run_ranks(tmp_path, scenarios, world):
+    return run_rank_script(tmp_path, "vllm_ranks.py", scenarios, world)
 
 
 def test_the_tested_vllm_is_installed():
@@ -61,9 +49,13 @@ def test_vllm_factory_resolves_the_spec_by_name():
 
 
 @pytest.mark.parametrize("world", [2, 4])
-@pytest.mark.parametrize("scenario", ["replicated", "direct"])
-def test_region_and_cpu_worker_over_vllm_tp_group(tmp_path, scenario, world):
-    seen = run_ranks(tmp_path, scenario, world)
+def test_region_and_cpu_worker_over_vllm_tp_group(tmp_path, world):
+    per_rank = run_ranks(tmp_path, "replicated,direct", world)
+    for scenario in ("replicated", "direct"):
+        check_layout([r[scenario] for r in per_rank], scenario, world)
+
+
+def check_layout(seen, scenario, world):
     copies = 1 if scenario == "replicated" else world
     for rank, s in enumerate(seen):
         assert s["is_ours"] and s["cpu_worker"] and s["same_worker"], s
@@ -85,15 +77,15 @@ def test_region_and_cpu_worker_over_vllm_tp_group(tmp_path, scenario, world):
     assert len({s["segment_size"] for s in seen}) == 1
 
 
-def test_too_much_for_the_host_is_refused_on_every_rank_before_allocating(tmp_path):
-    for s in run_ranks(tmp_path, "too-big", 2):
+def test_too_big_for_the_host_or_disagreeing_ranks_fail_on_every_rank(tmp_path):
+    per_rank = run_ranks(tmp_path, "too-big,disagree", 2)
+    # Too much cpu_bytes_to_use: refused before allocating, with the numbers.
+    for s in (r["too-big"] for r in per_rank):
         assert s["is_sharedseg"] and s["errno"] == 12, s
         assert "1024.0 GiB" in s["error"] and "MemAvailable" in s["error"], s["error"]
         assert s["left"] == []
-
-
-def test_ranks_that_disagree_on_the_region_get_the_same_error(tmp_path):
-    for s in run_ranks(tmp_path, "disagree", 2):
+    # Ranks that disagree on the region: the library's agreed error.
+    for s in (r["disagree"] for r in per_rank):
         assert s["is_sharedseg"], s
         assert "block 'chunks': rank 1 declared count=14, rank 0 declared count=7" in s["error"]
         assert s["left"] == []
@@ -269,9 +261,8 @@ def test_the_documented_command_line_is_what_vllm_parses():
     from vllm.v1.kv_offload.factory import OffloadingSpecFactory
 
     from sharedseg.vllm import SharedSegOffloadingSpec
-    text = open(os.path.join(ROOT, "docs", "integrations.md"), encoding="utf-8").read()
-    block = text.split("<!-- check: by python/tests/test_vllm.py -->\n```sh\n", 1)[1]
-    words = shlex.split(block.split("```", 1)[0].replace("\\\n", " "))
+    from conftest import doc_block
+    words = shlex.split(doc_block("python/tests/test_vllm.py").replace("\\\n", " "))
     assert words[:2] == ["vllm", "serve"]
     args = make_arg_parser(FlexibleArgumentParser()).parse_args(["--model"] + words[2:])
     engine = EngineArgs.from_cli_args(args)

@@ -5,7 +5,8 @@ an OffloadingConfig and CanonicalKVCaches made by hand with CPU tensors,
 the worker from the spec, stores and loads through it. Each rank writes
 what it saw to OUT/rank<N>.json; test_vllm.py asserts on them.
 
-    python vllm_ranks.py SCENARIO WORLD PORT OUT
+    python vllm_ranks.py SCENARIOS WORLD PORT OUT    (comma-separated: replicated,
+                                                     direct, too-big, disagree)
 """
 import json
 import os
@@ -157,8 +158,10 @@ def rank_main(rank, scenario, world, port, out):
                                          distributed_init_method=f"tcp://127.0.0.1:{port}",
                                          backend="gloo")
             initialize_model_parallel(tensor_model_parallel_size=world)
-            run = refused if scenario in ("too-big", "disagree") else transfers
-            seen = run(rank, world, scenario, get_tp_group())
+            seen = {}
+            for name in scenario.split(","):
+                run = refused if name in ("too-big", "disagree") else transfers
+                seen[name] = run(rank, world, name, get_tp_group())
     except Exception:
         seen = dict(crash=traceback.format_exc())
     with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
