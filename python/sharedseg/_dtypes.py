@@ -45,9 +45,17 @@ def dtype_name(dtype: Any) -> str:
     elif "numpy" in sys.modules:
         import numpy
         try:
-            text = numpy.dtype(dtype).name
+            found = numpy.dtype(dtype)
         except TypeError:
-            text = None
+            found = None
+        if found is not None and not found.isnative:
+            # numpy names '>f4' float32 too: the segment would hold values
+            # its readers take for native ones, and the fingerprint could
+            # not tell the two orders apart.
+            raise TypeError(f"dtype {found.str!r} has the non-native byte order: a block "
+                            f"holds native values; declare {found.newbyteorder('=').str!r} "
+                            f"and convert with .astype() when filling it")
+        text = None if found is None else found.name
     else:
         text = None
     if text is None:

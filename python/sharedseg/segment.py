@@ -298,7 +298,10 @@ def create_shared_segment(
         timeout: Any = None) -> "SharedSegment":
     """Creates one segment shared by every rank of a group; every rank calls
     it with the same declaration, and every rank gets a SharedSegment over
-    the same bytes.
+    the same bytes. Calls on one group pair up by their order: every rank
+    makes them in the same order (from several threads, serialise them per
+    group); calls that pair up wrongly fail with the declaration they
+    differ in, on every rank.
 
     Args:
         name: the segment's name (1 to 63 bytes of UTF-8); it names the memfd

@@ -85,3 +85,15 @@ def test_an_fp8_dtype_object_is_accepted_where_torch_has_it():
     with create_shared_segment("py-fp8-obj", {"x": (1, (4,), torch.float8_e5m2)},
                                pages="base") as seg:
         assert seg.blocks["x"]["dtype"] == "float8_e5m2"
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(">f4"), np.dtype(">i8"), np.dtype(">f2")])
+def test_a_non_native_byte_order_is_refused_not_taken_for_native(dtype):
+    native = dtype.newbyteorder("=")
+    with pytest.raises(TypeError, match=f"non-native byte order: a block holds native values; "
+                                        f"declare '{native.str}'"):
+        create_shared_segment("bo", blocks={"x": dict(count=1, shape=(4,), dtype=dtype)})
+    # The native spelling of the same type is accepted, explicit or not.
+    for ok in (native, np.dtype("=" + dtype.str[1:]), native.newbyteorder("<")):
+        with create_shared_segment("bo", blocks={"x": dict(count=1, shape=(4,), dtype=ok)}) as s:
+            assert s.blocks["x"]["dtype"] == native.name
