@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define MEMBER_MAX_BYTES 256
 
@@ -23,6 +24,7 @@ struct member {
 	char error[512];
 	uint8_t all[MEMBER_MAX_BYTES];   /* world * len bytes, once gathered */
 	pthread_t tid;
+	pid_t task;                      /* its kernel thread id, once it runs */
 };
 
 /* The byte every rank contributes len times. */
@@ -34,6 +36,9 @@ static inline uint8_t member_byte(int rank)
 /* m's name, rank, world, timeout_ms and len set; the rest is filled. */
 void member_start(struct member *m);
 void member_join(struct member *m);
+/* A rank other than the hub that has sent its hello and waits for the
+ * hub's answer: its thread sleeps in poll (/proc/self/task/TID/syscall). */
+int member_awaits_hub(const struct member *m);
 /* The all-gather's result as it must be: every rank's bytes in its slot
  * (ranks below upto only, when the last ranks' bytes are unknown). */
 int member_holds(const struct member *m, int upto);

@@ -23,47 +23,60 @@
 
 /* ---- another uid holds the local exchange's rendezvous name ---- */
 
+struct squat {
+	char name[64];
+	int listening[2]; /* a byte once it listens */
+	int release[2];   /* its end of file lets it go */
+};
+
 static int squatter(void *arg)
 {
-	const char *name = arg;
+	const struct squat *q = arg;
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	char full[128];
+	char full[128], c;
 	size_t n;
 	int s;
 
+	close(q->listening[0]);
+	close(q->release[1]);
 	if (setgid(65534) || setuid(65534))
 		return 1;
-	n = (size_t)snprintf(full, sizeof(full), "sharedseg-group-0-%s", name);
+	n = (size_t)snprintf(full, sizeof(full), "sharedseg-group-0-%s", q->name);
 	memcpy(a.sun_path + 1, full, n);
 	s = socket(AF_UNIX, SOCK_STREAM, 0);
 	if (s < 0 || bind(s, (struct sockaddr *)&a,
 			  (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) ||
-	    listen(s, 64))
+	    listen(s, 64) || write(q->listening[1], "l", 1) != 1)
 		return 1;
-	tu_nap_ms(4000);
-	return 0;
+	return read(q->release[0], &c, 1) == 0 ? 0 : 1;
 }
 
 /* Peers will not send their frames to it, and the hub names who holds it. */
 static void squatted_name(void)
 {
 	struct sseg_local_group *g = NULL;
-	char name[64];
+	struct squat q;
+	char c;
 	pid_t pid;
 
 	if (getuid() != 0) {
 		printf("edges: squatting needs another uid (root to setuid): skipped\n");
 		return;
 	}
-	tu_name(name, sizeof(name), "sseg-squat");
-	pid = tu_fork(squatter, name);
-	tu_nap_ms(300);
-	CHECK_RC(sseg_local_group_open(name, 1, 2, 2000, &g), -EPERM);
+	tu_name(q.name, sizeof(q.name), "sseg-squat");
+	CHECK(pipe(q.listening) == 0 && pipe(q.release) == 0);
+	pid = tu_fork(squatter, &q);
+	close(q.listening[1]);
+	close(q.release[0]);
+	CHECK(read(q.listening[0], &c, 1) == 1); /* it holds the name until released */
+	CHECK_RC(sseg_local_group_open(q.name, 1, 2, 2000, &g), -EPERM);
 	CHECK_ERR_HAS("is held by uid 65534");
 	CHECK_ERR_HAS("refusing to send it anything");
-	CHECK_RC(sseg_local_group_open(name, 0, 2, 2000, &g), -EADDRINUSE);
+	CHECK_RC(sseg_local_group_open(q.name, 0, 2, 2000, &g), -EADDRINUSE);
 	CHECK_ERR_HAS("(uid 65534) holds its name");
+	close(q.release[1]);
 	CHECK(tu_wait(pid, 10000) == 0);
+	close(q.listening[0]);
 }
 
 /* ---- fork() between create and complete ---- */
@@ -71,6 +84,8 @@ static void squatted_name(void)
 struct forked {
 	char name[64];
 	int rank;
+	int gone[2];   /* a byte for rank 1: the test has reaped rank 0 */
+	int loader[2]; /* the loader's end of file: rank 1 has finished */
 };
 
 static int fork_rank(void *arg)
@@ -82,20 +97,31 @@ static int fork_rank(void *arg)
 	struct sseg_local_group *g;
 	double t0;
 	sseg_t *seg;
+	char c;
 
+	close(f->gone[1]);
 	CHECK_RC(sseg_local_group_open(f->name, f->rank, 2, 10000, &g), 0);
 	CHECK_RC(sseg_create(&o, &seg, blob), 0);
 	CHECK_RC(sseg_local_allgather(blob, blobs, SSEG_BLOB_SIZE, g), 0);
 	if (f->rank == 0) {
 		/* The owner forks a long-lived child (a data loader, say) and
-		 * dies before handing the segment over. */
+		 * dies before handing the segment over, once fork() has
+		 * returned in the child (the library's fork handler ran). The
+		 * child lives until rank 1 is done. */
+		int started[2];
+
+		CHECK(pipe(started) == 0);
 		if (fork() == 0) {
-			tu_nap_ms(6000);
-			_exit(0);
+			close(f->loader[1]);
+			if (write(started[1], "s", 1) != 1)
+				_exit(1);
+			_exit(read(f->loader[0], &c, 1) == 0 ? 0 : 1);
 		}
+		CHECK(read(started[0], &c, 1) == 1);
 		_exit(0);
 	}
-	tu_nap_ms(300);
+	close(f->loader[0]);
+	CHECK(read(f->gone[0], &c, 1) == 1);
 	/* The child must not hold the listener: the peer fails at once. */
 	t0 = tu_now();
 	CHECK_RC(sseg_complete(seg, blobs), -ECONNREFUSED);
@@ -142,14 +168,20 @@ static void fork_between(void)
 	struct forked f[2];
 	pid_t pids[2];
 
+	CHECK(pipe(f[0].gone) == 0 && pipe(f[0].loader) == 0);
 	tu_name(f[0].name, sizeof(f[0].name), "sseg-fork");
 	f[1] = f[0];
 	f[0].rank = 0;
 	f[1].rank = 1;
 	pids[1] = tu_fork(fork_rank, &f[1]);
 	pids[0] = tu_fork(fork_rank, &f[0]);
+	close(f[0].gone[0]);
+	close(f[0].loader[0]);
+	close(f[0].loader[1]); /* rank 1's copy is the loader's last writer */
 	CHECK(tu_wait(pids[0], 10000) == 0);
+	CHECK(write(f[0].gone[1], "g", 1) == 1); /* rank 0 is reaped: its sockets are closed */
 	CHECK(tu_wait(pids[1], 10000) == 0);
+	close(f[0].gone[1]);
 	CHECK(tu_wait(tu_fork(child_fds, NULL), 10000) == 0);
 }
 

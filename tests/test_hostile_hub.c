@@ -9,8 +9,16 @@
  * fails the group, and every rank that had joined says why (the hub
  * relays its verdict). Nothing is left open.
  * SSEG_HOSTILE_SCALE=n multiplies the counts (make reliability). */
+#include <dirent.h>
+#include <linux/sockios.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -110,14 +118,54 @@ struct measured {
 	int ok;
 };
 
-/* Ranks 1 and 2 join first, the intruder comes, rank 3 last. */
+/* Every connection of this process to the hub's name (sock): n of them,
+ * none with bytes the hub has not read (SIOCOUTQ). */
+static int hub_read_all(const char *sock, int n)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int seen = 0, unread = 0;
+
+	while (d && (e = readdir(d))) {
+		struct sockaddr_un a;
+		socklen_t len = sizeof(a);
+		struct stat st;
+		int fd = atoi(e->d_name), queued = 0;
+
+		if (fd < 3 || fstat(fd, &st) || !S_ISSOCK(st.st_mode) ||
+		    getpeername(fd, (struct sockaddr *)&a, &len) ||
+		    len != offsetof(struct sockaddr_un, sun_path) + 1 + strlen(sock) ||
+		    a.sun_path[0] || memcmp(a.sun_path + 1, sock, strlen(sock)))
+			continue;
+		seen++;
+		unread += ioctl(fd, SIOCOUTQ, &queued) || queued;
+	}
+	if (d)
+		closedir(d);
+	return seen == n && !unread;
+}
+
+/* Ranks 1 and 2 are in: each sent its hello and waits for the answer,
+ * and the hub has read both hellos. */
+static void await_first_two(const struct member *m, const char *sock)
+{
+	double deadline = tu_now() + GROUP_MS / 1000.0;
+
+	while (!(member_awaits_hub(&m[1]) && member_awaits_hub(&m[2]) && hub_read_all(sock, 2))) {
+		CHECK(tu_now() < deadline);
+		tu_nap_ms(1);
+	}
+}
+
+/* Ranks 1 and 2 join first, the intruder comes, rank 3 last. Where the
+ * group fails, the hub and the ranks that joined do at once; only rank 3
+ * waits to hear that nobody listens. */
 static void run_case(const struct hub_case *c, struct measured *out)
 {
 	struct intrusion_plan plan = { .kind = c->kind, .count = c->count * scale };
 	char name[64], sock[128], prefix[96];
 	struct member m[WORLD];
 	int fds = tu_count_fds();
-	int timeout_ms = c->cause ? FAILING_GROUP_MS : GROUP_MS;
 	struct intruder in;
 
 	tu_name(name, sizeof(name), "hub");
@@ -125,12 +173,12 @@ static void run_case(const struct hub_case *c, struct measured *out)
 	plan.uid = c->other_uid ? 65534 : 0;
 	forge(c, &plan);
 	for (int r = 0; r < 3; r++)
-		start(&m[r], name, r, timeout_ms);
+		start(&m[r], name, r, GROUP_MS);
 	CHECK(intruder_find_socket(prefix, sock, sizeof(sock)) == 0);
 	plan.sock = sock;
-	tu_nap_ms(100); /* ranks 1 and 2 are in */
+	await_first_two(m, sock);
 	intruder_start(&in, &plan);
-	start(&m[3], name, 3, timeout_ms);
+	start(&m[3], name, 3, c->cause ? FAILING_GROUP_MS : GROUP_MS);
 	out->slowest = 0;
 	for (int r = 0; r < WORLD; r++) {
 		member_join(&m[r]);

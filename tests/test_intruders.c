@@ -9,6 +9,7 @@
  * a blocking write). The group completes in time, and
  * the owner's log holds a handful of lines. */
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,12 +24,12 @@
 #define WORLD 4
 #define SILENT 100
 #define WRONG_TOKENS 3000
-#define PEER_DELAY_MS 1500
 
 struct run {
 	char name[64];
 	int rank;
 	int log_fd; /* the owner's stderr: a pipe the test does not drain */
+	int go[2];  /* its end of file lets the peers complete: the intruders are there */
 };
 
 static int rank_main(void *arg)
@@ -39,14 +40,16 @@ static int rank_main(void *arg)
 	unsigned char blob[SSEG_BLOB_SIZE], blobs[WORLD * SSEG_BLOB_SIZE];
 	struct sseg_local_group *g;
 	sseg_t *seg;
+	char c;
 
+	close(r->go[1]);
 	if (r->rank == 0)
 		dup2(r->log_fd, STDERR_FILENO); /* blocking, and nobody reads it */
 	CHECK_RC(sseg_local_group_open(r->name, r->rank, WORLD, 10000, &g), 0);
 	CHECK_RC(sseg_create(&o, &seg, blob), 0);
 	CHECK_RC(sseg_local_allgather(blob, blobs, SSEG_BLOB_SIZE, g), 0);
 	if (r->rank != 0)
-		tu_nap_ms(PEER_DELAY_MS); /* the intruders get there first */
+		CHECK(read(r->go[0], &c, 1) == 0); /* the intruders get there first */
 	CHECK_RC(sseg_complete(seg, blobs), 0);
 	CHECK_RC(sseg_local_allgather("x", blobs, 1, g), 0);
 	CHECK_RC(sseg_destroy(seg), 0);
@@ -95,26 +98,51 @@ static int connect_to(const char *name)
 	return s;
 }
 
+/* An intruder says when it is in place (a byte on ready) and goes on
+ * until the group is done (release ends). */
+struct intrusion {
+	char channel[128];
+	int go_w;       /* the peers' go: not the intruder's to hold */
+	int ready_w;
+	int release[2];
+};
+
+static void intruder_enter(const struct intrusion *in)
+{
+	close(in->go_w);
+	close(in->release[1]);
+}
+
+static int released(const struct intrusion *in)
+{
+	struct pollfd pfd = { .fd = in->release[0], .events = POLLIN };
+
+	return poll(&pfd, 1, 0) != 0;
+}
+
 /* Same uid: connections that never say hello, held open, then a burst of
  * hellos with a wrong token (each refusal is a would-be log line). */
 static int silent_intruder(void *arg)
 {
-	const char *name = arg;
+	const struct intrusion *in = arg;
 	int fds[SILENT], n = 0;
+	char c;
 
+	intruder_enter(in);
 	for (int i = 0; i < SILENT; i++) {
-		fds[i] = connect_to(name);
+		fds[i] = connect_to(in->channel);
 		n += fds[i] >= 0;
 	}
 	for (int i = 0; i < WRONG_TOKENS; i++) {
-		int s = connect_to(name);
+		int s = connect_to(in->channel);
 
 		if (s >= 0) {
 			(void)!send(s, "HELO\0\0\0\0wrong-token-here", 24, MSG_NOSIGNAL);
 			close(s);
 		}
 	}
-	tu_nap_ms(PEER_DELAY_MS + 3000);
+	if (write(in->ready_w, "s", 1) != 1 || read(in->release[0], &c, 1) != 0)
+		return 1;
 	for (int i = 0; i < SILENT; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
@@ -124,25 +152,24 @@ static int silent_intruder(void *arg)
 /* Another uid: a flood of connections for as long as the group runs. */
 static int foreign_flood(void *arg)
 {
-	const char *name = arg;
-	double end;
-	struct timespec now;
+	const struct intrusion *in = arg;
+	int tried = 0;
 
+	intruder_enter(in);
 	if (setgid(65534) || setuid(65534)) {
 		perror("intruders: setuid");
 		return 1;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	end = (double)now.tv_sec + PEER_DELAY_MS / 1000.0 + 2.0;
 	do {
-		int s = connect_to(name);
+		int s = connect_to(in->channel);
 
 		if (s >= 0) {
 			(void)!send(s, "garbage-garbage-garbage!", 24, MSG_NOSIGNAL);
 			close(s);
 		}
-		clock_gettime(CLOCK_MONOTONIC, &now);
-	} while ((double)now.tv_sec < end);
+		if (++tried == 1 && write(in->ready_w, "f", 1) != 1)
+			return 1;
+	} while (!released(in));
 	return 0;
 }
 
@@ -163,23 +190,37 @@ static int count_lines(int fd, const char *needle)
 int main(void)
 {
 	struct run runs[WORLD];
-	char channel[128];
+	struct intrusion in;
 	pid_t pids[WORLD], silent, flood = -1;
-	int log_pipe[2], failed = 0, refused_lines;
+	int log_pipe[2], go[2], ready[2], failed = 0, intruders = 1, refused_lines;
+	char c;
 
-	CHECK(pipe(log_pipe) == 0);
+	CHECK(pipe(log_pipe) == 0 && pipe(go) == 0);
 	tu_name(runs[0].name, sizeof(runs[0].name), "sseg-intruders");
 	for (int r = 0; r < WORLD; r++) {
 		runs[r] = runs[0];
 		runs[r].rank = r;
 		runs[r].log_fd = log_pipe[1];
+		runs[r].go[0] = go[0];
+		runs[r].go[1] = go[1];
 	}
 	for (int r = WORLD - 1; r >= 0; r--)
 		pids[r] = tu_fork(rank_main, &runs[r]);
-	CHECK(find_channel(pids[0], channel, sizeof(channel)) == 0);
-	silent = tu_fork(silent_intruder, channel);
-	if (getuid() == 0)
-		flood = tu_fork(foreign_flood, channel);
+	close(go[0]);
+	CHECK(find_channel(pids[0], in.channel, sizeof(in.channel)) == 0);
+	CHECK(pipe(ready) == 0 && pipe(in.release) == 0);
+	in.go_w = go[1];
+	in.ready_w = ready[1];
+	silent = tu_fork(silent_intruder, &in);
+	if (getuid() == 0) {
+		flood = tu_fork(foreign_flood, &in);
+		intruders++;
+	}
+	close(ready[1]);
+	close(in.release[0]);
+	for (int i = 0; i < intruders; i++)
+		CHECK(read(ready[0], &c, 1) == 1);
+	close(go[1]); /* the peers come now */
 	for (int r = 0; r < WORLD; r++) {
 		int status = tu_wait(pids[r], 20000);
 
@@ -188,9 +229,11 @@ int main(void)
 			failed = 1;
 		}
 	}
+	close(in.release[1]); /* the group is done: the intruders stop */
 	CHECK(tu_wait(silent, 20000) == 0);
 	if (flood > 0)
 		CHECK(tu_wait(flood, 20000) == 0);
+	close(ready[0]);
 	CHECK(!failed);
 	/* Refusals are rate-limited: a handful of lines, not one each, and
 	 * the foreign flood's refusals are told at least once. */

@@ -5,6 +5,7 @@
  * alive; once the group is gone, nothing is listed. A cuda-backend group
  * (the fake driver), whose memory /proc does not name, is listed from its
  * ranks' tag pages. */
+#define _GNU_SOURCE /* pipe2 */
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -116,43 +117,76 @@ static void check_cuda_group(const char *text, const char *name, const pid_t *pi
 
 /* Another process (a fresh program: it inherits no mapping) opens the
  * owner's memfd through /proc/PID/fd, the old recipe of reaching a memfd,
- * and keeps only the descriptor. */
+ * and keeps only the descriptor: it says so on stdout, and holds it until
+ * its stdin ends. */
+struct holder {
+	char path[64];  /* the owner's /proc/PID/fd/N */
+	int held_w;     /* becomes its stdout */
+	int release_r;  /* becomes its stdin */
+};
+
 static int holder_main(void *arg)
 {
-	char cmd[128];
+	const struct holder *h = arg;
+	char cmd[160];
 
-	snprintf(cmd, sizeof(cmd), "exec 3<>%s; sleep 3", (const char *)arg);
+	if (dup2(h->held_w, STDOUT_FILENO) < 0 || dup2(h->release_r, STDIN_FILENO) < 0)
+		return 1;
+	snprintf(cmd, sizeof(cmd), "exec 3<>%s || exit 1; echo held; read line; exit 0",
+		 h->path);
 	execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 	return 1;
 }
 
-static void unmapped_segment(void)
+/* The owner's descriptor of its memfd, as /proc/self/fd names it. */
+static int memfd_path(const char *name, char *path, size_t len)
 {
-	SSEG_OPTS(o, .name = "ls-unmapped", .size = SZ, .world_size = 2, .rank = 0,
-		  .pages = SSEG_PAGES_BASE, .populate = SSEG_POPULATE_LAZY);
-	unsigned char blob[SSEG_BLOB_SIZE];
-	char path[64], link[256];
-	sseg_t *seg;
-	pid_t holder = -1;
+	char link[256], label[96];
 
-	CHECK_RC(sseg_create(&o, &seg, blob), 0);
-	for (int fd = 3; fd < 256 && holder < 0; fd++) {
+	snprintf(label, sizeof(label), "/memfd:sseg:%s", name);
+	for (int fd = 3; fd < 256; fd++) {
 		ssize_t n;
 
-		snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)getpid(), fd);
+		snprintf(path, len, "/proc/%d/fd/%d", (int)getpid(), fd);
 		n = readlink(path, link, sizeof(link) - 1);
-		if (n > 0 && (link[n] = '\0', strstr(link, "/memfd:sseg:ls-unmapped")))
-			holder = tu_fork(holder_main, path);
+		if (n > 0 && (link[n] = '\0', strstr(link, label)))
+			return 0;
 	}
-	CHECK(holder > 0);
-	usleep(300 * 1000);
+	return -1;
+}
+
+static void unmapped_segment(void)
+{
+	char name[64];
+	SSEG_OPTS(o, .name = name, .size = SZ, .world_size = 2, .rank = 0,
+		  .pages = SSEG_PAGES_BASE, .populate = SSEG_POPULATE_LAZY);
+	unsigned char blob[SSEG_BLOB_SIZE];
+	struct holder h;
+	int held[2], release[2];
+	char word[8];
+	sseg_t *seg;
+	pid_t holder;
+
+	tu_name(name, sizeof(name), "ls-unmapped"); /* copies run at once list each other's */
+	CHECK_RC(sseg_create(&o, &seg, blob), 0);
+	CHECK(memfd_path(name, h.path, sizeof(h.path)) == 0);
+	/* Close-on-exec: the shell keeps only its stdin and stdout of them. */
+	CHECK(pipe2(held, O_CLOEXEC) == 0 && pipe2(release, O_CLOEXEC) == 0);
+	h.held_w = held[1];
+	h.release_r = release[0];
+	holder = tu_fork(holder_main, &h);
+	close(held[1]);
+	close(release[0]);
+	CHECK(read(held[0], word, sizeof(word)) > 0); /* the holder has the memfd open */
 	CHECK_RC(sseg_destroy(seg), 0);
 	if (getenv("SSEG_TEST_VERBOSE"))
 		fprintf(stderr, "%s\n", listing());
-	CHECK(segment_of(listing(), "ls-unmapped"));
-	CHECK(strstr(segment_of(listing(), "ls-unmapped"), "\"unmapped\":true"));
+	CHECK(segment_of(listing(), name));
+	CHECK(strstr(segment_of(listing(), name), "\"unmapped\":true"));
+	close(release[1]); /* the holder lets go */
 	CHECK(tu_wait(holder, 10000) == 0);
-	CHECK(!segment_of(listing(), "ls-unmapped"));
+	CHECK(!segment_of(listing(), name));
+	close(held[0]);
 }
 
 /* A group of RANKS processes kept alive while check looks at the list. */

@@ -81,7 +81,7 @@ def test_ctrl_c_in_complete_raises_keyboard_interrupt_at_once(interrupted):
 
 
 STORE_WAITER = '''
-import dataclasses, signal, sys, time
+import dataclasses, signal, sys, threading, time
 signal.signal(signal.SIGINT, signal.default_int_handler)
 import torch.distributed as dist
 import sharedseg
@@ -92,7 +92,13 @@ class Group:  # vLLM's StatelessProcessGroup: rank, world_size, store
     world_size: int
     store: object
 
+def say_when_waiting():  # rank 0 counted itself in setup: it waits for rank 1 now
+    while not store.add("sharedseg/1/setup/count", 0):
+        time.sleep(0.01)
+    print("waiting", flush=True)
+
 store = dist.TCPStore("127.0.0.1", int(sys.argv[1]), 2, True, wait_for_workers=False)
+threading.Thread(target=say_when_waiting, daemon=True).start()
 try:
     sharedseg.create_shared_segment("py-ctrlc-store", {"x": (2, (16,), "float32")},
                                     comm_group=Group(0, 2, store), pages="base", timeout=60)
@@ -108,7 +114,8 @@ def test_ctrl_c_in_a_store_exchange_tells_the_other_ranks():
                             env=env_with_package(), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(4)  # torch imported, rank 0 waiting for rank 1 in setup
+        line = proc.stdout.readline()  # however long importing torch takes
+        assert line == "waiting\n", line + ("" if line else proc.stderr.read())
         sent = time.monotonic()
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=20)

@@ -65,13 +65,16 @@ class Group:
 
 
 def stalled_owner():
-    """Two ranks over one store; the owner's create takes 3 s, the timeout is 2 s."""
+    """Two ranks over one store, the timeout 2 s; the owner's create ends
+    only once rank 1 has given up on it."""
     store, got = dist.HashStore(), {}
     original = _segment._native.create
 
     def slow(name, world_size, rank, owner, **kwargs):
-        if rank == 0:
-            time.sleep(3)
+        deadline = time.monotonic() + 30
+        while rank == 0 and not store.add("sharedseg/1/gave-up", 0):
+            assert time.monotonic() < deadline, "rank 1 did not give up"
+            time.sleep(0.05)
         return original(name, world_size, rank, owner, **kwargs)
 
     def rank(r):
