@@ -3,16 +3,28 @@
 # 24 GiB, 2-core machine), `make bench FULL=1` the bigger one. Both write
 # bench/results/latest.json, docs/benchmarks.md and docs/bench_*.png. As
 # root the run sets the THP knobs and the HugeTLB pool its cases need and
-# puts back what it found. Included by the top-level Makefile.
+# puts back what it found. `make bench BENCH_ARGS="--only vllm --update"`
+# reruns vLLM's offload region alone, keeping latest.json's other rows.
+# Included by the top-level Makefile.
 BENCH_ARGS ?=
 PYTHON ?= /usr/bin/python3
 
-.PHONY: bench bench-deps bench-report
+# vLLM's region against ours runs on the PyPI leg's environment, which has
+# vLLM (make deps), with the package built for its interpreter.
+PYPI_VENV ?= $(or $(SHAREDSEG_PYPI_VENV),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/sharedseg/venv-pypi)
+
+.PHONY: bench bench-deps bench-report bench-pypi-python
 
 bench-deps: deps
 	@sh bench/install-deps.sh
 
-bench: bench-deps all python
+bench-pypi-python:
+	@if [ -x $(PYPI_VENV)/bin/python ]; then $(PYPI_VENV)/bin/python python/build_native.py; fi
+
+# The smoke test (ctest bench_smoke) runs the vLLM rows too.
+test-c test-asan: bench-pypi-python
+
+bench: bench-deps all python bench-pypi-python
 	$(PYTHON) bench/run.py --build $(BUILD) $(if $(FULL),--full) $(BENCH_ARGS)
 
 # The report and plots again, from bench/results/latest.json as it is.

@@ -125,9 +125,10 @@ def facts():
 
 
 def remove_leftovers():
-    """Named files a killed devshm case left in /dev/shm: the recipe's
-    weakness, not to be left on the machine."""
-    for path in glob.glob("/dev/shm/sseg-bench-*"):
+    """Named files a killed devshm case or vLLM region left in /dev/shm:
+    the recipe's weakness, not to be left on the machine."""
+    for path in glob.glob("/dev/shm/sseg-bench-*") + glob.glob(
+            "/dev/shm/vllm_offload_sseg-bench-*"):
         try:
             os.unlink(path)
         except OSError:

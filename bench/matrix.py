@@ -26,6 +26,8 @@ QUICK = dict(
     bandwidth=[GIB],
     limits=[GIB],
     python=[(256 * MIB, [2, 8])],
+    # vLLM's own region against ours: (sizes, group sizes); one copy each
+    vllm=([GIB, 4 * GIB], [2, 4, 8]),
 )
 FULL = dict(
     reps=5,
@@ -34,6 +36,7 @@ FULL = dict(
     bandwidth=[GIB, 4 * GIB],
     limits=[GIB, 4 * GIB],
     python=[(256 * MIB, [2, 4, 8]), (GIB, [2, 4, 8])],
+    vllm=([GIB, 4 * GIB, 8 * GIB], [2, 4, 8]),
 )
 # sseg populate modes: (populate, owner threads); the scaling cases use the
 # library's default threads (up to 4, bounded by the CPUs)
@@ -61,6 +64,8 @@ class Case:
     def command(self, env):
         if self.runner == "c":
             return [env["driver"]] + self.args
+        if self.runner == "vllm":
+            return [env["vllm_python"], env["vllmbench"]] + self.args
         return [env["python"], env["pybench"]] + self.args
 
 
@@ -133,8 +138,23 @@ def _python(m):
             yield c
 
 
+def _vllm(m):
+    """vLLM's SharedOffloadRegion (a /dev/shm file: 4 KiB pages whatever the
+    knobs) and ours on every page kind, in turn in one case; then both in a
+    container-sized /dev/shm."""
+    sizes, group_sizes = m["vllm"]
+    args = ["--ranks", ",".join(map(str, group_sizes)), "--sizes", ",".join(map(str, sizes)),
+            "--pages", ",".join(KINDS), "--reps", m["reps"], "--warmup", 1]
+    # one region at a time; the pool backs ours on HugeTLB throughout
+    c = Case("vllm", "vllm", args, "hugetlb-2M", 2 * max(sizes), timeout=1800)
+    c.hugetlb_pages = -(-max(sizes) // PAGE_2M)
+    yield c
+    yield Case("vllm", "vllm", ["--devshm", "64m", "--ranks", 2, "--sizes", 256 * MIB], "auto",
+               512 * MIB, timeout=300)
+
+
 SECTIONS = dict(scaling=_scaling, populate=_populate, bandwidth=_bandwidth, limits=_limits,
-                retouch=_retouch, knob_default=_knob_default, python=_python)
+                retouch=_retouch, knob_default=_knob_default, python=_python, vllm=_vllm)
 
 
 def build_matrix(full, facts, python=True, only=()):
@@ -143,7 +163,7 @@ def build_matrix(full, facts, python=True, only=()):
     m = FULL if full else QUICK
     cases = []
     for name, make in SECTIONS.items():
-        if (only and name not in only) or (name == "python" and not python):
+        if (only and name not in only) or (name in ("python", "vllm") and not python):
             continue
         cases += list(make(m))
     order = {k: i for i, k in enumerate(KINDS)}

@@ -46,6 +46,10 @@ def header(result):
     peak = result.get("peak_memory_bytes", 0) / GIB
     matrix = result["matrix"]
     note = f"\n> {result['note']}\n" if result.get("note") else ""
+    for u in result.get("updates", []):
+        note += (f"\n> Rerun since, in place of their rows: {', '.join(u['sections'])} "
+                 f"(`bench/run.py --only {','.join(u['sections'])} --update`) on "
+                 f"{u['generated']}, {u['duration_s']:.0f} s.\n")
     return f"""# Benchmarks
 {note}
 sharedseg against what users run today, in one run, on one machine, page kind
@@ -293,6 +297,76 @@ def python_section(rows, figs):
                      "peer attach", "peer first read"], lines))
 
 
+def _region_cells(rows, ours, theirs, bench, text):
+    key = dict(section="vllm", bench=bench, ranks=ours["ranks"], size=ours["size"])
+    a = one(rows, mechanism=ours["mechanism"], pages_requested=ours["pages_requested"], **key)
+    b = one(rows, mechanism=theirs["mechanism"], **key)
+    return f"{text(a)} / {text(b)}" if a and b else ""
+
+
+def vllm_section(result):
+    rows = select(result["rows"], section="vllm")
+    why = [s["reason"] for s in result.get("skipped", []) if s["case"].startswith("vllm:")]
+    why += ["FAILED: " + f["error"] for f in result.get("failures", [])
+            if f["case"].startswith("vllm:")]
+    why = list(dict.fromkeys(why))
+    out = ("## vLLM's offload region\n\n"
+           "vLLM 0.32's own host KV region, `SharedOffloadRegion`, built as its "
+           "CPUOffloadingSpec builds it for an MLA model at TP > 1 (the replicated layout: every "
+           "rank passes rank=0, one copy; its barrier a gloo barrier of all ranks): a file in "
+           "/dev/shm that every rank maps and populates with MADV_POPULATE_WRITE, so on 4 KiB "
+           "pages whatever the knobs. Against it `sharedseg.vllm.SharedSegRegion` over the same "
+           "ranks' gloo group (populate owner, no pinning) on each page kind, all in turn in one "
+           "process group, the order rotating every repetition. A chunk is an MLA "
+           "model's: DeepSeek-V3's 61 layers x 576 bf16 latent values x 64 tokens (4.29 MiB); "
+           "the region is as many chunks as the size holds. *Ready*: from a common start after "
+           "a barrier to the last rank's return. *Memory factor*: the rise of Shmem + HugeTLB "
+           "pages in use (/proc/meminfo, the pools; never RSS, which leaves HugeTLB out) "
+           "while every rank holds the region, over the region's bytes. *Page tables* are the "
+           "ranks' own (VmPTE) at ready; *a peer's first pass* reads a byte of every 4 KiB of "
+           "the region in rank 1 after ready: where ours' peers make their page tables, which "
+           "vLLM's ranks made while populating.\n\n")
+    pairs = sorted(targets.vllm_pairs(rows, "ready"),
+                   key=lambda p: (_kind_key(p[0]), p[0]["size"], p[0]["ranks"]))
+    lines = []
+    for ours, theirs in pairs:
+        limit = targets.REGION_READY[ours["pages_obtained"] in targets.HUGE]
+        ratio = ours["median"] / theirs["median"]
+        reported = ours.get("pages_reported", ours["pages_obtained"])
+        pages = ours["pages_obtained"] + (f" (sharedseg: {reported})"
+                                          if reported != ours["pages_obtained"] else "")
+        lines.append((ours["ranks"], f"{size_text(ours['size'])} "
+                      f"({ours['region_bytes'] / GIB:.3f} GiB)", pages, spread_text(ours),
+                      f"{spread_text(theirs)}, {theirs['pages_obtained']}", f"{ratio:.2f}x",
+                      f"{'met' if ratio <= limit else '**missed**'} (<= {limit:.1f}x)",
+                      _region_cells(rows, ours, theirs, "memory_factor", value_text),
+                      _region_cells(rows, ours, theirs, "page_tables", value_text),
+                      _region_cells(rows, ours, theirs, "peer_touch", value_text)))
+    if lines:
+        out += table(["ranks", "size (region)", "ours: pages", "ours: ready (min-max)",
+                      "vLLM's: ready (min-max), pages", "ours / vLLM's", "target",
+                      "memory factor ours / vLLM's", "page tables ours / vLLM's",
+                      "a peer's first pass ours / vLLM's"], lines)
+    small = select(rows, bench="small_devshm")
+    if small:
+        out += (f"\nIn a container-sized /dev/shm ({size_text(small[0]['devshm_bytes'])} tmpfs, "
+                f"a private mount namespace), a {size_text(small[0]['size'])} region, "
+                f"{small[0]['ranks']} ranks:\n\n")
+        for r in sorted(small, key=lambda r: r["mechanism"]):
+            who = "ours" if r["mechanism"] == "sharedseg.vllm" else "vLLM's"
+            if r["outcome"] == "ready":
+                out += (f"- {who}: ready in {value_text(r)} on {r['pages_obtained']} pages "
+                        f"(it names no file: /dev/shm's size does not bound it)\n")
+            else:
+                out += f"- {who}: failed after {value_text(r)}: " + "; ".join(
+                    f"`{e}`" for e in r["errors"]) + "\n"
+    if not rows:
+        out += "Not measured in this run" + (": " + "; ".join(why) if why else "") + ".\n"
+    elif why:
+        out += "\nNot measured: " + "; ".join(why) + "\n"
+    return out
+
+
 def limits_section(rows):
     got = sorted(select(rows, section="limits"), key=lambda r: (_kind_key(r), r["bench"]))
     if not got:
@@ -359,6 +433,9 @@ def method():
   O_EXCL, every rank populating its slice with MADV_POPULATE_WRITE;
   **memfd-procfd**, an unnamed memfd with MADV_HUGEPAGE, the owner touching a
   byte per 2 MiB, peers reopening /proc/<pid>/fd/<n>; and the Python ones.
+- vLLM's offload region (its own section) runs on the interpreter that has
+  vLLM, the PyPI leg's virtual environment; `bench/run.py --only vllm
+  --update` reruns that section alone and keeps the other rows.
 - Repetitions run right after an untimed warm-up: on a virtual machine
   whose balloon hands freed memory back to the host, memory freed a while
   ago is far slower to touch the first time (see The machine).
@@ -371,7 +448,8 @@ def render(result, figs):
     rows = result["rows"]
     parts = [header(result), machine(result), verdicts(rows, result["facts"]["cores"]),
              memory(rows, figs), setup(rows, figs), reads(rows, figs), recipe(rows),
-             python_section(rows, figs), limits_section(rows), skipped(result),
+             python_section(rows, figs), vllm_section(result), limits_section(rows),
+             skipped(result),
              others(HERE), method()]
     return "\n".join(p for p in parts if p)
 

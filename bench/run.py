@@ -19,6 +19,7 @@ import threading
 import time
 
 import machine
+import vllmbench
 from matrix import build_matrix
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -113,11 +114,19 @@ def prepare(case, knobs, budget):
     return None
 
 
+def missing(case, env):
+    """Why the case's interpreter is not here, or None."""
+    if case.runner == "vllm" and env["vllm_python"] is None:
+        return ("vLLM's environment is missing (make deps installs vLLM in the PyPI leg's "
+                "virtual environment, $SHAREDSEG_PYPI_VENV or ~/.cache/sharedseg/venv-pypi)")
+    return None
+
+
 def run_matrix(cases, env, knobs, log):
     rows, skipped, failures = [], [], []
     budget = machine.mem_available() * 3 // 4
     for i, case in enumerate(cases, 1):
-        why = prepare(case, knobs, budget)
+        why = missing(case, env) or prepare(case, knobs, budget)
         if why is None:
             t0 = time.monotonic()
             got, why, skip = run_driver(case.command(env), case.timeout)
@@ -146,6 +155,25 @@ def dumps(result):
     return json.dumps(head, indent=1)[:-2] + f',\n "rows": [\n{rows}\n]}}\n'
 
 
+def updated(path, result, sections):
+    """result's rows and cases of sections, in place of those sections' in
+    the results file at path; everything else of that file as it was."""
+    with open(path) as f:
+        old = json.load(f)
+
+    def others(cases):  # a case's title starts with its section
+        return [c for c in cases if c["case"].split(":")[0] not in sections]
+    old["rows"] = [r for r in old["rows"] if r.get("section") not in sections] + result["rows"]
+    old["skipped"] = others(old.get("skipped", [])) + result["skipped"]
+    old["failures"] = others(old.get("failures", [])) + result["failures"]
+    for knob, value in result["knobs_found"].items():
+        old.setdefault("knobs_found", {}).setdefault(knob, value)
+    old.setdefault("updates", []).append(
+        {k: result[k] for k in ("generated", "duration_s", "peak_memory_bytes")}
+        | dict(sections=sorted(sections)))
+    return old
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -154,6 +182,9 @@ def main(argv=None):
     ap.add_argument("--docs", default=os.path.join(ROOT, "docs"))
     ap.add_argument("--no-python", action="store_true", help="skip the Python mechanisms")
     ap.add_argument("--only", default="", help="comma-separated sections to run")
+    ap.add_argument("--update", action="store_true",
+                    help="put the rows of the sections run (--only) in place of theirs in "
+                         "the results file, keep the rest of it")
     ap.add_argument("--no-report", action="store_true")
     ap.add_argument("--note", default="", help="a line the report shows at its top")
     args = ap.parse_args(argv)
@@ -162,10 +193,11 @@ def main(argv=None):
     if not os.access(driver, os.X_OK):
         sys.exit(f"bench: {driver} is missing: build first (make)")
     env = dict(driver=driver, python=sys.executable, root=ROOT,
-               pybench=os.path.join(HERE, "pybench.py"))
+               pybench=os.path.join(HERE, "pybench.py"), vllm_python=vllmbench.venv_python(),
+               vllmbench=os.path.join(HERE, "vllmbench.py"))
     facts = machine.facts()
-    cases = build_matrix(args.full, facts, python=not args.no_python,
-                         only=set(filter(None, args.only.split(","))))
+    only = set(filter(None, args.only.split(",")))
+    cases = build_matrix(args.full, facts, python=not args.no_python, only=only)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _terminate)
     knobs = Knobs()
@@ -191,6 +223,8 @@ def main(argv=None):
                   peak_memory_bytes=sampler.peak, facts=facts,
                   knobs_found=knobs.found, note=args.note,
                   rows=rows, skipped=skipped, failures=failures)
+    if args.update and os.path.exists(args.out):
+        result = updated(args.out, result, only or {c.section for c in cases})
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
         f.write(dumps(result))

@@ -391,7 +391,91 @@ def gather(rows):
                    _ratio_line(items), met, why)
 
 
+# ---- vLLM's offload region ----
+
+VLLM_REGION = "vllm-shared-offload-region"
+REGION_READY = {True: 0.5, False: 1.0}  # on huge pages, on anything else
+
+
+def vllm_pairs(rows, bench):
+    """(ours, vLLM's) rows of the vllm section: ours on each page kind, and
+    vLLM's of the same size and group size, the two run in turn."""
+    for ours in select(rows, section="vllm", bench=bench, mechanism="sharedseg.vllm"):
+        theirs = one(rows, section="vllm", bench=bench, mechanism=VLLM_REGION,
+                     ranks=ours["ranks"], size=ours["size"])
+        if theirs:
+            yield ours, theirs
+
+
+def _region_why(rows, ours, theirs, cores):
+    line = (f"{size_text(ours['size'])}, {ours['ranks']} ranks, {ours['pages_obtained']}: "
+            f"ours {ours['median'] * 1e3:.0f} ms against vLLM's {theirs['median'] * 1e3:.0f} "
+            f"ms on {theirs['pages_obtained']}")
+    if ours.get("owner_create_s"):
+        line += (f"; our owner's create (allocation and population) took "
+                 f"{ours['owner_create_s'] * 1e3:.0f} ms "
+                 f"({ours['region_bytes'] / ours['owner_create_s'] / 1e9:.2f} GB/s), the slowest "
+                 f"rank's complete {ours['slowest_complete_s'] * 1e3:.0f} ms")
+    if ours["pages_obtained"] == "thp" and "smaps_read_ms" in ours:
+        line += (f"; on THP every sseg_info reads the rank's /proc/self/smaps to see what was "
+                 f"faulted in, one read {ours['smaps_read_ms']:.0f} ms here "
+                 f"({ours['vmas']:.0f} mappings in a process that imported vLLM)")
+    touch = [one(rows, section="vllm", bench="peer_touch", mechanism=r["mechanism"],
+                 ranks=r["ranks"], size=r["size"], pages_requested=r["pages_requested"])
+             for r in (ours, theirs)]
+    if all(touch):
+        line += (f"; a peer's first pass over the region then took "
+                 f"{touch[0]['median'] * 1e3:.0f} ms on ours, {touch[1]['median'] * 1e3:.0f} ms "
+                 f"on vLLM's, whose ranks all populated it")
+    return line + (f"; {ours['ranks']} ranks share {cores} cores" if ours["ranks"] > cores
+                   else "")
+
+
+def vllm_ready(rows, cores, huge):
+    limit = REGION_READY[huge]
+    items, why, ratios, kinds = [], [], [], set()
+    for ours, theirs in vllm_pairs(rows, "ready"):
+        if (ours["pages_obtained"] in HUGE) != huge:
+            continue
+        ratio = ours["median"] / theirs["median"]
+        ratios.append(ratio)
+        items.append(f"{ratio:.2f}x ({ours['pages_obtained']}, {size_text(ours['size'])}, "
+                     f"{ours['ranks']} ranks)")
+        if ratio > limit:
+            why.append(_region_why(rows, ours, theirs, cores))
+            kinds.add(ours["pages_obtained"])
+    why += [f"{kind}, this machine: {line}" for kind in sorted(kinds)
+            if (line := _host_line(rows, kind))]
+    met = None if not ratios else max(ratios) <= limit
+    if ratios:
+        items.insert(0, f"met in {sum(x <= limit for x in ratios)} of {len(ratios)}")
+    kind = "on huge pages (ours)" if huge else "on 4 KiB pages (both)"
+    return Verdict(f"vLLM's offload region: ours ready <= {limit:.1f}x vLLM's SharedOffloadRegion "
+                   f"{kind}", _ratio_line(items), met, why)
+
+
+def vllm_memory(rows):
+    got = select(rows, section="vllm", bench="memory_factor", mechanism="sharedseg.vllm")
+    theirs = select(rows, section="vllm", bench="memory_factor", mechanism=VLLM_REGION)
+    items = [f"ours {min(r['median'] for r in got):.3f}-{max(r['median'] for r in got):.3f} "
+             f"over {len(got)} cases"] if got else []
+    if theirs:
+        items.append(f"vLLM's {min(r['median'] for r in theirs):.3f}-"
+                     f"{max(r['median'] for r in theirs):.3f}")
+    worst = max(got, key=lambda r: r["median"]) if got else None
+    met = None if worst is None else worst["median"] <= 1.01
+    why = [] if met is not False else [
+        f"{size_text(worst['size'])}, {worst['ranks']} ranks, {worst['pages_obtained']}: "
+        f"{worst['min']:.3f}-{worst['max']:.3f} over {worst['reps']} repetitions; the count is "
+        f"host-wide (Shmem + HugeTLB pages in use), and what other processes allocate "
+        f"meanwhile lands in it"]
+    return Verdict("vLLM's offload region: memory factor (Shmem + HugeTLB in use over one copy) "
+                   "<= 1.01 for ours", _ratio_line(items), met, why)
+
+
 def evaluate(rows, cores):
     limits = {r["pages_obtained"]: r["median"] for r in select(rows, bench="memset_limit")}
     return [memory_factor(rows), page_tables(rows), create(rows, limits), spread(rows, cores),
-            first_read(rows), steady_read(rows), gather(rows), peer_complete(rows)]
+            first_read(rows), steady_read(rows), gather(rows), peer_complete(rows),
+            vllm_ready(rows, cores, huge=True), vllm_ready(rows, cores, huge=False),
+            vllm_memory(rows)]

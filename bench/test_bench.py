@@ -3,9 +3,11 @@
 the rows well-formed, sharedseg's memory factor well below private
 buffers', and the report written from the rows. The C mechanisms need
 nothing but the driver; the Python ones need torch and the built package
-(make python) and are skipped without them: any skip makes the run exit 77,
-which ctest reports as a skipped test, not a passed one (make test builds
-the package and installs matplotlib first).
+(make python) and are skipped without them; vLLM's region against ours
+needs the PyPI leg's virtual environment, which has vLLM (make deps). Any
+skip makes the run exit 77, which ctest reports as a skipped test, not a
+passed one (make test installs both environments and matplotlib, and builds
+the package for both interpreters, first).
 
     python3 bench/test_bench.py        (or: python3 -m pytest bench/test_bench.py)
     SSEG_BENCH_DRIVER=build/bench/sseg_bench picks the driver.
@@ -128,6 +130,45 @@ def test_python_mechanisms():
                                  f"torch buffers' {private:.2f}"
 
 
+def vllmbench(*args):
+    """vllmbench.py's rows on the interpreter that has vLLM: `make deps`
+    installs it (tools/install-deps.sh, the PyPI leg) and `make test` runs
+    deps first, so where that environment exists the vLLM rows must run."""
+    import vllmbench as vb
+    if vb.venv_python() is None:
+        skip("no vLLM environment (make deps installs it in ~/.cache/sharedseg/venv-pypi)")
+    p = subprocess.run([vb.venv_python(), os.path.join(HERE, "vllmbench.py")]
+                       + [str(a) for a in args], capture_output=True, text=True, timeout=240)
+    assert p.returncode == 0, f"vllmbench {' '.join(map(str, args))}: exit {p.returncode}: " \
+                              f"{p.stderr.strip()[-2000:]}"
+    return parse(p.stdout, "vllmbench")
+
+
+def test_vllm_regions():
+    rows = vllmbench("--ranks", 2, "--sizes", 2 * SIZE, "--pages", "base", "--reps", 2,
+                     "--warmup", 1)
+    for mech in ("sharedseg.vllm", "vllm-shared-offload-region"):
+        benches = {r["bench"] for r in select(rows, mechanism=mech)}
+        assert benches == {"ready", "memory_factor", "page_tables", "peer_touch"}, (mech, benches)
+        # one copy each, not one a rank
+        assert factor(rows, mech) < 1.5, f"{mech}: memory factor {factor(rows, mech):.2f}"
+        assert select(rows, mechanism=mech, bench="ready")[0]["pages_obtained"] == "base"
+    assert select(rows, mechanism="sharedseg.vllm")[0]["pages_reported"] == "base"
+
+
+def test_vllm_small_devshm():
+    import vllmbench as vb
+    probe, why = vb.in_small_devshm(["true"], "1m")
+    if probe is None or subprocess.run(probe, capture_output=True).returncode:
+        skip(why or "no private mount namespace here (root without CAP_SYS_ADMIN, or no "
+                    "unprivileged user namespaces): no /dev/shm of our own to shrink")
+    rows = {r["mechanism"]: r for r in vllmbench("--devshm", "64m", "--ranks", 2,
+                                                   "--sizes", 256 << 20)}
+    assert rows["sharedseg.vllm"]["outcome"] == "ready", rows["sharedseg.vllm"]
+    theirs = rows["vllm-shared-offload-region"]
+    assert theirs["outcome"] == "failed" and any(
+        "Insufficient space in /dev/shm" in e for e in theirs["errors"]), theirs
+
 
 def test_report():
     if importlib.util.find_spec("matplotlib") is None:
@@ -149,6 +190,10 @@ def test_report():
         with open(os.path.join(docs, "benchmarks.md")) as f:
             text = f.read()
     assert "## Targets" in text and "## Host memory" in text
+    if select(collected, section="vllm", bench="ready"):
+        assert "ours / vLLM's" in text
+    if select(collected, bench="small_devshm"):
+        assert "Insufficient space" in text
 
 
 def main():

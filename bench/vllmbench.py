@@ -1,0 +1,360 @@
+# SPDX-License-Identifier: Apache-2.0
+"""vLLM's host KV region against sharedseg's, side by side: vLLM's own
+SharedOffloadRegion (a file in /dev/shm that every rank maps and populates)
+built exactly as its CPUOffloadingSpec builds it for an MLA model at TP > 1
+(the replicated layout: every rank passes rank=0, one copy), and
+sharedseg.vllm.SharedSegRegion over the same ranks' gloo group. Runs on the
+interpreter that has vLLM (the PyPI leg's virtual environment); prints one
+JSON row a line on stdout; exits 2 where vLLM cannot be imported.
+
+    vllmbench.py --ranks 2,4,8 --sizes 1073741824,4294967296
+                 --pages hugetlb-2M,thp,base [--reps 3 --warmup 1]
+    vllmbench.py --devshm 64m --ranks 2 --sizes 268435456
+        (both regions in a private mount namespace whose /dev/shm is a
+        tmpfs of that size: what a container's default /dev/shm does)
+"""
+import argparse
+import datetime
+import glob
+import json
+import os
+import queue
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
+
+import hostmem  # noqa: E402
+from pybench import die_with_parent, least_kind  # noqa: E402
+
+TIMEOUT = 300
+# One chunk of an MLA model's KV: DeepSeek-V3's 61 layers x 576 bf16 latent
+# values x 64 tokens, a multiple of 4 KiB as vLLM requires.
+ROW = 61 * 576 * 2 * 64
+OURS, VLLMS = "sharedseg.vllm", "vllm-shared-offload-region"
+NAME = f"sseg-bench-{os.getpid()}"
+
+
+def venv_python():
+    """The interpreter of the PyPI leg's virtual environment (make deps
+    installs vLLM there), found as python/python.mk finds it; None where it
+    is missing."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    venv = os.environ.get("SHAREDSEG_PYPI_VENV") or os.path.join(cache, "sharedseg", "venv-pypi")
+    python = os.path.join(venv, "bin", "python")
+    return python if os.access(python, os.X_OK) else None
+
+
+# ---- the rank side ----
+
+def open_vllms(group, size, pages, name):
+    import torch.distributed as dist
+    from vllm.v1.kv_offload.cpu.shared_offload_region import SharedOffloadRegion
+    return SharedOffloadRegion(engine_id=name, num_chunks=size // ROW, rank=0,
+                               kv_bytes_per_chunk=ROW, cpu_page_size=ROW,
+                               barrier=lambda: dist.barrier(group=group))
+
+
+def open_ours(group, size, pages, name):
+    from sharedseg._offload import segment_args
+    from sharedseg.vllm import SharedSegRegion
+    args = segment_args(dict(pages=pages, pin="none", populate="owner"), "cpu")
+    return SharedSegRegion(name=name, group=group, num_chunks=size // ROW, row_stride=ROW,
+                           slot=0, slot_bytes=ROW, args=args)
+
+
+def buffer_of(region):
+    return region.segment.buffer() if hasattr(region, "segment") else memoryview(region.mmap_obj)
+
+
+def facts_of(region):
+    """What sharedseg says of its region; read after ready, since its info
+    verifies THP through smaps (tens of ms in a process that imported vLLM)."""
+    if not hasattr(region, "segment"):
+        return {}
+    info = region.segment.info
+    return dict(pages_reported=info["pages"], create_s=info["create_s"],
+                complete_s=info["complete_s"])
+
+
+OPEN = {OURS: open_ours, VLLMS: open_vllms}
+
+
+def touch_s(buf):
+    """Seconds to read one byte of every 4 KiB page: the page tables a rank
+    that did not populate makes on its first pass."""
+    import numpy
+    t0 = time.monotonic()
+    numpy.frombuffer(buf, dtype=numpy.uint8)[::4096].sum()
+    return time.monotonic() - t0
+
+
+def one_rep(rank, ranks, group, item, barrier):
+    """The phases of one region; every rank takes every barrier, a failed
+    one too."""
+    mech, size, pages, _, i = item
+    rep = dict(ok=True, error="")
+    region = None
+    barrier.wait(TIMEOUT)  # the parent samples "before"
+    barrier.wait(TIMEOUT)
+    tables = hostmem.own_page_tables()
+    rep["t_start"] = time.monotonic()
+    try:
+        region = OPEN[mech](group, size, pages, f"{NAME}-{i}")
+        rep["t_ready"] = time.monotonic()
+    except Exception as e:
+        rep["t_ready"] = time.monotonic()
+        rep.update(ok=False, error=f"{type(e).__name__}: {e}")
+    rep["page_tables"] = hostmem.own_page_tables() - tables
+    barrier.wait(TIMEOUT)  # the parent samples "ready"
+    barrier.wait(TIMEOUT)
+    if rep["ok"] and rank == 1:
+        rep["touch_s"] = touch_s(buffer_of(region))
+    barrier.wait(TIMEOUT)
+    if rep["ok"]:
+        rep.update(facts_of(region))
+        if rank == 0:
+            rep["pages"], rep["huge_fraction"] = hostmem.pages_obtained(buffer_of(region))
+            rep["smaps_s"], rep["vmas"] = hostmem.smaps_read_cost()
+    barrier.wait(TIMEOUT)
+    if region is not None:
+        try:
+            region.cleanup()
+        except Exception as e:
+            rep.update(ok=False, error=f"cleanup: {type(e).__name__}: {e}")
+    del region
+    barrier.wait(TIMEOUT)
+    return rep
+
+
+def rank_main(rank, ranks, plan, barrier, results, store):
+    import torch.distributed as dist
+    die_with_parent()
+    try:
+        dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank,
+                                world_size=ranks, timeout=datetime.timedelta(seconds=TIMEOUT))
+        for item in plan:
+            results.put((rank, one_rep(rank, ranks, dist.group.WORLD, item, barrier)))
+        dist.destroy_process_group()
+    except BaseException:
+        barrier.abort()  # the others stop waiting for this rank now
+        raise
+
+
+# ---- the parent side ----
+
+def watch(procs, barrier, stop):
+    """Breaks the barrier when a rank dies without a word (a signal), or
+    when every rank has left while the parent still waits."""
+    while not stop.wait(0.5):
+        codes = [p.exitcode for p in procs]
+        if any(c not in (None, 0) for c in codes) or None not in codes:
+            barrier.abort()
+            return
+
+
+def parent_rep(barrier):
+    samples = []
+    for sample in (True, False, True, False, False, False, False):
+        barrier.wait(TIMEOUT)
+        if sample:
+            samples.append(hostmem.read())
+    return samples
+
+
+def plan_of(args):
+    """(mechanism, size, pages, repetition, index) in run order: ours on
+    each page kind and vLLM's in turn, the order rotating every repetition
+    so that none always follows the same; warm-ups have a negative
+    repetition number."""
+    regions = [(OURS, k) for k in args.pages.split(",")] + [(VLLMS, "default")]
+    plan = []
+    for size in args.sizes:
+        for rep in range(-args.warmup, args.reps):
+            turn = rep % len(regions)
+            for mech, pages in regions[turn:] + regions[:turn]:
+                plan.append((mech, size, pages, rep, len(plan)))
+    return plan
+
+
+def run_group(ranks, args):
+    """{(mechanism, size, pages): [(reports by rank, [before, ready])]} and
+    the failures, for one group size."""
+    import torch.multiprocessing as tmp
+    ctx = tmp.get_context("fork")
+    plan = plan_of(args)
+    barrier = ctx.Barrier(ranks + 1)
+    results = ctx.Queue()
+    with tempfile.NamedTemporaryFile(prefix="vllmbench-store-", delete=False) as f:
+        store = f.name
+    os.unlink(store)
+    procs = [ctx.Process(target=rank_main, args=(r, ranks, plan, barrier, results, store),
+                         daemon=True) for r in range(ranks)]
+    for p in procs:
+        p.start()
+    stop = threading.Event()
+    threading.Thread(target=watch, args=(procs, barrier, stop), daemon=True).start()
+    collected, failed = {}, []
+    try:
+        for mech, size, pages, rep, _ in plan:
+            samples = parent_rep(barrier)
+            reports = [rp for _, rp in sorted((results.get(timeout=TIMEOUT)
+                                               for _ in range(ranks)), key=lambda x: x[0])]
+            bad = [f"rank {r}: {rp['error']}" for r, rp in enumerate(reports) if not rp["ok"]]
+            if bad and not args.devshm:
+                failed.append(f"{mech} {ranks} ranks {size} bytes: {'; '.join(bad)}")
+            elif rep >= 0:
+                collected.setdefault((mech, size, pages), []).append((reports, samples))
+    except (threading.BrokenBarrierError, queue.Empty):
+        barrier.abort()
+        failed.append(f"{ranks} ranks: a rank stopped answering (exit codes "
+                      f"{[p.exitcode for p in procs]}; a negative one is a signal)")
+    except BaseException:
+        barrier.abort()
+        raise
+    finally:
+        stop.set()
+        for p in procs:
+            p.join(timeout=30)
+            if p.is_alive():
+                p.kill()
+        for path in [store] + glob.glob(f"/dev/shm/vllm_offload_{NAME}-*"):
+            if os.path.exists(path):
+                os.unlink(path)
+    return collected, failed
+
+
+def region_bytes(size):
+    return size // ROW * ROW
+
+
+def row(bench, mech, ranks, size, pages_req, pages_got, unit, values, **extra):
+    out = dict(schema=1, bench=bench, mechanism=mech, ranks=ranks, size=size,
+               pages_requested=pages_req, pages_obtained=pages_got, unit=unit,
+               min=min(values), median=statistics.median(values), max=max(values),
+               reps=len(values), region_bytes=region_bytes(size), row_bytes=ROW,
+               section="vllm")
+    out.update(extra)
+    return out
+
+
+def one_copy_memory(m):
+    """What the region holds: shmem pages (tmpfs, memfd, THP) and HugeTLB
+    pages; never RSS or PSS, which leave HugeTLB out."""
+    return m.get("Shmem", 0) + m["HugeTLB"]
+
+
+def rows_of(mech, ranks, size, pages, reps):
+    got = least_kind([reports[0].get("pages", "unverified") for reports, _ in reps])
+    s = {k: [] for k in ("ready", "factor", "tables", "touch", "owner", "peers")}
+    for reports, (before, ready) in reps:
+        s["ready"].append(max(r["t_ready"] for r in reports) - min(r["t_start"] for r in reports))
+        s["factor"].append((one_copy_memory(ready) - one_copy_memory(before)) /
+                           region_bytes(size))
+        s["tables"].append(sum(r["page_tables"] for r in reports))
+        if ranks > 1:
+            s["touch"].append(reports[1]["touch_s"])
+        if "create_s" in reports[0]:
+            s["owner"].append(reports[0]["create_s"])
+            s["peers"].append(max(r["complete_s"] for r in reports))
+    last = reps[-1][0][0]
+    extra = dict(smaps_read_ms=last["smaps_s"] * 1e3, vmas=last["vmas"])
+    if "pages_reported" in last:
+        extra["pages_reported"] = last["pages_reported"]
+    if s["owner"]:
+        extra.update(owner_create_s=statistics.median(s["owner"]),
+                     slowest_complete_s=statistics.median(s["peers"]))
+    out = [row("ready", mech, ranks, size, pages, got, "s", s["ready"], **extra),
+           row("memory_factor", mech, ranks, size, pages, got, "factor", s["factor"], **extra),
+           row("page_tables", mech, ranks, size, pages, got, "bytes", s["tables"],
+               fraction_of_size=statistics.median(s["tables"]) / region_bytes(size), **extra)]
+    if s["touch"]:
+        out.append(row("peer_touch", mech, ranks, size, pages, got, "s", s["touch"], **extra))
+    return out
+
+
+def devshm_row(mech, ranks, size, pages, reps, devshm):
+    """The outcome in a /dev/shm of devshm bytes, timed to the last rank's
+    return (ready or failed)."""
+    reports, _ = reps[0]
+    t = max(r["t_ready"] for r in reports) - min(r["t_start"] for r in reports)
+    errors = sorted({r["error"] for r in reports if not r["ok"]})
+    return dict(schema=1, bench="small_devshm", mechanism=mech, ranks=ranks, size=size,
+                pages_requested=pages, pages_obtained=reports[0].get("pages", "none"), unit="s",
+                min=t, median=t, max=t, reps=1, region_bytes=region_bytes(size),
+                row_bytes=ROW, section="vllm", devshm_bytes=devshm,
+                outcome="failed" if errors else "ready", errors=errors)
+
+
+def in_small_devshm(argv, size):
+    """argv again, in a private mount namespace whose /dev/shm is a tmpfs of
+    size (root, or an unprivileged user namespace)."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return None, "unshare (util-linux) is not installed"
+    userns = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+    script = f'mount -t tmpfs -o size={size} tmpfs /dev/shm && exec "$@"'
+    return [unshare, "--mount", "--propagation", "private"] + userns + [
+        "sh", "-c", script, "sh"] + argv, None
+
+
+def parse_size(text):
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    t = text.strip().lower()
+    return int(t[:-1]) * units[t[-1]] if t[-1] in units else int(t)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ranks", default="2")
+    ap.add_argument("--sizes", default=str(64 << 20))
+    ap.add_argument("--pages", default="base", help="sharedseg's page kinds, comma-separated")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--devshm", default="", help="a /dev/shm of this size (64m)")
+    ap.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    args.sizes = [int(s) for s in args.sizes.split(",")]
+    if args.devshm and not args.inside:
+        argv, why = in_small_devshm([sys.executable] + sys.argv + ["--inside"], args.devshm)
+        if argv is None:
+            print(f"vllmbench: {why}", file=sys.stderr)
+            return 2
+        return subprocess.run(argv).returncode
+    try:
+        import sharedseg.vllm  # noqa: F401
+        from vllm.v1.kv_offload.cpu.shared_offload_region import SharedOffloadRegion  # noqa
+    except Exception as e:
+        print(f"vllmbench: vLLM's region or sharedseg.vllm cannot be imported on "
+              f"{sys.executable}: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+    if args.devshm:
+        args.reps, args.warmup, args.pages = 1, 0, "auto"
+    # vLLM's logger writes to stdout; the rows go to the stdout we were given.
+    rows_out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    failed = []
+    for ranks in [int(r) for r in args.ranks.split(",")]:
+        collected, bad = run_group(ranks, args)
+        failed += bad
+        for (mech, size, pages), reps in collected.items():
+            if args.devshm:
+                lines = [devshm_row(mech, ranks, size, pages, reps, parse_size(args.devshm))]
+            else:
+                lines = rows_of(mech, ranks, size, pages, reps)
+            for line in lines:
+                rows_out.write(json.dumps(line) + "\n")
+            rows_out.flush()
+    for f in failed:
+        print(f"vllmbench: {f}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
