@@ -394,14 +394,17 @@ def create_shared_segment(
         _raise_if_failed(link, seg_name, statuses)
         owner = _owner(plan.owner_rank, [s.host_id for s in statuses], size_n, rank,
                        plan.backend_name)
-        native = _establish(plan, link, size_n, rank, owner)
+        native, facts = _establish(plan, link, size_n, rank, owner)
     except BaseException as e:
         _exchange.abandon(link, rank, e)
         raise
-    return SharedSegment(native, plan, size_n, rank)
+    return SharedSegment(native, plan, size_n, rank, facts)
 
 
-def _establish(plan: _Plan, link: _exchange.Link, size: int, rank: int, owner: int) -> Any:
+def _establish(plan: _Plan, link: _exchange.Link, size: int, rank: int,
+               owner: int) -> Tuple[Any, Dict[str, Any]]:
+    """The completed native segment and its sseg_info, read once (on THP
+    pages it reads /proc/self/smaps)."""
     native, blob, err, message = _native.create(plan.name, size, rank, owner,
                                                 **plan.create_args)
     status = Status() if native else Status(False, "create", err, message)
@@ -418,9 +421,10 @@ def _establish(plan: _Plan, link: _exchange.Link, size: int, rank: int, owner: i
         if native is not None:
             native.close()
         raise
-    if plan.host_register or native.info().get("pinned"):
+    facts = native.info()
+    if plan.host_register or facts.get("pinned"):
         native.set_quiesce(_quiesce(plan.device))
-    return native
+    return native, facts
 
 
 class SharedSegment:
@@ -434,7 +438,8 @@ class SharedSegment:
     current device or on device_id cannot outlive them.
     """
 
-    def __init__(self, native: Any, plan: _Plan, world_size: int, rank: int):
+    def __init__(self, native: Any, plan: _Plan, world_size: int, rank: int,
+                 facts: Dict[str, Any]):
         self._native = native
         self._plan = plan
         self._blocks = plan.blocks
@@ -443,7 +448,6 @@ class SharedSegment:
         self.world_size: int = world_size
         self.rank: int = rank
         self.device_id: int = plan.device
-        facts = native.info()
         self.owner_rank: int = facts["owner_rank"]
         self.is_owner: bool = facts["is_owner"]
         self.readonly: bool = native.readonly
