@@ -198,19 +198,34 @@ def rank_main(rank, ranks, size, cases, queues, barrier, results, store):
 
 
 def watch(procs, barrier, stop):
-    """Breaks the barrier when a rank dies without a word (a signal)."""
+    """Breaks the barrier when a rank dies without a word (a signal), or
+    when every rank has left while the parent still waits."""
     while not stop.wait(0.5):
-        if any(p.exitcode not in (None, 0) for p in procs):
+        codes = [p.exitcode for p in procs]
+        if any(c not in (None, 0) for c in codes) or None not in codes:
             barrier.abort()
             return
 
 
 # ---- the parent side ----
 
-def parent_rep(barrier):
+def reap(procs, stop):
+    """Stops the watcher, then the ranks: joined, or killed after 30 s."""
+    stop.set()
+    for p in procs:
+        p.join(timeout=30)
+        if p.is_alive():
+            p.kill()
+
+
+# Which of a repetition's seven barriers the parent samples host memory at.
+SAMPLED = (True, False, True, False, False, True, False)
+
+
+def parent_rep(barrier, sampled=SAMPLED, timeout=TIMEOUT):
     samples = []
-    for sample in (True, False, True, False, False, True, False):
-        barrier.wait(TIMEOUT)
+    for sample in sampled:
+        barrier.wait(timeout)
         if sample:
             samples.append(hostmem.read())
     return samples
@@ -310,11 +325,7 @@ def run(args):
         barrier.abort()
         raise
     finally:
-        stop.set()
-        for p in procs:
-            p.join(timeout=30)
-            if p.is_alive():
-                p.kill()
+        reap(procs, stop)
         if os.path.exists(store):
             os.unlink(store)
     for (mech, pages), reps in collected.items():

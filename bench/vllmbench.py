@@ -31,7 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
 
 import hostmem  # noqa: E402
-from pybench import die_with_parent, least_kind  # noqa: E402
+from pybench import die_with_parent, least_kind, parent_rep, reap, watch  # noqa: E402
 
 TIMEOUT = 300
 # One chunk of an MLA model's KV: DeepSeek-V3's 61 layers x 576 bf16 latent
@@ -149,23 +149,8 @@ def rank_main(rank, ranks, plan, barrier, results, store):
 
 # ---- the parent side ----
 
-def watch(procs, barrier, stop):
-    """Breaks the barrier when a rank dies without a word (a signal), or
-    when every rank has left while the parent still waits."""
-    while not stop.wait(0.5):
-        codes = [p.exitcode for p in procs]
-        if any(c not in (None, 0) for c in codes) or None not in codes:
-            barrier.abort()
-            return
-
-
-def parent_rep(barrier):
-    samples = []
-    for sample in (True, False, True, False, False, False, False):
-        barrier.wait(TIMEOUT)
-        if sample:
-            samples.append(hostmem.read())
-    return samples
+# The parent samples host memory before and after the regions are made.
+SAMPLED = (True, False, True, False, False, False, False)
 
 
 def plan_of(args):
@@ -203,7 +188,7 @@ def run_group(ranks, args):
     collected, failed = {}, []
     try:
         for mech, size, pages, rep, _ in plan:
-            samples = parent_rep(barrier)
+            samples = parent_rep(barrier, SAMPLED, TIMEOUT)
             reports = [rp for _, rp in sorted((results.get(timeout=TIMEOUT)
                                                for _ in range(ranks)), key=lambda x: x[0])]
             bad = [f"rank {r}: {rp['error']}" for r, rp in enumerate(reports) if not rp["ok"]]
@@ -219,11 +204,7 @@ def run_group(ranks, args):
         barrier.abort()
         raise
     finally:
-        stop.set()
-        for p in procs:
-            p.join(timeout=30)
-            if p.is_alive():
-                p.kill()
+        reap(procs, stop)
         for path in [store] + glob.glob(f"/dev/shm/vllm_offload_{NAME}-*"):
             if os.path.exists(path):
                 os.unlink(path)

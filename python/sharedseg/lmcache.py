@@ -26,7 +26,7 @@ Importing sharedseg never imports this module; this module imports LMCache.
 """
 import importlib
 import itertools
-from typing import Any, List, Optional
+from typing import Any, Optional
 
 import torch
 
@@ -127,7 +127,3 @@ class SharedSegMemoryAllocator(_Mixed):  # type: ignore[misc, valid-type]
             self._unregistered = True
             self.buffer = torch.empty(0, dtype=torch.uint8)
             self.segment.close()
-
-    @property
-    def segments(self) -> List[Any]:
-        return [self.segment]

@@ -36,7 +36,7 @@ import torch
 
 import vllm
 
-from ._offload import PINS, region_segment, segment_args
+from ._offload import region_segment, segment_args
 
 # vLLM releases this module is written for: the one its tests run against,
 # and the one after it, read from its source (untested).
@@ -130,9 +130,6 @@ def parse_options(extra_config: Mapping[str, Any]) -> Dict[str, Any]:
     options = dict(pages=None, numa=None, populate=None, populate_threads=0, pin="auto",
                    timeout=None)
     options.update(given)
-    if options["pin"] not in PINS:
-        raise ValueError(f"sharedseg setting pin={options['pin']!r}: expected one of "
-                         f"{', '.join(PINS)}")
     threads = options["populate_threads"]
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
         raise ValueError(f"sharedseg setting populate_threads={threads!r}: expected an "
@@ -143,7 +140,7 @@ def parse_options(extra_config: Mapping[str, Any]) -> Dict[str, Any]:
 def _platform() -> str:
     """"cuda", "cpu", or the name of a platform this module does not serve."""
     p = _VLLM["current_platform"]
-    if p.is_cuda() if hasattr(p, "is_cuda") else (p.is_cuda_alike() and not p.is_rocm()):
+    if p.is_cuda():
         return "cuda"
     if p.is_cpu():
         return "cpu"

@@ -8,14 +8,12 @@ OUT/rank<N>.json; test_lmcache.py asserts on them.
     python lmcache_ranks.py SCENARIO 2 PORT OUT    (SCENARIO: share, disagree)
 """
 import gc
-import json
 import os
-import sys
-import traceback
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
+
+import engine_ranks
 
 SIZE = 4 << 20
 SHAPE = torch.Size([2, 2, 256, 576])  # KV_2LTD: (k/v, layers, tokens, hidden)
@@ -35,9 +33,11 @@ def share(rank):
     import sharedseg
     from sharedseg.lmcache import SharedSegMemoryAllocator
 
-    allocator = SharedSegMemoryAllocator(SIZE, dist.group.WORLD, pages="base")
+    # A name of this run's own: copies of the test may run at once.
+    allocator = SharedSegMemoryAllocator(SIZE, dist.group.WORLD, pages="base",
+                                         name=f"lmcache-{os.getppid()}")
     name = allocator.segment.name
-    seen = dict(allocates=allocator.allocates)
+    seen = dict(allocates=allocator.allocates, name=name)
     where = [None]
     if rank == 0:
         config = LMCacheEngineConfig.from_defaults(chunk_size=256, local_cpu=True,
@@ -90,25 +90,20 @@ def disagree(rank):
     import sharedseg
     from sharedseg.lmcache import SharedSegMemoryAllocator
     try:
-        SharedSegMemoryAllocator(SIZE * (rank + 1), dist.group.WORLD, pages="base")
+        SharedSegMemoryAllocator(SIZE * (rank + 1), dist.group.WORLD, pages="base",
+                                 name=f"lmcache-{os.getppid()}")
         return dict(error=None)
     except Exception as e:
         return dict(error=f"{type(e).__name__}: {e}",
                     is_sharedseg=isinstance(e, sharedseg.SharedSegmentError))
 
 
-def rank_main(rank, scenario, port, out):
-    try:
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                                world_size=2)
-        seen = share(rank) if scenario == "share" else disagree(rank)
-    except Exception:
-        seen = dict(crash=traceback.format_exc())
-    with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
-        json.dump(seen, f)
+def rank_main(rank, scenario, world, port):
+    assert world == 2, "lmcache_ranks.py runs 2 ranks"
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=world)
+    return share(rank) if scenario == "share" else disagree(rank)
 
 
 if __name__ == "__main__":
-    scenario, world, port, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-    assert world == 2, "lmcache_ranks.py runs 2 ranks"
-    mp.spawn(rank_main, args=(scenario, port, out), nprocs=world)
+    engine_ranks.main(rank_main)

@@ -14,14 +14,13 @@ torch stand-ins for transfer_kv_direct and its page-first variants (below),
 set in SGLang's module where the kernels would be. They say nothing about
 the kernels, only that the pool's host side is the shared segment.
 """
-import json
+
 import os
-import sys
-import traceback
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
+
+import engine_ranks
 
 LAYERS, TOKENS, PAGE = 2, 256, 16
 
@@ -62,16 +61,21 @@ def coordinator(rank, world):
 
 def pool(layout, ratio=2.0):
     from sglang.srt.mem_cache.device_pool_info import MLABufferInfo
+    from sglang.srt.mem_cache.pool_host.base import host_memory_budget_scope
     from sglang.srt.mem_cache.pool_host.mla import MLATokenToKVPoolHost
     device = tuple(latent(layer, 7) for layer in range(LAYERS))  # the same KV in every rank
     info = MLABufferInfo(buffers=device, data_ptrs=torch.tensor([b.data_ptr() for b in device]),
                          layer_indices=tuple(range(LAYERS)), device_layer_num=LAYERS,
                          page_size=PAGE, kv_lora_rank=512, qk_rope_head_dim=64,
                          kv_cache_dim=576, dtype=torch.bfloat16, device=torch.device("cpu"))
-    host = MLATokenToKVPoolHost(info, host_to_device_ratio=ratio, host_size=0, page_size=PAGE,
-                                layout=layout, pin_memory=False, device="cpu",
-                                device_capacity_tokens=TOKENS, start_layer=0, end_layer=LAYERS,
-                                target_layer_num=LAYERS)
+    # SGLang books a pool against MemAvailable less a 10 GiB reserve: a
+    # budget of our own keeps this 1 MiB pool from failing where other
+    # processes (copies of this test) hold the host's memory.
+    with host_memory_budget_scope(1 << 30):
+        host = MLATokenToKVPoolHost(info, host_to_device_ratio=ratio, host_size=0,
+                                    page_size=PAGE, layout=layout, pin_memory=False,
+                                    device="cpu", device_capacity_tokens=TOKENS, start_layer=0,
+                                    end_layer=LAYERS, target_layer_num=LAYERS)
     return host, device
 
 
@@ -82,7 +86,9 @@ def shared(rank, world, layout, group):
     made = []
 
     def make():
-        made.append(adapter.SharedSegHostTensorAllocator(group, pages="base"))
+        # A name of this run's own: copies of the test may run at once.
+        made.append(adapter.SharedSegHostTensorAllocator(group, pages="base",
+                                                         name=f"sglang-{os.getppid()}"))
         return made[-1]
 
     adapter.install(make)
@@ -140,7 +146,8 @@ def shared(rank, world, layout, group):
 def disagree(rank, world, group):
     import sharedseg
     import sharedseg.sglang as adapter
-    adapter.install(lambda: adapter.SharedSegHostTensorAllocator(group, pages="base"))
+    adapter.install(lambda: adapter.SharedSegHostTensorAllocator(
+        group, pages="base", name=f"sglang-{os.getppid()}"))
     try:
         pool("layer_first", ratio=2.0 + rank)
         return dict(error=None)
@@ -149,19 +156,13 @@ def disagree(rank, world, group):
                     is_sharedseg=isinstance(e, sharedseg.SharedSegmentError))
 
 
-def rank_main(rank, layout, world, port, out):
-    try:
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                                world_size=world)
-        group = coordinator(rank, world)
-        seen = {name: disagree(rank, world, group) if name == "disagree" else
-                shared(rank, world, name, group) for name in layout.split(",")}
-    except Exception:
-        seen = dict(crash=traceback.format_exc())
-    with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
-        json.dump(seen, f)
+def rank_main(rank, layouts, world, port):
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=world)
+    group = coordinator(rank, world)
+    return {name: disagree(rank, world, group) if name == "disagree" else
+            shared(rank, world, name, group) for name in layouts.split(",")}
 
 
 if __name__ == "__main__":
-    layout, world, port, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-    mp.spawn(rank_main, args=(layout, world, port, out), nprocs=world)
+    engine_ranks.main(rank_main)

@@ -3,6 +3,7 @@
 tools/install-deps.sh): LocalCPUBackend over SharedSegMemoryAllocator, on
 one rank (its own arena) and over 2 gloo ranks (one arena: rank 0 stores,
 rank 1 reads rank 0's object from the segment, given its address)."""
+import os
 import subprocess
 import sys
 
@@ -27,7 +28,7 @@ def test_rank0_stores_and_rank1_reads_it_from_the_one_segment(tmp_path):
     assert first["allocates"] and not second["allocates"]
     assert first["contains"] and first["get_equal"] and first["in_segment"]
     assert second["allocate_refused"] == \
-        "rank 1 reads the segment 'lmcache-cpu-0'; rank 0 allocates in it"
+        f"rank 1 reads the segment '{first['name']}'; rank 0 allocates in it"
     assert second["read_equal"] is True
     for s in (first, second):
         # One arena for the two ranks, not one each; nothing left after close.
@@ -52,7 +53,7 @@ def test_one_rank_backend_over_its_own_segment():
 
     import sharedseg
     from sharedseg.lmcache import SharedSegMemoryAllocator
-    allocator = SharedSegMemoryAllocator(2 << 20, pages="base", name="lmcache-own")
+    allocator = SharedSegMemoryAllocator(2 << 20, pages="base", name=f"lmcache-{os.getpid()}")
     name = allocator.segment.name
     backend = LocalCPUBackend(LMCacheEngineConfig.from_defaults(chunk_size=256),
                               None, dst_device="cpu", memory_allocator=allocator)

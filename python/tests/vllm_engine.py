@@ -92,12 +92,18 @@ def main():
     seen["segment"] = serve()
     llm.reset_prefix_cache()
     seen["again"] = serve()
+    # This engine's segment, as its workers name it in the trace: other
+    # engines may run on the host at the same time.
+    with open(os.environ["SHAREDSEG_VLLM_TRACE"]) as f:
+        name = json.loads(f.readline())["segment"]
     seen["segments"] = [dict(name=s["name"], size=s["size"], world_size=s["world_size"],
                              pages=s["pages"], resident_bytes=s["resident_bytes"],
                              processes=len(s["processes"]))
-                        for s in sharedseg.list_segments() if s["name"].startswith("vllm-")]
+                        for s in sharedseg.list_segments() if s["name"] == name]
     seen["shmem_growth"] = (shmem_kib() - shmem_before) * 1024
-    seen["dev_shm"] = [n for n in os.listdir("/dev/shm") if n.startswith("vllm_offload")]
+    engine_id = name[len("vllm-"):]
+    seen["dev_shm"] = [n for n in os.listdir("/dev/shm")
+                       if n.startswith(f"vllm_offload_{engine_id}")]
     with open(out, "w") as f:
         json.dump(seen, f)
     llm.llm_engine.engine_core.shutdown()

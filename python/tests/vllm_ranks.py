@@ -8,13 +8,10 @@ what it saw to OUT/rank<N>.json; test_vllm.py asserts on them.
     python vllm_ranks.py SCENARIOS WORLD PORT OUT    (comma-separated: replicated,
                                                      direct, too-big, disagree)
 """
-import json
 import os
-import sys
-import traceback
 
 import torch
-import torch.multiprocessing as mp
+import engine_ranks
 
 BLOCKS = 8           # the engine's KV blocks
 PAGE = 16 * 576 * 2  # one block's bytes per tensor: 16 tokens of the 576-wide latent, bf16
@@ -148,26 +145,21 @@ def refused(rank, world, scenario, group):
                     left=[s["name"] for s in sharedseg.list_segments() if s["name"] not in before])
 
 
-def rank_main(rank, scenario, world, port, out):
+def rank_main(rank, scenarios, world, port):
     from vllm.config import VllmConfig, set_current_vllm_config
     from vllm.distributed.parallel_state import (get_tp_group, init_distributed_environment,
                                                  initialize_model_parallel)
-    try:
-        with set_current_vllm_config(VllmConfig()):
-            init_distributed_environment(world_size=world, rank=rank, local_rank=rank,
-                                         distributed_init_method=f"tcp://127.0.0.1:{port}",
-                                         backend="gloo")
-            initialize_model_parallel(tensor_model_parallel_size=world)
-            seen = {}
-            for name in scenario.split(","):
-                run = refused if name in ("too-big", "disagree") else transfers
-                seen[name] = run(rank, world, name, get_tp_group())
-    except Exception:
-        seen = dict(crash=traceback.format_exc())
-    with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
-        json.dump(seen, f)
+    with set_current_vllm_config(VllmConfig()):
+        init_distributed_environment(world_size=world, rank=rank, local_rank=rank,
+                                     distributed_init_method=f"tcp://127.0.0.1:{port}",
+                                     backend="gloo")
+        initialize_model_parallel(tensor_model_parallel_size=world)
+        seen = {}
+        for name in scenarios.split(","):
+            run = refused if name in ("too-big", "disagree") else transfers
+            seen[name] = run(rank, world, name, get_tp_group())
+        return seen
 
 
 if __name__ == "__main__":
-    scenario, world, port, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-    mp.spawn(rank_main, args=(scenario, world, port, out), nprocs=world)
+    engine_ranks.main(rank_main)
