@@ -45,7 +45,7 @@ TSAN_TESTS = test_pending_race test_local_exchange test_two_ranks test_cuda_pend
 	test_fault_sweep test_token test_hostile test_log test_verify test_blob_bits \
 	test_readme_errors test_cuda_faults test_cuda_access \
 	test_cuda_hostreg test_cuda_hostreg_rules test_cuda_fabric_hosts test_fake_cuda \
-	test_ascend_hostreg
+	test_ascend_hostreg test_background
 test-tsan: $(TSAN_BUILD)/CMakeCache.txt
 	$(CMAKE) --build $(TSAN_BUILD) -j $(JOBS) --target $(TSAN_TESTS) sseg_fake_cuda \
 		sseg_fake_acl

@@ -66,6 +66,10 @@ enum sseg_populate {
 	SSEG_POPULATE_OWNER = 0,  /* the owner faults every page in create, with threads */
 	SSEG_POPULATE_SPREAD = 1, /* each rank faults its 1/world_size slice in complete */
 	SSEG_POPULATE_LAZY = 2,   /* first touch faults */
+	/* added in 0.3: complete returns once every rank has mapped; the
+	 * owner's threads then populate in the background (see
+	 * sseg_populate_wait) */
+	SSEG_POPULATE_BACKGROUND = 3,
 };
 
 /* Peers map the segment read-only; only the owner writes. */
@@ -182,6 +186,28 @@ struct sseg_info {
 };
 
 SSEG_API int sseg_info(const sseg_t *seg, struct sseg_info *info);
+
+/* ---- population in the background (added in 0.3) ---- */
+
+/* Bytes of the segment's pages that are resident now (*resident; whoever
+ * faulted them: the owner's population, any rank's first touch) out of
+ * mapped_size (*total). Counts pages, not this rank's page tables: a rank
+ * maps a resident page at its own first touch, without allocating. A
+ * device backend's pages are resident from create. Any completed segment,
+ * any populate mode; either pointer may be NULL. */
+SSEG_API int sseg_populate_progress(const sseg_t *seg, uint64_t *resident, uint64_t *total);
+
+/* With populate=background: waits until the segment is resident, at most
+ * timeout_ms (0: just ask; negative: no bound), asking opts.interrupt about
+ * every 20 ms (-EINTR when it says stop). On the owner, the rank that does
+ * the work, it returns the work's result: 0, or the error that stopped it
+ * (-ENOMEM for a drained HugeTLB pool or a memory limit), which the log
+ * callback reported when it happened; pages not populated then are faulted
+ * at first touch. On other ranks it watches the count: 0 once every page is
+ * resident, else -ETIMEDOUT (a peer learns of the owner's error from the
+ * owner, through the group: the Python package all-gathers it). Any other
+ * populate mode: 0 at once. sseg_destroy stops the work first. */
+SSEG_API int sseg_populate_wait(sseg_t *seg, int timeout_ms);
 
 /* The thread-local sentence that explains this thread's last failure. */
 SSEG_API const char *sseg_last_error(void);

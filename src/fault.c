@@ -18,6 +18,12 @@ struct site {
 static pthread_mutex_t fault_lock = PTHREAD_MUTEX_INITIALIZER;
 static int fault_armed;
 static struct site sites[SITES];
+static void (*fault_hook)(const char *site);
+
+void sseg_test_fault_hook(void (*hook)(const char *site))
+{
+	__atomic_store_n(&fault_hook, hook, __ATOMIC_RELEASE);
+}
 
 /* The site armed under name; "" finds a free slot. */
 static struct site *find(const char *name)
@@ -47,9 +53,12 @@ void sseg_test_fault(const char *site, int skip, int count, int err)
 
 int sseg_fault(const char *name)
 {
+	void (*hook)(const char *site) = __atomic_load_n(&fault_hook, __ATOMIC_ACQUIRE);
 	struct site *s;
 	int err = 0;
 
+	if (hook)
+		hook(name);
 	if (!__atomic_load_n(&fault_armed, __ATOMIC_ACQUIRE))
 		return 0;
 	pthread_mutex_lock(&fault_lock);

@@ -12,5 +12,8 @@ SSEG_HIDDEN int sseg_fault(const char *site);
  * count < 0: forever. Up to four sites at once; arming one again replaces
  * its rule. site NULL disarms everything. */
 SSEG_HIDDEN void sseg_test_fault(const char *site, int skip, int count, int err);
+/* hook(site) runs at every site's call, before its rule, on the calling
+ * thread: how a test holds a thread at a chosen point (NULL: none). */
+SSEG_HIDDEN void sseg_test_fault_hook(void (*hook)(const char *site));
 
 #endif

@@ -31,6 +31,7 @@ static const struct name_value populates[] = {
 	{ "owner", SSEG_POPULATE_OWNER },
 	{ "spread", SSEG_POPULATE_SPREAD },
 	{ "lazy", SSEG_POPULATE_LAZY },
+	{ "background", SSEG_POPULATE_BACKGROUND },
 };
 
 /* The first name listed for value: the canonical one. */

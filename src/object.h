@@ -53,6 +53,7 @@ struct sseg {
 	void *backend_state;          /* the backend's own */
 	struct sseg_channel channel;  /* the owner's fd channel */
 	struct sseg_hostreg *hostreg;
+	struct sseg_background *background; /* populate=background's work (owner) */
 
 	uint8_t blob[SSEG_BLOB_SIZE]; /* what create gave the caller */
 	int failed;                   /* complete failed: destroy is all that is left */

@@ -57,7 +57,7 @@ static int check_policy(const struct sseg_opts *o)
 		return sseg_err(-EINVAL, "numa=%d is not a placement", (int)o->numa);
 	if (o->numa == SSEG_NUMA_NODE && (o->numa_node < 0 || o->numa_node > 63))
 		return sseg_err(-EINVAL, "numa_node=%d is outside 0..63", o->numa_node);
-	if ((unsigned)o->populate > SSEG_POPULATE_LAZY)
+	if ((unsigned)o->populate > SSEG_POPULATE_BACKGROUND)
 		return sseg_err(-EINVAL, "populate=%d is not a population mode", (int)o->populate);
 	if (o->populate_threads < 0 || o->populate_threads > 256)
 		return sseg_err(-EINVAL, "populate_threads=%d is outside 0..256",

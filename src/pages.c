@@ -231,7 +231,7 @@ static int populate_steps(struct sseg *seg, uint64_t offset, uint64_t len, int t
 	while (!rc && done < len) {
 		uint64_t n = len - done < step ? len - done : step;
 
-		rc = sseg_os_populate((char *)seg->base + offset + done, n, seg->page_size, threads,
+		rc = sseg_os_populate(seg->base, offset + done, n, seg->page_size, threads,
 				      !seg->readonly);
 		done += n;
 		if (!rc && done < len && seg->opts.interrupt &&

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "background.h"
 #include "backend/backend.h"
 #include "fdchannel.h"
 #include "layout.h"
@@ -42,6 +43,7 @@ static void after_fork_child(void)
 	for (struct sseg *s = any; s; s = s->next_any) {
 		sseg_channel_forget(s);
 		sseg_backend_forget_in_child(s);
+		sseg_background_forget_in_child(s);
 		sseg_tag_forget(s);
 	}
 	pthread_mutex_unlock(&registry_lock);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Releasing a segment's stages, last taken first. */
+#include "background.h"
 #include "backend/backend.h"
 #include "fdchannel.h"
 #include "hostreg.h"
@@ -12,6 +13,7 @@ int sseg_release(struct sseg *seg)
 {
 	int rc;
 
+	sseg_background_stop(seg);
 	sseg_tag_release(seg);
 	rc = sseg_hostreg_release(seg);
 	if (!rc)

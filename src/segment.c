@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "background.h"
 #include "backend/backend.h"
 #include "fdchannel.h"
 #include "host.h"
@@ -209,6 +210,11 @@ int sseg_complete(sseg_t *seg, const void *raw)
 	sseg_backend_settle(seg);
 	sseg_tag_place(seg);
 	seg->completed = 1;
+	/* Nothing else needs the pages in place: a failure to start leaves
+	 * them to first touch, which is what the work would be stopped into. */
+	if (sseg_background_start(seg))
+		sseg_log(SSEG_LOG_WARN, "segment '%s': %s; pages are faulted at first touch",
+			 seg->name, sseg_last_error());
 	seg->complete_s = sseg_now() - t0;
 	sseg_registry_add(seg);
 	return 0;

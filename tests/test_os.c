@@ -268,7 +268,7 @@ static void test_populate_numa_meminfo(void)
 
 	CHECK_RC(sseg_os_meminfo(&shmem0, &huge), 0);
 	p = map_new(64 * MiB, 0, NULL);
-	CHECK_RC(sseg_os_populate(p, 64 * MiB, 4096, 1, true), 0);
+	CHECK_RC(sseg_os_populate(p, 0, 64 * MiB, 4096, 1, true), 0);
 	CHECK_RC(sseg_os_meminfo(&shmem1, &huge), 0);
 	CHECK(shmem1 >= shmem0 + 60 * MiB);
 	CHECK_RC(sseg_os_numa_where(p, 64 * MiB, 4096, &where), 0);
@@ -285,11 +285,11 @@ static void test_populate_numa_meminfo(void)
 	CHECK(where == 0); /* nothing faulted yet */
 	for (uint64_t off = 0; off < 64 * MiB; off += 64 * 4096 + 1)
 		q[off] = tu_pattern(1, off);
-	CHECK_RC(sseg_os_populate(q, 64 * MiB, 4096, 2, true), 0);
+	CHECK_RC(sseg_os_populate(q, 0, 64 * MiB, 4096, 2, true), 0);
 	CHECK(mincore(q, 64 * MiB, vec) == 0);
 	for (size_t i = 0; i < sizeof(vec); i++)
 		CHECK(vec[i] & 1);
-	CHECK_RC(sseg_os_populate(q, 64 * MiB - 12288, 4096, 3, false), 0);
+	CHECK_RC(sseg_os_populate(q, 0, 64 * MiB - 12288, 4096, 3, false), 0);
 	for (uint64_t off = 0; off < 64 * MiB; off += 4096) {
 		bool written = off % (64 * 4096 + 1) == 0;
 
@@ -299,7 +299,7 @@ static void test_populate_numa_meminfo(void)
 		CHECK(q[off] == tu_pattern(1, off));
 	CHECK_RC(sseg_os_numa_where(q, 64 * MiB, 4096, &where), 0);
 	CHECK(where == (nodes & where) && where != 0);
-	CHECK_RC(sseg_os_populate(q, 4096, 3000, 1, true), -EINVAL);
+	CHECK_RC(sseg_os_populate(q, 0, 4096, 3000, 1, true), -EINVAL);
 	sseg_os_window_release(p, 64 * MiB);
 	sseg_os_window_release(q, 64 * MiB);
 }
@@ -311,7 +311,7 @@ static uint64_t thp_bytes(void)
 	uint8_t *p = map_new(8 * MiB, 0, NULL);
 
 	CHECK_RC(sseg_os_madvise_hugepage(p, 8 * MiB), 0);
-	CHECK_RC(sseg_os_populate(p, 8 * MiB, SSEG_2M, 2, true), 0);
+	CHECK_RC(sseg_os_populate(p, 0, 8 * MiB, SSEG_2M, 2, true), 0);
 	CHECK_RC(sseg_os_huge_bytes(p, 8 * MiB, &bytes), 0);
 	sseg_os_window_release(p, 8 * MiB);
 	return bytes;
@@ -353,7 +353,7 @@ static void populate_beyond_pool(uint64_t size)
 	CHECK_RC(sseg_os_memfd_create("test", size, SSEG_2M, &fd), 0);
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
 	CHECK(p != MAP_FAILED);
-	CHECK_RC(sseg_os_populate(p, size, SSEG_2M, 2, true), -ENOMEM);
+	CHECK_RC(sseg_os_populate(p, 0, size, SSEG_2M, 2, true), -ENOMEM);
 	CHECK_ERR_HAS("out of memory (HugeTLB pool or memory limit)");
 	munmap(p, size);
 	close(fd);
@@ -381,7 +381,7 @@ static void test_hugetlb(void)
 	p = map_new(8 * MiB, SSEG_2M, &fd);
 	CHECK_RC(sseg_os_memfd_check(fd, 8 * MiB, &page), 0);
 	CHECK(page == SSEG_2M);
-	CHECK_RC(sseg_os_populate(p, 8 * MiB, SSEG_2M, 2, true), 0);
+	CHECK_RC(sseg_os_populate(p, 0, 8 * MiB, SSEG_2M, 2, true), 0);
 	CHECK_RC(sseg_os_huge_bytes(p, 8 * MiB, &bytes), 0);
 	CHECK(bytes == 8 * MiB);
 	CHECK_RC(sseg_os_meminfo(&shmem, &used), 0);

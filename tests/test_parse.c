@@ -75,7 +75,7 @@ static void test_other_names(void)
 	CHECK_RC(sseg_parse_populate("Lazy", &pop), 0);
 	CHECK(pop == SSEG_POPULATE_LAZY);
 	CHECK_RC(sseg_parse_populate("eager", &pop), -EINVAL);
-	CHECK_ERR_HAS("expected owner, spread or lazy");
+	CHECK_ERR_HAS("expected owner, spread, lazy or background");
 }
 
 static void test_numa(void)

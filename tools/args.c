@@ -120,7 +120,7 @@ int cli_parse_backend(const char *cmd, const char *text, enum sseg_backend *back
 int cli_parse_populate(const char *cmd, const char *text, enum sseg_populate *populate)
 {
 	return choice(sseg_parse_populate(text, populate), cmd, "--populate", text,
-		      "a population mode", "owner, spread, lazy");
+		      "a population mode", "owner, spread, lazy, background");
 }
 
 int cli_parse_numa(const char *cmd, const char *text, enum sseg_numa *numa, int *node)

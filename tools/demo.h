@@ -39,6 +39,7 @@ struct rank_report {
 	double create_s;
 	double complete_s;
 	double populate_s;
+	double resident_s;    /* populate=background: open's return to resident */
 	uint64_t rss;         /* this rank's mapping, from smaps */
 	uint64_t pss;         /* HugeTLB: rss / ranks */
 	bool has_host_use;    /* rank 0 measured the host-wide delta */

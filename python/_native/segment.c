@@ -347,6 +347,51 @@ static PyObject *segment_info(PyObject *self_obj, PyObject *unused)
 	return info_dict(&info);
 }
 
+/* ---- population in the background ---- */
+
+static PyObject *segment_populate_progress(PyObject *self_obj, PyObject *unused)
+{
+	struct segment_object *self = (struct segment_object *)self_obj;
+	uint64_t resident = 0, total = 0;
+	int rc;
+
+	if (!usable(self, "populate_progress"))
+		return NULL;
+	rc = sseg_populate_progress(self->seg, &resident, &total);
+	if (rc)
+		return sseg_py_raise(sseg_py_error, rc);
+	return Py_BuildValue("(KK)", (unsigned long long)resident, (unsigned long long)total);
+}
+
+/* Without the GIL, Ctrl-C checked as in complete; TimeoutError when the
+ * bound passed. */
+static PyObject *segment_populate_wait(PyObject *self_obj, PyObject *args)
+{
+	struct segment_object *self = (struct segment_object *)self_obj;
+	struct waiting *w = self->waiting;
+	int timeout_ms, rc;
+
+	if (!PyArg_ParseTuple(args, "i:populate_wait", &timeout_ms))
+		return NULL;
+	if (!usable(self, "populate_wait"))
+		return NULL;
+	if (!self->completed)
+		return PyErr_Format(sseg_py_error, "populate_wait: the segment is not complete");
+	self->busy = 1;
+	Py_BEGIN_ALLOW_THREADS
+	rc = sseg_populate_wait(self->seg, timeout_ms);
+	Py_END_ALLOW_THREADS
+	self->busy = 0;
+	sseg_py_log_drain();
+	if (raise_stop(w))
+		return NULL;
+	if (rc == -ETIMEDOUT)
+		return sseg_py_raise(PyExc_TimeoutError, rc);
+	if (rc)
+		return sseg_py_raise(sseg_py_error, rc);
+	Py_RETURN_NONE;
+}
+
 /* ---- lifetime ---- */
 
 static PyObject *segment_close(PyObject *self_obj, PyObject *unused)
@@ -484,6 +529,11 @@ static PyMethodDef segment_methods[] = {
 	{ "set_quiesce", segment_set_quiesce, METH_O,
 	  "set_quiesce(fn): fn() runs once, just before the pages are released" },
 	{ "info", segment_info, METH_NOARGS, "info() -> dict: sseg_info" },
+	{ "populate_progress", segment_populate_progress, METH_NOARGS,
+	  "populate_progress() -> (resident, total): sseg_populate_progress" },
+	{ "populate_wait", segment_populate_wait, METH_VARARGS,
+	  "populate_wait(timeout_ms): sseg_populate_wait without the GIL (negative: no\n"
+	  "bound); Ctrl-C raises KeyboardInterrupt, the bound TimeoutError" },
 	{ "close", segment_close, METH_NOARGS,
 	  "close() -> bool: unmaps now (True) or with the last view (False)" },
 	{ "pin", segment_pin, METH_NOARGS,

@@ -67,7 +67,7 @@ def population_allowance(size: int, pages: str, populate: str) -> float:
     """Seconds the declared population may take: added to every wait, so
     the owner's first touch of a large segment does not count against the
     peers' timeout."""
-    if populate == "lazy":
+    if populate in ("lazy", "background"):
         return 0.0
     rate = POPULATE_S_PER_GIB.get(pages, POPULATE_S_PER_GIB_HUGE)
     return rate * size / (1 << 30)

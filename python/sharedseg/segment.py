@@ -332,8 +332,11 @@ def create_shared_segment(
         numa: "none", a node number, "interleave", "device-local"; default:
             $SHAREDSEG_NUMA, else "none".
         populate: "owner" (the owner faults every page in create), "spread"
-            (each rank faults its slice in complete), "lazy"; default:
-            $SHAREDSEG_POPULATE, else "owner".
+            (each rank faults its slice in complete), "lazy", "background"
+            (complete returns once every rank has mapped; the owner's
+            threads then fault every page in while the segment is in use:
+            see wait_populated()); default: $SHAREDSEG_POPULATE, else
+            "owner".
         populate_threads: the owner's population threads (0: up to 4).
         layout: "interleaved" (index 0 of every block, then index 1, ...) or
             "grouped"; only with blocks.
@@ -482,6 +485,34 @@ class SharedSegment:
         facts = self._native.info()
         facts["settings"] = self._plan.settings
         return facts
+
+    def populate_progress(self) -> Tuple[int, int]:
+        """(resident, total): bytes of the segment's memory resident now,
+        whoever faulted them (populate="background"'s work, any rank's first
+        touch), of the bytes mapped. Pages, not this rank's page tables."""
+        self._open()
+        resident, total = self._native.populate_progress()
+        return resident, total
+
+    def wait_populated(self, timeout: Optional[float] = None) -> None:
+        """With populate="background", waits until the segment is resident:
+        on the owner, for its threads' work, raising the error that stopped
+        it (SharedSegmentError, errno ENOMEM for a drained HugeTLB pool or
+        a memory limit; the pages left are faulted at first touch); on the
+        other ranks, until every page is resident. timeout: seconds, None
+        for no bound; TimeoutError past it. Ctrl-C interrupts it. Not a
+        collective: a peer does not learn of the owner's error here, so
+        all-gather the owner's outcome if every rank must. Any other
+        populate mode returns at once."""
+        self._open()
+        if timeout is None:
+            ms = -1
+        else:
+            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or \
+                    not 0 <= timeout <= 2**31 / 1000:
+                raise ValueError(f"timeout={timeout!r}: seconds, 0..{2**31 // 1000}, or None")
+            ms = int(timeout * 1000)
+        self._native.populate_wait(ms)
 
     def describe(self) -> str:
         """The canonical layout description that was hashed into the fingerprint."""

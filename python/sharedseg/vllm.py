@@ -48,7 +48,7 @@ SUPPORTED = TESTED + READ
 OPTIONS = {
     "pages": "the page kind: auto, base, thp, hugetlb, hugetlb-2M, hugetlb-1G (default auto)",
     "numa": "none, a node number, interleave or device-local (default none)",
-    "populate": "owner, spread or lazy (default owner)",
+    "populate": "owner, spread, lazy or background (default owner)",
     "populate_threads": "the owner's population threads (default 0: up to 4)",
     "pin": "auto, host_register, vmm or none (default auto: host_register on CUDA, "
            "none on the CPU platform)",

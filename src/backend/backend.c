@@ -185,6 +185,15 @@ void sseg_backend_forget_in_child(struct sseg *seg)
 		seg->ops->forget_in_child(seg);
 }
 
+int sseg_backend_resident(const struct sseg *seg, uint64_t *bytes)
+{
+	if (!seg->ops->resident) {
+		*bytes = seg->mapped_size;
+		return 0;
+	}
+	return seg->ops->resident(seg, bytes);
+}
+
 int sseg_backend_release(struct sseg *seg)
 {
 	if (!(seg->held & SSEG_HELD_BACKEND))

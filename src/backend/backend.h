@@ -95,6 +95,10 @@ struct sseg_backend_ops {
 	/* In a child after fork(): close the descriptors the backend holds
 	 * (no driver call). Optional. */
 	void (*forget_in_child)(struct sseg *seg);
+	/* Bytes of the segment's pages resident now, whoever faulted them.
+	 * Optional: without it, every page is (device memory, allocated in
+	 * create). */
+	int (*resident)(const struct sseg *seg, uint64_t *bytes);
 
 	/* ---- destroy ---- */
 	/* Releases SSEG_HELD_BACKEND stage by stage; resumable. */
@@ -130,6 +134,7 @@ SSEG_HIDDEN int sseg_backend_import(struct sseg *seg, const struct sseg_blob *bl
 SSEG_HIDDEN void sseg_backend_settle(struct sseg *seg);
 SSEG_HIDDEN void sseg_backend_describe(const struct sseg *seg, struct sseg_info *info);
 SSEG_HIDDEN void sseg_backend_forget_in_child(struct sseg *seg);
+SSEG_HIDDEN int sseg_backend_resident(const struct sseg *seg, uint64_t *bytes);
 SSEG_HIDDEN int sseg_backend_release(struct sseg *seg);
 
 #endif

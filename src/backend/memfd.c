@@ -158,6 +158,16 @@ static int populate_owner(struct sseg *seg, struct memfd_state *st)
 	return rc ? rc : sseg_populate_range(seg, 0, seg->mapped_size, seg->opts.populate_threads);
 }
 
+/* populate=background: the kernel without MADV_POPULATE_* would populate
+ * by touch, where running out of memory is a signal; the pages are
+ * allocated here instead, so that it is an error of create. */
+static int prepare_background(struct sseg *seg, struct memfd_state *st)
+{
+	if (sseg_os_populate_supported())
+		return 0;
+	return sseg_os_memfd_allocate(st->fd, seg->mapped_size);
+}
+
 static int memfd_create_owner(struct sseg *seg)
 {
 	struct memfd_state *st;
@@ -184,6 +194,8 @@ static int memfd_create_owner(struct sseg *seg)
 		rc = sseg_place(seg);
 	if (!rc && seg->opts.populate == SSEG_POPULATE_OWNER)
 		rc = populate_owner(seg, st);
+	if (!rc && seg->opts.populate == SSEG_POPULATE_BACKGROUND)
+		rc = prepare_background(seg, st);
 	return rc ? rc : sseg_channel_listen(seg);
 }
 
@@ -221,6 +233,11 @@ static void close_fd(struct memfd_state *st)
 	}
 }
 
+static bool keeps_fd(const struct sseg *seg)
+{
+	return seg->opts.populate == SSEG_POPULATE_BACKGROUND;
+}
+
 static int memfd_serve(struct sseg *seg, const struct sseg_blob *blobs)
 {
 	int rc;
@@ -228,8 +245,10 @@ static int memfd_serve(struct sseg *seg, const struct sseg_blob *blobs)
 	rc = sseg_channel_hand_over(seg, blobs, state(seg)->fd, NULL);
 	if (rc)
 		return rc;
-	/* Every local peer holds a mapping now: no fd needs to stay open. */
-	close_fd(state(seg));
+	/* Every local peer holds a mapping now: no fd needs to stay open,
+	 * except to count what background population made resident. */
+	if (!keeps_fd(seg))
+		close_fd(state(seg));
 	return 0;
 }
 
@@ -276,7 +295,12 @@ static int memfd_import(struct sseg *seg, const struct sseg_blob *blobs)
 	if (rc)
 		return rc;
 	rc = map_received(seg, &owner->handle, fd);
-	close(fd);
+	if (!rc && keeps_fd(seg)) {
+		state(seg)->fd = fd;
+		state(seg)->held |= MEMFD_HELD_FD;
+	} else {
+		close(fd);
+	}
 	ack_rc = sseg_channel_ack(sock, rc, sseg_timeout_ms(seg));
 	if (rc)
 		return rc;
@@ -304,6 +328,18 @@ static void memfd_describe(const struct sseg *seg, struct sseg_info *info)
 		 seg->opts.world_size > 1 ? "fd" : "");
 	snprintf(info->memfd_name, sizeof(info->memfd_name), "/memfd:" SSEG_MEMFD_LABEL "%s",
 		 seg->name);
+}
+
+/* The file's blocks where the fd is kept (shmem and hugetlbfs count every
+ * page allocated, through any mapping); else the pages mincore() finds
+ * under this rank's mapping. */
+static int memfd_resident(const struct sseg *seg, uint64_t *bytes)
+{
+	const struct memfd_state *st = state(seg);
+
+	if (st->held & MEMFD_HELD_FD)
+		return sseg_os_memfd_allocated(st->fd, bytes);
+	return sseg_os_resident(seg->base, seg->mapped_size, bytes);
 }
 
 static void memfd_forget_in_child(struct sseg *seg)
@@ -349,5 +385,6 @@ const struct sseg_backend_ops sseg_memfd_ops = {
 	.settle = memfd_settle,
 	.describe = memfd_describe,
 	.forget_in_child = memfd_forget_in_child,
+	.resident = memfd_resident,
 	.release = memfd_release,
 };

@@ -181,3 +181,13 @@ int sseg_os_memfd_allocate(int fd, uint64_t size)
 				size, strerror(-rc));
 	return 0;
 }
+
+int sseg_os_memfd_allocated(int fd, uint64_t *bytes)
+{
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return sseg_err(-errno, "fstat of the memfd failed: %s", strerror(errno));
+	*bytes = (uint64_t)st.st_blocks * 512u;
+	return 0;
+}

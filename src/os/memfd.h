@@ -29,5 +29,7 @@ SSEG_HIDDEN int sseg_os_memfd_check(int fd, uint64_t expect_size, uint64_t *page
  * memory or the HugeTLB pool cannot hold them, where a first touch would be
  * killed or get SIGBUS. */
 SSEG_HIDDEN int sseg_os_memfd_allocate(int fd, uint64_t size);
+/* Bytes of the file's pages allocated (resident), through any mapping. */
+SSEG_HIDDEN int sseg_os_memfd_allocated(int fd, uint64_t *bytes);
 
 #endif

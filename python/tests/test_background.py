@@ -1,0 +1,118 @@
+# SPDX-License-Identifier: Apache-2.0
+"""populate="background" through the package: create returns before the
+pages are resident, every rank can use the segment at once, progress counts
+the pages, wait_populated() ends when they are all resident (on the owner:
+its work; on a peer: the count), its arguments are checked, and Ctrl-C
+interrupts it."""
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from conftest import env_with_package
+from tcp_exchange import TcpExchange
+
+import sharedseg
+
+SIZE = 256 << 20
+
+
+def _rank(rank, exchange, out):
+    try:
+        with sharedseg.create_shared_segment("py-bg", size=SIZE, world_size=2, rank_id=rank,
+                                             exchange=exchange, pages="base",
+                                             populate="background", timeout=60) as seg:
+            out[rank] = seg
+            view = seg.buffer()
+            if rank == 0:
+                view[SIZE - 1] = 0x5A  # usable before it is resident
+            exchange(b"\0")
+            out[f"seen{rank}"] = view[SIZE - 1]
+            resident, total = seg.populate_progress()
+            assert total == SIZE and 0 < resident <= total
+            seg.wait_populated(timeout=120)
+            out[f"after{rank}"] = seg.populate_progress()
+            assert seg.info["settings"]["populate"] == {"value": "background", "source": "argument"}
+            exchange(b"\0")  # nobody closes while the other still reads
+            del view
+    except BaseException as e:  # reported by the test thread
+        out[f"error{rank}"] = e
+
+
+def test_two_ranks_use_it_at_once_and_see_it_resident():
+    ex0 = TcpExchange(0, 2, timeout=60)
+    ex1 = TcpExchange(1, 2, ex0.port, timeout=60)
+    out = {}
+    threads = [threading.Thread(target=_rank, args=(r, ex, out)) for r, ex in ((0, ex0), (1, ex1))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(180)
+    assert "error0" not in out and "error1" not in out, out
+    assert out["seen0"] == out["seen1"] == 0x5A
+    assert out["after0"] == out["after1"] == (SIZE, SIZE)
+    assert out[0].is_owner and not out[1].is_owner
+
+
+def test_other_modes_return_at_once_and_bad_timeouts_are_refused():
+    with sharedseg.create_shared_segment("py-bg-owner", size=8 << 20, pages="base") as seg:
+        seg.wait_populated(timeout=0)
+        assert seg.populate_progress() == (8 << 20, 8 << 20)
+        for bad in (-1, "1", True, float("nan"), 10**9):
+            with pytest.raises(ValueError, match="timeout="):
+                seg.wait_populated(timeout=bad)
+    with pytest.raises(sharedseg.SharedSegmentError, match="closed"):
+        seg.wait_populated()
+    with pytest.raises(ValueError, match="background"):
+        sharedseg.create_shared_segment("py-bg-bad", size=8 << 20, populate="eager")
+
+
+# 2 GiB with one thread takes the owner over a second on any machine of this
+# kind (allocating 4 KiB pages alone runs at about 4 GB/s): SIGINT is sent
+# once the main thread sleeps in the wait (futex, in /proc/PID/syscall). A
+# wait that ended first says so and fails the test.
+WAITER = '''
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
+import sharedseg
+seg = sharedseg.create_shared_segment("py-bg-ctrlc", size=2 << 30, pages="base",
+                                      populate="background", populate_threads=1)
+try:
+    print("waiting", flush=True)
+    seg.wait_populated()
+    print("finished before the signal", seg.populate_progress(), flush=True)
+except KeyboardInterrupt:
+    resident, total = seg.populate_progress()
+    seg.buffer()[total - 1] = 1  # still usable
+    print("interrupted", resident < total, flush=True)
+seg.close()
+'''
+
+
+def _until_asleep_in_futex(pid, bound_s=30):
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/syscall") as f:
+            if f.read().split()[0] == "202":  # futex: pthread_cond_timedwait
+                return
+        time.sleep(0.001)
+    raise AssertionError(f"the waiter did not sleep in the wait within {bound_s} s")
+
+
+def test_ctrl_c_interrupts_the_wait():
+    proc = subprocess.Popen([sys.executable, "-c", WAITER], env=env_with_package(),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "waiting"
+        _until_asleep_in_futex(proc.pid)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, out
+    assert out.split() == ["interrupted", "True"], out

@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* populate=background: complete returns before the pages are resident, the
+ * owner's work makes them so while the segment is in use, progress counts
+ * them on every rank, the owner's wait returns the work's error (logged
+ * when it happened), destroy stops the work first, and a wait can be
+ * interrupted or time out. The work is held at a chosen step through the
+ * fault hook, so no case depends on how fast the machine populates. */
+#include <dirent.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "fault.h"
+#include "testutil.h"
+
+#define SZ (256ull << 20)
+#define STEP (64ull << 20) /* background.c's step */
+
+/* ---- holding the work at its n-th populate call ---- */
+
+static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hold_cond = PTHREAD_COND_INITIALIZER;
+static int hold_at;   /* the call to hold (1-based); 0: none */
+static int calls;     /* populate calls seen */
+static int held;      /* a call is held now */
+static int released;
+
+static void hold_hook(const char *site)
+{
+	if (strcmp(site, "populate"))
+		return;
+	pthread_mutex_lock(&hold_lock);
+	if (++calls == hold_at) {
+		held = 1;
+		pthread_cond_broadcast(&hold_cond);
+		while (!released)
+			pthread_cond_wait(&hold_cond, &hold_lock);
+	}
+	pthread_mutex_unlock(&hold_lock);
+}
+
+static void hold(int nth)
+{
+	pthread_mutex_lock(&hold_lock);
+	hold_at = nth;
+	calls = held = released = 0;
+	pthread_mutex_unlock(&hold_lock);
+	sseg_test_fault_hook(hold_hook);
+}
+
+static void wait_held(void)
+{
+	pthread_mutex_lock(&hold_lock);
+	while (!held)
+		pthread_cond_wait(&hold_cond, &hold_lock);
+	pthread_mutex_unlock(&hold_lock);
+}
+
+static void release_hold(void)
+{
+	pthread_mutex_lock(&hold_lock);
+	released = 1;
+	pthread_cond_broadcast(&hold_cond);
+	pthread_mutex_unlock(&hold_lock);
+}
+
+static int hold_calls(void)
+{
+	int n;
+
+	pthread_mutex_lock(&hold_lock);
+	n = calls;
+	pthread_mutex_unlock(&hold_lock);
+	return n;
+}
+
+/* ---- what the log callback saw ---- */
+
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char last_error_line[512];
+
+static void on_log(enum sseg_log_level level, const char *message, void *ctx)
+{
+	(void)ctx;
+	if (level != SSEG_LOG_ERROR)
+		return;
+	pthread_mutex_lock(&log_lock);
+	snprintf(last_error_line, sizeof(last_error_line), "%s", message);
+	pthread_mutex_unlock(&log_lock);
+}
+
+static int logged(const char *needle)
+{
+	int found;
+
+	pthread_mutex_lock(&log_lock);
+	found = strstr(last_error_line, needle) != NULL;
+	pthread_mutex_unlock(&log_lock);
+	return found;
+}
+
+static int threads_now(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	CHECK(d);
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static void ranks(struct tu_rank *r, int n, const char *prefix, uint64_t size, int threads)
+{
+	static char names[8][64];
+	static int used;
+	char *name = names[used++ % 8];
+
+	tu_name(name, 64, prefix);
+	memset(r, 0, sizeof(*r) * (size_t)n);
+	for (int i = 0; i < n; i++)
+		r[i].opts = (struct sseg_opts){ .sz = sizeof(struct sseg_opts), .name = name,
+						.size = size, .world_size = n, .rank = i,
+						.pages = SSEG_PAGES_BASE,
+						.populate = SSEG_POPULATE_BACKGROUND,
+						.populate_threads = threads };
+	CHECK(tu_run_inproc(r, n) == 0);
+}
+
+static uint64_t resident(sseg_t *seg)
+{
+	uint64_t bytes = 0, total = 0;
+
+	CHECK_RC(sseg_populate_progress(seg, &bytes, &total), 0);
+	CHECK(total == SZ && bytes <= total);
+	return bytes;
+}
+
+/* complete returns with the work held at its first step: nothing resident,
+ * yet the segment is usable; released, every rank sees it all resident. */
+static void usable_before_resident(void)
+{
+	struct tu_rank r[2];
+	unsigned char *a, *b;
+
+	hold(1);
+	ranks(r, 2, "bg-use", SZ, 1);
+	wait_held();
+	CHECK(resident(r[0].seg) == 0 && resident(r[1].seg) == 0);
+	CHECK_RC(sseg_populate_wait(r[1].seg, 0), -ETIMEDOUT);
+	CHECK_ERR_HAS("0 of 268435456 bytes resident");
+	a = sseg_base(r[0].seg);
+	b = sseg_base(r[1].seg);
+	/* The engine's first touch, while the work waits: faulted then. */
+	a[SZ - 1] = 0x5a;
+	CHECK(b[SZ - 1] == 0x5a && resident(r[1].seg) == 4096);
+	release_hold();
+	CHECK_RC(sseg_populate_wait(r[1].seg, 60000), 0);
+	CHECK(resident(r[1].seg) == SZ);
+	CHECK_RC(sseg_populate_wait(r[0].seg, 60000), 0);
+	CHECK(b[SZ - 1] == 0x5a && a[0] == 0);
+	sseg_test_fault_hook(NULL);
+	tu_destroy_all(r, 2);
+}
+
+/* A step that fails (the kernel's answer to a drained pool or a memory
+ * limit): logged at once, returned by the owner's wait; the pages left are
+ * faulted at first touch. */
+static void failure_reported(void)
+{
+	struct tu_rank r[2];
+	unsigned char *a, *b;
+
+	sseg_set_log(on_log, NULL);
+	sseg_test_fault("populate", 2, 1, -EFAULT);
+	ranks(r, 2, "bg-fail", SZ, 1);
+	CHECK_RC(sseg_populate_wait(r[0].seg, 60000), -ENOMEM);
+	CHECK_ERR_HAS("populating 67108864 bytes at offset 134217728 failed: out of memory");
+	CHECK(logged("background population stopped with 134217728 of 268435456 bytes resident"));
+	CHECK(logged("out of memory"));
+	CHECK(resident(r[1].seg) == 2 * STEP);
+	/* Asked again, the same answer. */
+	CHECK_RC(sseg_populate_wait(r[0].seg, 0), -ENOMEM);
+	sseg_test_fault(NULL, 0, 0, 0);
+	a = sseg_base(r[0].seg);
+	b = sseg_base(r[1].seg);
+	for (uint64_t off = 0; off < SZ; off += 4096)
+		a[off] = tu_pattern(0, off);
+	for (uint64_t off = 0; off < SZ; off += 4096)
+		CHECK(b[off] == tu_pattern(0, off));
+	CHECK(resident(r[1].seg) == SZ);
+	/* A peer's wait sees the pages, not the owner's error. */
+	CHECK_RC(sseg_populate_wait(r[1].seg, 0), 0);
+	sseg_set_log(NULL, NULL);
+	tu_destroy_all(r, 2);
+}
+
+struct destroyer {
+	sseg_t *seg;
+	int rc;
+};
+
+static void *destroy_thread(void *arg)
+{
+	struct destroyer *d = arg;
+
+	d->rc = sseg_destroy(d->seg);
+	return NULL;
+}
+
+/* Destroy while a step runs: it stops the work at the end of that step,
+ * joins it, and only then releases the pages. */
+static void destroy_stops_work(void)
+{
+	struct tu_rank r[1];
+	struct destroyer d;
+	pthread_t tid;
+	int before = threads_now();
+
+	hold(2);
+	ranks(r, 1, "bg-destroy", SZ, 1);
+	wait_held();
+	CHECK(threads_now() == before + 1);
+	d = (struct destroyer){ .seg = r[0].seg, .rc = 1 };
+	CHECK(pthread_create(&tid, NULL, destroy_thread, &d) == 0);
+	release_hold();
+	CHECK(pthread_join(tid, NULL) == 0);
+	CHECK_RC(d.rc, 0);
+	CHECK(hold_calls() == 2); /* 4 steps of 64 MiB, stopped after the second */
+	CHECK(threads_now() == before);
+	sseg_test_fault_hook(NULL);
+}
+
+static int interrupts, interrupting;
+
+static int interrupt_on_second(void *ctx)
+{
+	(void)ctx;
+	return interrupting && ++interrupts >= 2;
+}
+
+/* The owner's wait asks the interrupt check while it waits. */
+static void wait_interrupted(void)
+{
+	struct tu_rank r[1];
+
+	hold(1);
+	memset(r, 0, sizeof(r));
+	r[0].opts = (struct sseg_opts){ .sz = sizeof(struct sseg_opts), .name = "bg-intr",
+					.size = SZ, .world_size = 1, .pages = SSEG_PAGES_BASE,
+					.populate = SSEG_POPULATE_BACKGROUND,
+					.interrupt = interrupt_on_second };
+	CHECK(tu_run_inproc(r, 1) == 0);
+	wait_held();
+	interrupts = 0;
+	interrupting = 1;
+	CHECK_RC(sseg_populate_wait(r[0].seg, -1), -EINTR);
+	CHECK_ERR_HAS("interrupted while waiting");
+	CHECK(interrupts == 2);
+	interrupting = 0;
+	CHECK_RC(sseg_populate_wait(r[0].seg, 30), -ETIMEDOUT);
+	release_hold();
+	CHECK_RC(sseg_populate_wait(r[0].seg, -1), 0);
+	CHECK(resident(r[0].seg) == SZ);
+	sseg_test_fault_hook(NULL);
+	tu_destroy_all(r, 1);
+}
+
+/* Progress counts the pages in every mode; only background waits. */
+static void other_modes(void)
+{
+	struct tu_rank r[2];
+	unsigned char *b;
+	char name[64];
+
+	for (int mode = SSEG_POPULATE_OWNER; mode <= SSEG_POPULATE_LAZY; mode++) {
+		tu_name(name, sizeof(name), "bg-mode");
+		memset(r, 0, sizeof(r));
+		for (int i = 0; i < 2; i++)
+			r[i].opts = (struct sseg_opts){ .sz = sizeof(struct sseg_opts),
+							.name = name, .size = SZ, .world_size = 2,
+							.rank = i, .pages = SSEG_PAGES_BASE,
+							.populate = (enum sseg_populate)mode };
+		CHECK(tu_run_inproc(r, 2) == 0);
+		CHECK_RC(sseg_populate_wait(r[1].seg, 0), 0);
+		CHECK(resident(r[1].seg) == (mode == SSEG_POPULATE_LAZY ? 0 : SZ));
+		if (mode == SSEG_POPULATE_LAZY) {
+			b = sseg_base(r[1].seg);
+			for (uint64_t off = 0; off < SZ / 2; off += 4096)
+				b[off] = 1;
+			CHECK(resident(r[0].seg) == SZ / 2);
+		}
+		tu_destroy_all(r, 2);
+	}
+	CHECK_RC(sseg_populate_progress(NULL, NULL, NULL), -EINVAL);
+	CHECK_RC(sseg_populate_wait(NULL, 0), -EINVAL);
+}
+
+int main(void)
+{
+	enum sseg_populate p;
+
+	CHECK_RC(sseg_parse_populate("background", &p), 0);
+	CHECK(p == SSEG_POPULATE_BACKGROUND && !strcmp(sseg_populate_name(p), "background"));
+	usable_before_resident();
+	failure_reported();
+	destroy_stops_work();
+	wait_interrupted();
+	other_modes();
+	printf("background: ok\n");
+	return 0;
+}
