@@ -42,6 +42,32 @@ void usage_since(struct usage *u)
 	u->preempted = now.preempted - u->preempted;
 }
 
+/* Usable since open; resident now, or once populate=background's work is
+ * done (the owner waits for it, the others watch the count). With
+ * --read-during the reader first reads the segment while it runs. */
+static int phase_resident(struct rank_run *run)
+{
+	const struct bench_case *bc = run->bc;
+	struct rank_report *rep = run->rep;
+	struct sseg_info info = { .sz = sizeof(info) };
+
+	rep->t_resident = rep->t_ready;
+	if (bc->read_during && run->ctx.rank == reader_rank(bc))
+		rep->during_read_s = time_read(run->map.base, run->map.len);
+	if (!run->map.seg || bc->populate != SSEG_POPULATE_BACKGROUND)
+		return 1;
+	if (sseg_populate_wait(run->map.seg, -1) || sseg_info(run->map.seg, &info)) {
+		snprintf(run->map.error, sizeof(run->map.error), "populate=background: %s",
+			 sseg_last_error());
+		return 0;
+	}
+	/* The work started as the owner's complete returned; its seconds,
+	 * not this wait's end, which a read here may have delayed. */
+	if (info.is_owner)
+		rep->t_resident = rep->t_ready + info.populate_s;
+	return 1;
+}
+
 static int phase_open(struct rank_run *run)
 {
 	struct rank_report *rep = run->rep;
@@ -130,6 +156,7 @@ static const struct phase {
 } phases[] = {
 	{ NULL, SAMPLE_BEFORE },
 	{ phase_open, SAMPLE_READY },
+	{ phase_resident, SAMPLE_NONE },
 	{ phase_first_read, SAMPLE_NONE },
 	{ phase_touch, SAMPLE_HELD },
 	{ phase_bw_peer, SAMPLE_NONE },

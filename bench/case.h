@@ -29,6 +29,7 @@ struct bench_case {
 	int warmup;
 	enum touch touch;
 	bool bandwidth; /* read, copy and gather: peer, owner, private */
+	bool read_during; /* the reader reads the segment once as soon as it is usable */
 	uint64_t blocks[GATHER_BLOCKS];
 	int timeout_ms;
 };

@@ -19,7 +19,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: sseg_bench case --mechanism M [--ranks N] [--size S] [--pages P]\n"
 		"                       [--populate P] [--threads T] [--reps R] [--warmup W]\n"
-		"                       [--touch all|reader|none] [--bandwidth]\n"
+		"                       [--touch all|reader|none] [--bandwidth] [--read-during]\n"
 		"                       [--blocks 16K,64K,256K] [--timeout MS]\n"
 		"       sseg_bench limits [--size S] [--pages P] [--reps R]\n"
 		"       sseg_bench retouch [--size S] [--pages P]\n"
@@ -36,6 +36,7 @@ static const struct option long_opts[] = {
 	{ "populate", required_argument, NULL, 'P' },  { "threads", required_argument, NULL, 't' },
 	{ "reps", required_argument, NULL, 'r' },      { "warmup", required_argument, NULL, 'w' },
 	{ "touch", required_argument, NULL, 'T' },     { "bandwidth", no_argument, NULL, 'b' },
+	{ "read-during", no_argument, NULL, 'R' },
 	{ "blocks", required_argument, NULL, 'B' },    { "timeout", required_argument, NULL, 'o' },
 	{ "help", no_argument, NULL, 'h' },            { NULL, 0, NULL, 0 },
 };
@@ -126,6 +127,9 @@ static int parse_opt(int id, const char *v, struct bench_case *bc)
 		return parse_int("timeout", v, 1, 3600000, &bc->timeout_ms);
 	case 'b':
 		bc->bandwidth = true;
+		return 0;
+	case 'R':
+		bc->read_during = true;
 		return 0;
 	}
 	return parse_named(id, v, bc);

@@ -23,6 +23,8 @@ QUICK = dict(
     scaling=[(256 * MIB, [1, 2, 4, 8], KINDS, None), (GIB, [8], KINDS, None),
              (4 * GIB, [8], ["hugetlb-2M", "thp"], ["sharedseg", "procfd"])],
     populate=[(GIB, [2, 8])],
+    # populate=background against the foreground and /dev/shm, as large as fits
+    background=[(GIB, [1, 2, 8]), (8 * GIB, [8])],
     bandwidth=[GIB],
     limits=[GIB],
     python=[(256 * MIB, [2, 8])],
@@ -33,6 +35,7 @@ FULL = dict(
     reps=5,
     scaling=[(s, [1, 2, 4, 8], KINDS, None) for s in (256 * MIB, GIB, 4 * GIB, 8 * GIB)],
     populate=[(GIB, [2, 4, 8]), (4 * GIB, [2, 4, 8])],
+    background=[(GIB, [1, 2, 4, 8]), (4 * GIB, [2, 4, 8]), (8 * GIB, [1, 2, 4, 8])],
     bandwidth=[GIB, 4 * GIB],
     limits=[GIB, 4 * GIB],
     python=[(256 * MIB, [2, 4, 8]), (GIB, [2, 4, 8])],
@@ -99,6 +102,26 @@ def _populate(m):
                                   "--populate", mode, "--threads", threads, "--touch", "none")
 
 
+def _background(m):
+    """Usable and resident: background against the owner's foreground
+    population (2 threads) and the /dev/shm recipe, and the reader's read as
+    soon as it may (during the work, or after the owner populated)."""
+    for size, group_sizes in m["background"]:
+        for pages in KINDS:
+            for ranks in group_sizes:
+                for mode, threads in (("background", 0), ("owner", 2)):
+                    more = ["--populate", mode, "--threads", threads, "--touch", "none"]
+                    if ranks > 1:
+                        more.append("--read-during")
+                    yield _c_case("background", "sharedseg", ranks, size, pages, m["reps"],
+                                  *more)
+                yield _c_case("background", "sharedseg", ranks, size, pages, m["reps"],
+                              "--populate", "lazy", "--touch", "none")
+                if "devshm" in C_MECHANISMS[pages]:
+                    yield _c_case("background", "devshm", ranks, size, pages, m["reps"],
+                                  "--touch", "none")
+
+
 def _bandwidth(m):
     for size in m["bandwidth"]:
         for pages in KINDS:
@@ -153,7 +176,8 @@ def _vllm(m):
                512 * MIB, timeout=300)
 
 
-SECTIONS = dict(scaling=_scaling, populate=_populate, bandwidth=_bandwidth, limits=_limits,
+SECTIONS = dict(scaling=_scaling, populate=_populate, background=_background,
+                bandwidth=_bandwidth, limits=_limits,
                 retouch=_retouch, knob_default=_knob_default, python=_python, vllm=_vllm)
 
 

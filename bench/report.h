@@ -41,6 +41,8 @@ struct rank_report {
 	int32_t opened;
 	char error[320];
 	double t_start, t_ready;
+	double t_resident;    /* every page resident (populate=background: its wait) */
+	double during_read_s; /* --read-during: the reader's read as soon as usable */
 	double create_s, attach_s;
 	struct usage create;
 	double read_s;

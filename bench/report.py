@@ -273,6 +273,33 @@ def recipe(rows):
             + table(["bench", "pages", "median (min-max)", "populated at ready"], lines))
 
 
+def background_section(rows):
+    got = sorted(select(rows, bench="ready", section="background"),
+                 key=lambda r: (r["size"], r["ranks"], _kind_key(r), _label(r)))
+    if not got:
+        return ""
+    lines = []
+    for r in got:
+        key = {k: r.get(k) for k in ("mechanism", "size", "ranks", "pages_requested",
+                                     "populate", "threads")}
+        res = one(rows, bench="resident", section="background", **key)
+        during = res.get("during_read_gbps") if res else None
+        resident = spread_text(res) if res and r.get("populate") != "lazy" else "(not populated)"
+        lines.append((size_text(r["size"]), r["ranks"], kind_text(r), _label(r), spread_text(r),
+                      resident, f"{during:.2f} GB/s" if during else ""))
+    return ("## Population in the background\n\n"
+            "`populate=background` against the owner populating in create (2 threads), a "
+            "lazy group (nothing populated: the cost of create, exchange and complete alone) "
+            "and the /dev/shm recipe (each rank populates its slice with "
+            "MADV_POPULATE_WRITE). *Usable*: from a common start to the last rank's return. "
+            "*Resident*: to every page resident (background: the owner's work, as "
+            "`sseg_info`'s populate_s reports it). *First peer's read*: the first peer reads "
+            "the whole segment once as soon as it may: during the work with background, on "
+            "populated memory with the foreground owner.\n\n"
+            + table(["size", "ranks", "pages", "mechanism", "usable (min-max)",
+                     "resident (min-max)", "first peer's read"], lines))
+
+
 def python_section(rows, figs):
     got = select(rows, section="python")
     if not got:
@@ -447,7 +474,8 @@ def method():
 def render(result, figs):
     rows = result["rows"]
     parts = [header(result), machine(result), verdicts(rows, result["facts"]["cores"]),
-             memory(rows, figs), setup(rows, figs), reads(rows, figs), recipe(rows),
+             memory(rows, figs), setup(rows, figs), background_section(rows), reads(rows, figs),
+             recipe(rows),
              python_section(rows, figs), vllm_section(result), limits_section(rows),
              skipped(result),
              others(HERE), method()]

@@ -9,7 +9,8 @@
 enum series {
 	S_READY, S_CREATE, S_ATTACH, S_READ, S_FACTOR, S_TABLES, S_POPULATED, S_HOST_TABLES,
 	S_CREATE_SYS, S_CREATE_FAULTS, S_READ_SYS, S_READ_FAULTS, S_SMAPS, S_PRIVATE_READ,
-	S_CREATE_USER, S_CREATE_PREEMPTED, S_STEAL, S_SECOND_READ, S_CPU_ALL, S_COUNT
+	S_CREATE_USER, S_CREATE_PREEMPTED, S_STEAL, S_SECOND_READ, S_CPU_ALL, S_RESIDENT,
+	S_DURING_READ, S_COUNT
 };
 
 struct results {
@@ -70,14 +71,17 @@ static double delta(uint64_t after, uint64_t before)
 	return (double)after - (double)before;
 }
 
-/* From the first rank's start to the last rank's return. */
-static double ready_span(const struct rank_report *reps, int ranks)
+/* From the first rank's start to the last rank's return (ready), or to the
+ * last rank's pages resident. */
+static double span(const struct rank_report *reps, int ranks, bool resident)
 {
-	double start = reps[0].t_start, end = reps[0].t_ready;
+	double start = reps[0].t_start, end = 0;
 
-	for (int r = 1; r < ranks; r++) {
+	for (int r = 0; r < ranks; r++) {
+		double t = resident ? reps[r].t_resident : reps[r].t_ready;
+
 		start = reps[r].t_start < start ? reps[r].t_start : start;
-		end = reps[r].t_ready > end ? reps[r].t_ready : end;
+		end = t > end ? t : end;
 	}
 	return end - start;
 }
@@ -102,6 +106,7 @@ static void add_reader(struct results *res, int i, const struct rank_report *rea
 	res->s[S_READ_FAULTS][i] = reader->read.minflt;
 	res->s[S_SECOND_READ][i] = reader->second_read_s > 0 ? size / reader->second_read_s / 1e9 : 0;
 	res->s[S_SMAPS][i] = reader->smaps_s * 1e3;
+	res->s[S_DURING_READ][i] = reader->during_read_s > 0 ? size / reader->during_read_s / 1e9 : 0;
 	res->s[S_PRIVATE_READ][i] = reader->private_read_s > 0 ?
 		size / reader->private_read_s / 1e9 : 0;
 	snprintf(res->private_pages, sizeof(res->private_pages), "%s", reader->private_pages);
@@ -130,7 +135,8 @@ void results_add(struct results *res, const struct rank_report *reps,
 	const struct bench_case *bc = res->bc;
 	int i = res->n++;
 
-	res->s[S_READY][i] = ready_span(reps, bc->ranks);
+	res->s[S_READY][i] = span(reps, bc->ranks, false);
+	res->s[S_RESIDENT][i] = span(reps, bc->ranks, true);
 	res->s[S_TABLES][i] = res->s[S_CPU_ALL][i] = 0;
 	for (int r = 0; r < bc->ranks; r++) {
 		res->s[S_TABLES][i] += reps[r].page_tables;
@@ -175,6 +181,10 @@ static void print_setup(const struct results *res)
 	median_extra(res, "populated_fraction", S_POPULATED);
 	median_extra(res, "steal_s", S_STEAL);
 	median_extra(res, "cpu_s_all_ranks", S_CPU_ALL);
+	row_end(stdout);
+	begin(res, "resident", "s", res->s[S_RESIDENT]);
+	if (bc->read_during)
+		median_extra(res, "during_read_gbps", S_DURING_READ);
 	row_end(stdout);
 	begin(res, "owner_create", "s", res->s[S_CREATE]);
 	row_num(stdout, "rate_gbps", create > 0 ? (double)bc->size / create / 1e9 : 0);

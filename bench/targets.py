@@ -473,9 +473,128 @@ def vllm_memory(rows):
                    "<= 1.01 for ours", _ratio_line(items), met, why)
 
 
+# ---- populate=background ----
+
+def _bg(rows, bench, **key):
+    return select(rows, bench=bench, section="background", **key)
+
+
+def _bg_cases(rows):
+    """(size, ranks, pages requested) of every background case run."""
+    return sorted({(r["size"], r["ranks"], r["pages_requested"])
+                   for r in _bg(rows, "ready", mechanism="sharedseg", populate="background")})
+
+
+def _bg_pair(rows, bench, size, ranks, kind):
+    key = dict(mechanism="sharedseg", size=size, ranks=ranks, pages_requested=kind)
+    return (one(_bg(rows, bench, populate="background", **key), bench=bench),
+            one(_bg(rows, bench, populate="owner", **key), bench=bench))
+
+
+def _case_text(r):
+    return f"{r['pages_obtained']}, {size_text(r['size'])}, {r['ranks']} ranks"
+
+
+def resident_base(rows, cores):
+    """4 KiB pages: our time to resident (foreground or background, the
+    faster) against the /dev/shm recipe's (its ranks populate their slices)."""
+    items, why, ratios = [], [], []
+    for size, ranks, kind in _bg_cases(rows):
+        if kind != "base":
+            continue
+        bg, fg = _bg_pair(rows, "resident", size, ranks, kind)
+        shm = one(_bg(rows, "resident", mechanism="devshm-file", size=size, ranks=ranks,
+                      pages_requested=kind))
+        if not (bg and fg and shm):
+            continue
+        ours = min((bg, fg), key=lambda r: r["median"])
+        ratio = ours["median"] / shm["median"]
+        ratios.append(ratio)
+        items.append(f"{ratio:.2f}x ({_case_text(ours)}, {ours['populate']})")
+        if ratio > 0.6:
+            why.append(f"{_case_text(ours)}: ours {ours['median'] * 1e3:.0f} ms "
+                       f"({size / ours['median'] / 1e9:.2f} GB/s), the recipe "
+                       f"{shm['median'] * 1e3:.0f} ms ({size / shm['median'] / 1e9:.2f} GB/s)")
+    if why:
+        why.append(f"both make every 4 KiB page resident with MADV_POPULATE_WRITE on {cores} "
+                   f"cores: the recipe's ranks each take a slice, our owner's threads the "
+                   f"whole; the kernel's per-page work (allocation, clearing, page-table "
+                   f"entry) bounds both alike. fallocate() allocates the pages without "
+                   f"clearing them (shmem clears a page at its first fault), so it moves the "
+                   f"clearing to the first touch instead of saving it (docs/benchmarks.md, "
+                   f"4 KiB population)")
+    met = None if not ratios else max(ratios) <= 0.6
+    return Verdict("4 KiB pages: resident <= 0.6x the /dev/shm recipe's time, every rank count",
+                   _ratio_line(items), met, why)
+
+
+def background_usable(rows):
+    """Usable: how much later than a lazy group (create, exchange, complete,
+    nothing populated) every rank may use the segment; the foreground's
+    ready beside."""
+    items, why, worst = [], [], None
+    for size, ranks, kind in _bg_cases(rows):
+        bg, fg = _bg_pair(rows, "ready", size, ranks, kind)
+        lazy = one(_bg(rows, "ready", mechanism="sharedseg", populate="lazy", size=size,
+                       ranks=ranks, pages_requested=kind))
+        if not (bg and lazy):
+            continue
+        late = bg["median"] - lazy["median"]
+        items.append(f"+{late * 1e3:.1f} ms ({_case_text(bg)}: {bg['median'] * 1e3:.1f} ms"
+                     + (f", foreground {fg['median'] * 1e3:.0f} ms" if fg else "") + ")")
+        if late > 0.010:
+            why.append(f"{_case_text(bg)}: ready in {bg['median'] * 1e3:.1f} ms, a lazy group in "
+                       f"{lazy['median'] * 1e3:.1f} ms: the owner's threads were populating "
+                       f"while the peers completed")
+        worst = late if worst is None or late > worst else worst
+    met = None if worst is None else worst <= 0.010
+    return Verdict("Background: every rank can use the segment <= 10 ms later than with nothing "
+                   "populated (populate=lazy), at any size", _ratio_line(items), met, why)
+
+
+def background_resident(rows):
+    items, why, ratios = [], [], []
+    for size, ranks, kind in _bg_cases(rows):
+        bg, fg = _bg_pair(rows, "resident", size, ranks, kind)
+        if not (bg and fg):
+            continue
+        ratio = bg["median"] / fg["median"]
+        ratios.append(ratio)
+        items.append(f"{ratio:.2f}x ({_case_text(bg)})")
+        if ratio > 1.1:
+            reader = ", with the first peer reading the segment meanwhile" if ranks > 1 else ""
+            why.append(f"{_case_text(bg)}: background {bg['median'] * 1e3:.0f} ms, foreground "
+                       f"(2 threads) {fg['median'] * 1e3:.0f} ms{reader}")
+    met = None if not ratios else max(ratios) <= 1.1
+    return Verdict("Background: resident within 1.1x the foreground time (owner, 2 threads)",
+                   _ratio_line(items), met, why)
+
+
+def background_reads(rows):
+    items, why, ratios = [], [], []
+    for size, ranks, kind in _bg_cases(rows):
+        bg, fg = _bg_pair(rows, "resident", size, ranks, kind)
+        if not (bg and fg and bg.get("during_read_gbps") and fg.get("during_read_gbps")):
+            continue
+        ratio = bg["during_read_gbps"] / fg["during_read_gbps"]
+        ratios.append(ratio)
+        items.append(f"{ratio:.2f}x ({_case_text(bg)})")
+        if ratio < 0.8:
+            why.append(f"{_case_text(bg)}: the first peer's first read ran at "
+                       f"{bg['during_read_gbps']:.2f} GB/s during the work and "
+                       f"{fg['during_read_gbps']:.2f} GB/s on a populated segment: a page "
+                       f"the work has not reached yet is allocated and cleared by the read "
+                       f"itself, so the read runs at population speed there")
+    met = None if not ratios else min(ratios) >= 0.8
+    return Verdict("Background: a rank's reads during the population >= 0.8x their speed on "
+                   "a populated segment (the first peer's first read)",
+                   _ratio_line(items), met, why)
+
+
 def evaluate(rows, cores):
     limits = {r["pages_obtained"]: r["median"] for r in select(rows, bench="memset_limit")}
     return [memory_factor(rows), page_tables(rows), create(rows, limits), spread(rows, cores),
             first_read(rows), steady_read(rows), gather(rows), peer_complete(rows),
             vllm_ready(rows, cores, huge=True), vllm_ready(rows, cores, huge=False),
-            vllm_memory(rows)]
+            vllm_memory(rows), resident_base(rows, cores), background_usable(rows),
+            background_resident(rows), background_reads(rows)]

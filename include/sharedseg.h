@@ -173,7 +173,8 @@ struct sseg_info {
 	uint64_t numa_nodes;       /* bit n: sampled pages found on node n; 0: unknown */
 	double create_s;
 	double complete_s;
-	double populate_s;         /* this rank's share of population */
+	double populate_s;         /* this rank's share of population (background:
+				    * the owner's work so far, or all of it) */
 	char pages_reason[320];    /* why these pages (auto's choice, a knob in the way) */
 	uint64_t device_addr;      /* base's device address (registration, CUDA VMM); 0: none */
 	int registered_chunks;     /* host registration chunks held */

@@ -35,6 +35,7 @@ struct sseg_background {
 	int rc;       /* the work's result, once finished */
 	char why[256];
 	uint64_t done; /* bytes made resident by the work */
+	double started, seconds; /* seconds: the work's, once finished (under lock) */
 };
 
 /* The work's steps. sseg_os_populate's errors are per step; the thread's
@@ -69,6 +70,7 @@ static void *populate_in_background(void *arg)
 			 (unsigned long long)seg->mapped_size, sseg_last_error());
 	pthread_mutex_lock(&bg->lock);
 	bg->rc = rc;
+	bg->seconds = sseg_now() - bg->started;
 	if (rc)
 		snprintf(bg->why, sizeof(bg->why), "%s", sseg_last_error());
 	bg->finished = 1;
@@ -136,6 +138,7 @@ int sseg_background_start(struct sseg *seg)
 	pthread_mutex_init(&bg->lock, NULL);
 	init_cond(&bg->cond);
 	seg->background = bg;
+	bg->started = sseg_now();
 	rc = start_thread(seg);
 	if (rc)
 		sseg_background_stop(seg);
@@ -170,6 +173,17 @@ void sseg_background_forget_in_child(struct sseg *seg)
 		seg->background = NULL;
 		free(bg);
 	}
+}
+
+double sseg_background_seconds(const struct sseg *seg)
+{
+	struct sseg_background *bg = seg->background;
+	double s;
+
+	pthread_mutex_lock(&bg->lock);
+	s = bg->finished ? bg->seconds : sseg_now() - bg->started;
+	pthread_mutex_unlock(&bg->lock);
+	return s;
 }
 
 /* ---- the public calls ---- */

@@ -17,6 +17,9 @@ SSEG_HIDDEN int sseg_background_start(struct sseg *seg);
 /* Stops the work at its next step and joins it; the first thing destroy
  * does. Idempotent. */
 SSEG_HIDDEN void sseg_background_stop(struct sseg *seg);
+/* The work's seconds: so far, or all of it once it ended (sseg_info's
+ * populate_s on the owner). */
+SSEG_HIDDEN double sseg_background_seconds(const struct sseg *seg);
 /* In a child after fork(): the threads are the parent's. */
 SSEG_HIDDEN void sseg_background_forget_in_child(struct sseg *seg);
 

@@ -282,7 +282,7 @@ static void describe_core(const struct sseg *seg, struct sseg_info *out)
 	out->numa_nodes = seg->numa_nodes;
 	out->create_s = seg->create_s;
 	out->complete_s = seg->complete_s;
-	out->populate_s = seg->populate_s;
+	out->populate_s = seg->background ? sseg_background_seconds(seg) : seg->populate_s;
 	snprintf(out->pages_reason, sizeof(out->pages_reason), "%s", seg->pages_reason);
 	out->device = -1;
 	out->pinned = (seg->ops->caps & SSEG_CAP_PINNED) != 0;
