@@ -23,7 +23,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from rows import problems, select  # noqa: E402
+from rows import one, problems, select  # noqa: E402
 
 DRIVER = os.environ.get("SSEG_BENCH_DRIVER",
                         os.path.join(os.path.dirname(HERE), "build", "bench", "sseg_bench"))
@@ -90,6 +90,28 @@ def test_populate_modes():
                      "--populate", mode, "--reps", 1, "--warmup", 0, "--touch", "none")
         ready = select(got, bench="ready")[0]
         assert ready["populate"] == mode
+
+
+def test_background_rows():
+    """The background section's cases, and its targets judged from them."""
+    import targets
+    rows = []
+    for mech, mode in (("sharedseg", "background"), ("sharedseg", "owner"),
+                       ("sharedseg", "lazy"), ("devshm", None)):
+        more = ["--populate", mode, "--threads", 2 if mode == "owner" else 0] if mode else []
+        if mode in ("background", "owner"):
+            more.append("--read-during")
+        got = driver("case", "--mechanism", mech, "--ranks", 2, "--size", SIZE, "--pages",
+                     "base", "--reps", 2, "--warmup", 0, "--touch", "none", *more)
+        for r in got:
+            r["section"] = "background"
+        rows += got
+    bg = one(rows, bench="resident", populate="background")
+    ready = one(rows, bench="ready", populate="background")
+    assert bg["during_read_gbps"] > 0 and bg["median"] >= ready["median"], (bg, ready)
+    for judge in (targets.resident_base(rows, 2), targets.background_usable(rows),
+                  targets.background_resident(rows), targets.background_reads(rows)):
+        assert judge.met is not None, f"{judge.target}: not measured from {len(rows)} rows"
 
 
 def test_bandwidth_and_limits():
