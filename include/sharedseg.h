@@ -11,7 +11,39 @@
  *
  * Every int-returning function returns 0 (or a count) on success and a
  * negative errno on failure; sseg_last_error() then holds one sentence that
- * says which rank, field, knob or call failed. */
+ * says which rank, field, knob or call failed.
+ *
+ * One meaning per errno, in every backend:
+ *   -EINVAL      a bad argument or option; or ranks whose blobs declare
+ *                different segments (name, size, layout, pages, backend,
+ *                flags, populate, world size, owners)
+ *   -EOPNOTSUPP  this machine cannot do it: no driver (libcuda.so.1,
+ *                libascendcl.so), a driver too old or without an entry point
+ *                the library needs, a device without the capability, a page
+ *                kind or placement the kernel or backend does not offer, an
+ *                op the backend does not have
+ *   -ENODEV      the driver loads but brings up no device (cuInit, aclInit),
+ *                or has no device opts.device names
+ *   -ENOENT      no such entry, where a caller walks a list: a backend
+ *                number (sseg_probe_backend), a device index past the last
+ *                (sseg_probe_device), a layout block, a pointer no segment
+ *                holds
+ *   -EBADMSG     a blob that is not an intact sharedseg blob: other bytes
+ *                (magic), cut (declared size), corrupted (checksum, layout
+ *                length); the exchange did not pass what create wrote
+ *   -EPROTO      an intact blob, or a peer's message, this build cannot
+ *                accept: another blob format version, a fingerprint from
+ *                another build, an owner's handle section that does not
+ *                describe the declared segment, malformed channel bytes; also
+ *                a failure blob whose rank's own errno is unknown
+ *   -EPERM       a process this one will not share with (another uid or PID
+ *                namespace, another process on the owner's socket), or a
+ *                received memfd without its seals
+ *   -ETIMEDOUT   a rank did not arrive within timeout_ms (named)
+ *   -EINTR       opts.interrupt said stop
+ *   -ENOMEM, -EIO  out of memory; a driver call failed (named)
+ * The rarer ones (-EBUSY, -EALREADY, -EINPROGRESS, -E2BIG, -EOVERFLOW) are
+ * told at the function that returns them. */
 #ifndef SHAREDSEG_H
 #define SHAREDSEG_H
 
@@ -214,7 +246,8 @@ SSEG_API int sseg_populate_wait(sseg_t *seg, int timeout_ms);
 SSEG_API const char *sseg_last_error(void);
 
 /* 0 when this system can create segments with this backend and page kind
- * (AUTO: any), else a negative errno with sseg_last_error() saying why. */
+ * (AUTO: any), else a negative errno with sseg_last_error() saying why
+ * (-EOPNOTSUPP: this machine cannot; -ENODEV: its driver has no device). */
 SSEG_API int sseg_supported(enum sseg_backend backend, enum sseg_pages pages);
 
 /* ---- groups spanning hosts ---- */
@@ -305,7 +338,7 @@ struct sseg_probe_device {
 };
 
 /* 0 with facts filled; -ENOENT past the last device; -EOPNOTSUPP for a
- * backend without devices. */
+ * backend without devices, or without its driver here. */
 SSEG_API int sseg_probe_device(enum sseg_backend backend, int index,
 			       struct sseg_probe_device *facts);
 

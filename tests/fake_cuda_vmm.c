@@ -78,9 +78,10 @@ int case_context(void *arg)
 	return 0;
 }
 
-/* Rule: a device granted access, or importing, needs peer access to the
- * allocation's device (the creating context's, for host memory); a list
- * with one refused entry applies none. */
+/* Rule: an importer, or a device granted access to device memory, needs
+ * peer access to the allocation's device (the creating context's, for
+ * host memory); access to host memory needs none; a list with one refused
+ * entry applies none. */
 static void check_peer_matrix(void)
 {
 	int can = -1;
@@ -103,33 +104,70 @@ static void check_granted(unsigned char *p)
 	unsigned devices = 0;
 
 	CU_OK(cu.sseg_fake_cuda_granted(p + 100, &devices, NULL));
-	CHECK(devices == 0x3);
+	CHECK(devices == 0xf);
 	CU_OK(cu.cuMemSetAccess(va_of(p), GRAN, &one, 1));
 	CU_OK(cu.sseg_fake_cuda_granted(p, &devices, NULL));
-	CHECK(devices == 0x1);
+	CHECK(devices == 0xd);
 	one.flags = CU_MEM_ACCESS_FLAGS_PROT_READ;
 	CU_OK(cu.cuMemSetAccess(va_of(p), GRAN, &one, 1));
 	CU_OK(cu.sseg_fake_cuda_granted(p, &devices, NULL));
-	CHECK(devices == 0x3 && cu.sseg_fake_cuda_access(0) == 0); /* the last call's alone */
+	CHECK(devices == 0xf && cu.sseg_fake_cuda_access(0) == 0); /* the last call's alone */
 	CHECK(cu.sseg_fake_cuda_granted(p + GRAN, &devices, NULL) == -ENOENT);
 }
 
+/* Host memory: devices 2 and 3, without peer access to 0, are granted; a
+ * device without VMM (novmm=) is not, and its refusal takes the host entry
+ * of the same list with it. */
 static void check_peer_access(unsigned char *p)
 {
 	CUmemAccessDesc mixed[2] = {
 		access_desc(CU_MEM_LOCATION_TYPE_HOST_NUMA, 0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE),
 		access_desc(CU_MEM_LOCATION_TYPE_DEVICE, 2, CU_MEM_ACCESS_FLAGS_PROT_READWRITE),
 	};
+	int vmm = -1;
 
-	CHECK_CU(cu.cuMemSetAccess(va_of(p), GRAN, mixed, 2), CUDA_ERROR_PEER_ACCESS_UNSUPPORTED);
+	CU_OK(cu.sseg_fake_cuda_configure("novmm=2"));
+	CU_OK(cu.cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+				      2));
+	CHECK(vmm == 0);
+	CU_OK(cu.cuDeviceGetAttribute(
+		&vmm, CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 2));
+	CHECK(vmm == 0);
+	CU_OK(cu.cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+				      3));
+	CHECK(vmm == 1);
+	CHECK_CU(cu.cuMemSetAccess(va_of(p), GRAN, mixed, 2), CUDA_ERROR_NOT_SUPPORTED);
 	CHECK(touch(p) == SEGV_EXIT); /* the host entry was not applied either */
 	mixed[1].flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;
 	CU_OK(cu.cuMemSetAccess(va_of(p), GRAN, mixed, 2));
 	CHECK(touch(p) == 0);
-	set_access(va_of(p), GRAN, CU_MEM_ACCESS_FLAGS_PROT_READWRITE, 2);
-	CHECK_CU(try_access(va_of(p), GRAN, CU_MEM_ACCESS_FLAGS_PROT_READWRITE, 3),
-		 CUDA_ERROR_PEER_ACCESS_UNSUPPORTED);
+	CU_OK(cu.sseg_fake_cuda_configure("novmm=none"));
+	set_access(va_of(p), GRAN, CU_MEM_ACCESS_FLAGS_PROT_READWRITE, 4);
 	check_granted(p);
+}
+
+/* Device memory on device 0: device 1 (a peer) is granted, device 2 is
+ * refused with 217. */
+static void check_device_memory_peers(void)
+{
+	CUmemAllocationProp prop = host_prop(0, 0);
+	CUmemGenericAllocationHandle handle;
+	unsigned char *p;
+
+	prop.location = (CUmemLocation){ .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0 };
+	CU_OK(cu.cuMemCreate(&handle, GRAN, &prop, 0));
+	p = map_new(handle, GRAN);
+	CU_OK(cu.cuMemSetAccess(va_of(p), GRAN,
+				&(CUmemAccessDesc){ { CU_MEM_LOCATION_TYPE_DEVICE, 1 },
+						    CU_MEM_ACCESS_FLAGS_PROT_READWRITE },
+				1));
+	CHECK_CU(cu.cuMemSetAccess(va_of(p), GRAN,
+				   &(CUmemAccessDesc){ { CU_MEM_LOCATION_TYPE_DEVICE, 2 },
+						       CU_MEM_ACCESS_FLAGS_PROT_READWRITE },
+				   1),
+		 CUDA_ERROR_PEER_ACCESS_UNSUPPORTED);
+	unmap_free(p, GRAN);
+	CU_OK(cu.cuMemRelease(handle));
 }
 
 /* The same process imports its own fd on another device's context. */
@@ -166,6 +204,7 @@ int case_peer(void *arg)
 	handle = create(GRAN, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
 	p = map_new(handle, GRAN);
 	check_peer_access(p);
+	check_device_memory_peers();
 	check_peer_import(handle);
 	unmap_free(p, GRAN);
 	CU_OK(cu.cuMemRelease(handle));

@@ -11,14 +11,25 @@
 #include "aclutil.h"
 #include "testutil.h"
 
+/* What the machine cannot do: -EOPNOTSUPP, as for CUDA and host
+ * registration. */
 static int no_runtime(void *arg)
 {
 	struct sseg_probe_backend f = { .sz = sizeof(f) };
+	struct sseg_probe_device d = { .sz = sizeof(d) };
+	unsigned char blob[SSEG_BLOB_SIZE];
+	SSEG_OPTS(o, .name = "no-runtime", .size = 4096, .world_size = 1,
+		  .backend = SSEG_BACKEND_ASCEND);
+	sseg_t *seg = NULL;
 
 	(void)arg;
 	setenv("SSEG_ACL_LIBRARY", "/nonexistent/libascendcl.so", 1);
-	CHECK_RC(sseg_supported(SSEG_BACKEND_ASCEND, SSEG_PAGES_AUTO), -ENOENT);
+	CHECK_RC(sseg_supported(SSEG_BACKEND_ASCEND, SSEG_PAGES_AUTO), -EOPNOTSUPP);
 	CHECK_ERR_HAS("backend ascend: not available: no ACL runtime");
+	CHECK_RC(sseg_create(&o, &seg, blob), -EOPNOTSUPP);
+	CHECK_ERR_HAS("no ACL runtime");
+	CHECK_RC(sseg_probe_device(SSEG_BACKEND_ASCEND, 0, &d), -EOPNOTSUPP);
+	CHECK_ERR_HAS("no ACL runtime");
 	CHECK_RC(sseg_probe_backend(SSEG_BACKEND_ASCEND, &f), 0);
 	CHECK(!f.available && strstr(f.reason, "no ACL runtime") && !f.driver[0]);
 	return 0;

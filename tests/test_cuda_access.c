@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Access to a cuda segment's mapping: the host, then the rank's own device,
- * each in its own cuMemSetAccess call, then every other device that
- * cuDeviceCanAccessPeer says can reach the owner's GPU, one call each. A
- * host with 10 or 16 fully connected GPUs shows every GPU granted on every
- * rank's mapping; pairs without peer access are left out instead of
- * failing the whole grant; a peer whose GPU cannot reach the owner's is
- * told which GPUs, and that memfd + host registration is the way; and a
- * peer that cannot find the owner's GPU (no UUID in the blob) grants only
- * its own device and the host. A peer's host entry names the owner's node. */
+/* Access to a cuda segment's mapping of HOST_NUMA memory: the host, then
+ * the rank's own device, each in its own cuMemSetAccess call, then every
+ * other device with VMM, one call each. A host with 10 or 16 fully
+ * connected GPUs shows every GPU granted on every rank's mapping; a GPU
+ * without peer access to the owner's GPU is granted all the same (host
+ * memory has no device to be a peer of); a GPU that gets no access (no
+ * VMM, or the driver refuses it) is logged with the reason; a peer whose
+ * own GPU cannot import what the owner's GPU made is told which GPUs, and
+ * that memfd + host registration is the way; a peer that cannot name the
+ * owner's GPU (no UUID in the blob) grants every device all the same. A
+ * peer's host entry names the owner's node. */
+#define _GNU_SOURCE /* memmem */
+#include <pthread.h>
 #include <string.h>
 
 #include "fakeutil.h"
@@ -82,8 +86,9 @@ static void all_granted(int devices)
 	CHECK(tu_fake_clean(&fake));
 }
 
-/* Pairs 0-1 and 2-3: the owner on 0 grants 0 and 1 only, and so does its
- * peer on 1; a peer on 2 cannot import what belongs to GPU 0. */
+/* Pairs 0-1 and 2-3: GPUs 2 and 3 have no peer access to the owner's GPU
+ * 0, and are granted the host memory on both ranks' mappings all the same;
+ * a peer on 2 cannot import what GPU 0 made. */
 static void partial(void)
 {
 	struct tu_rank r[2];
@@ -91,7 +96,7 @@ static void partial(void)
 	CHECK(fake.configure("devices=4;peer=0-1,2-3") == 0);
 	pair(r, 0, 1);
 	CHECK(tu_run_inproc(r, 2) == 0);
-	CHECK(granted(&r[0]) == 0x3 && granted(&r[1]) == 0x3);
+	CHECK(granted(&r[0]) == 0xf && granted(&r[1]) == 0xf);
 	tu_destroy_all(r, 2);
 	CHECK(tu_fake_clean(&fake));
 
@@ -107,8 +112,8 @@ static void partial(void)
 }
 
 /* Without the owner's UUID (a driver before 11.4 has no cuDeviceGetUuid)
- * a peer does not know which GPU the memory belongs to: it grants the
- * host and its own device, which its import proved can reach it. */
+ * a peer does not know which GPU made the memory, and needs not: it
+ * grants every device. */
 static void owner_unknown(void)
 {
 	struct tu_rank r[2];
@@ -118,8 +123,74 @@ static void owner_unknown(void)
 	pair(r, 0, 1);
 	CHECK(tu_run_inproc(r, 2) == 0);
 	fake.fail(NULL, 0, 0, 0);
-	CHECK(granted(&r[0]) == 0xf && granted(&r[1]) == 0x2);
+	CHECK(granted(&r[0]) == 0xf && granted(&r[1]) == 0xf);
 	tu_destroy_all(r, 2);
+	CHECK(tu_fake_clean(&fake));
+}
+
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char log_text[8192];
+
+static void capture(enum sseg_log_level level, const char *message, void *ctx)
+{
+	size_t used;
+
+	(void)ctx;
+	pthread_mutex_lock(&log_lock);
+	used = strlen(log_text);
+	snprintf(log_text + used, sizeof(log_text) - used, "%s: %s\n",
+		 level == SSEG_LOG_WARN ? "warn" : level == SSEG_LOG_INFO ? "info" : "other",
+		 message);
+	pthread_mutex_unlock(&log_lock);
+}
+
+/* Lines of the captured log that hold both needles. */
+static int logged(const char *a, const char *b)
+{
+	int n = 0;
+
+	for (const char *line = log_text; *line;) {
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		const char *hit = memmem(line, len, a, strlen(a));
+
+		n += hit && memmem(line, len, b, strlen(b));
+		line += len + (end != NULL);
+	}
+	return n;
+}
+
+/* A device that gets no access is named with the reason, on each rank:
+ * GPU 3 without VMM (attribute 102), and GPU 2 refused by the driver. */
+static void skipped_logged(void)
+{
+	struct sseg_info info;
+	struct tu_rank r[2];
+
+	CHECK(fake.configure("devices=4;peer=all;novmm=3") == 0);
+	log_text[0] = '\0';
+	sseg_set_log(capture, NULL);
+	sseg_set_log_level(SSEG_LOG_INFO);
+	pair(r, 0, 1);
+	CHECK(tu_run_inproc(r, 2) == 0);
+	CHECK(granted(&r[0]) == 0x7 && granted(&r[1]) == 0x7);
+	CHECK(logged("info: segment 'access': device 3 gets no access", "attribute 102") == 2);
+	tu_destroy_all(r, 2);
+	CHECK(tu_fake_clean(&fake));
+
+	/* One rank: the host, its device 0, then 1, 2 (the fourth call), 3. */
+	CHECK(fake.configure("novmm=none") == 0);
+	fake.fail("cuMemSetAccess", 4, 1, 800);
+	log_text[0] = '\0';
+	pair(r, 0, 1);
+	r[0].opts.world_size = 1;
+	CHECK(tu_solo(&r[0].opts, &info) == 0);
+	fake.fail(NULL, 0, 0, 0);
+	CHECK(logged("warn: segment 'access': device 2 gets no access",
+		     "CUDA_ERROR_NOT_PERMITTED (800)") == 1);
+	CHECK(logged("gets no access", "") == 1);
+	sseg_set_log(NULL, NULL);
+	sseg_set_log_level(SSEG_LOG_WARN);
 	CHECK(tu_fake_clean(&fake));
 }
 
@@ -130,6 +201,7 @@ int main(void)
 	all_granted(16);
 	partial();
 	owner_unknown();
+	skipped_logged();
 	host_node_from_owner();
 	printf("cuda_access: ok\n");
 	return 0;

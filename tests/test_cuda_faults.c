@@ -13,7 +13,7 @@
 
 static const char *const entries[] = {
 	"cuDeviceGetCount", "cuDeviceGet", "cuDevicePrimaryCtxRetain", "cuCtxGetCurrent",
-	"cuCtxSetCurrent", "cuDeviceGetAttribute", "cuDeviceGetUuid", "cuDeviceCanAccessPeer",
+	"cuCtxSetCurrent", "cuDeviceGetAttribute", "cuDeviceGetUuid",
 	"cuMemGetAllocationGranularity", "cuMemCreate", "cuMemAddressReserve", "cuMemMap",
 	"cuMemSetAccess", "cuMemExportToShareableHandle", "cuMemImportFromShareableHandle",
 	"cuMemUnmap", "cuMemAddressFree", "cuDevicePrimaryCtxRelease",
@@ -73,7 +73,7 @@ static int inject(const char *entry, int nth)
 		return 0;
 	}
 	/* Calls whose failure the library absorbs by design: attribute,
-	 * UUID and peer queries (a missing capability is reported, not
+	 * and UUID queries (a missing capability is reported, not
 	 * fatal), access for devices other than the rank's own (logged,
 	 * skipped), and putting the caller's context back (logged). The
 	 * probes' own calls (cuMemCreate, granularity, export, import,
@@ -83,7 +83,7 @@ static int inject(const char *entry, int nth)
 	if (failed == 0) {
 		static const char *const absorbed[] = {
 			"cuDeviceGetAttribute", "cuDeviceGetCount", "cuCtxSetCurrent", "cuDeviceGet",
-			"cuDeviceGetUuid", "cuDeviceCanAccessPeer", "cuMemSetAccess",
+			"cuDeviceGetUuid", "cuMemSetAccess",
 		};
 		int known = 0;
 

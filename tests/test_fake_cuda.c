@@ -110,6 +110,8 @@ static int case_driver(void *arg)
 	CHECK_CU(cu.cuMemCreate(&handle, gran, &prop, 0), CUDA_ERROR_INVALID_VALUE);
 	CHECK(cu.sseg_fake_cuda_configure("no_such_key=1") < 0);
 	CHECK(cu.sseg_fake_cuda_configure("peer=0-x") < 0);
+	CHECK(cu.sseg_fake_cuda_configure("novmm=16") < 0 &&
+	      cu.sseg_fake_cuda_configure("novmm=") < 0);
 	CHECK(cu.sseg_fake_cuda_calls("cuInit") == 1);
 	CHECK(cu.sseg_fake_cuda_calls("cuNoSuchEntry") == -1);
 	finish();

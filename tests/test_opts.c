@@ -52,7 +52,7 @@ static void bad_options(void)
 	o = ok, o.numa = SSEG_NUMA_NODE, o.numa_node = 64;
 	rejects(o, -EINVAL, "numa_node=64");
 	o = ok, o.backend = SSEG_BACKEND_CUDA;
-	rejects(o, -ENOENT, "backend cuda: not available: no CUDA driver");
+	rejects(o, -EOPNOTSUPP, "backend cuda: not available: no CUDA driver");
 	o = ok, o.timeout_ms = -5;
 	rejects(o, -EINVAL, "timeout_ms=-5");
 	o = ok, o.sz = 8;
@@ -87,7 +87,7 @@ static void supported_and_probe(void)
 
 	CHECK_RC(sseg_supported(SSEG_BACKEND_MEMFD, SSEG_PAGES_BASE), 0);
 	CHECK_RC(sseg_supported(SSEG_BACKEND_AUTO, SSEG_PAGES_AUTO), 0);
-	CHECK_RC(sseg_supported(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO), -ENOENT);
+	CHECK_RC(sseg_supported(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO), -EOPNOTSUPP);
 	CHECK_ERR_HAS("backend cuda: not available: no CUDA driver");
 	CHECK_RC(sseg_probe(0, &p), 0);
 	CHECK(p.sz == sizeof(p));
@@ -116,7 +116,7 @@ static void probe_backends(void)
 	CHECK_RC(sseg_probe_backend(SSEG_BACKEND_ASCEND, &f), 0);
 	CHECK(strstr(f.reason, "not available"));
 	CHECK_RC(sseg_probe_device(SSEG_BACKEND_MEMFD, 0, &d), -EOPNOTSUPP);
-	CHECK_RC(sseg_probe_device(SSEG_BACKEND_CUDA, 0, &d), -ENOENT);
+	CHECK_RC(sseg_probe_device(SSEG_BACKEND_CUDA, 0, &d), -EOPNOTSUPP);
 	/* A struct from an older build: only its part is written. */
 	f.sz = offsetof(struct sseg_probe_backend, driver);
 	CHECK_RC(sseg_probe_backend(SSEG_BACKEND_MEMFD, &f), 0);

@@ -311,7 +311,7 @@ int sseg_ascend_probe_device(int index, struct sseg_probe_device *g)
 	int rc;
 
 	if (sseg_acl_get(&acl))
-		return sseg_err(-ENOENT, "no ACL runtime");
+		return sseg_err(-EOPNOTSUPP, "no ACL runtime");
 	if (acl->aclrtGetDeviceCount(&count) != ACL_SUCCESS || index < 0 ||
 	    (uint32_t)index >= count)
 		return sseg_err(-ENOENT, "no ACL device %d", index);

@@ -35,8 +35,7 @@ struct cuda_state {
 	int export_fd;
 	int fabric;       /* owner: its blob carries a fabric handle; peer: imported one */
 	int node;         /* the memory's host node: the owner's */
-	CUdevice owner;   /* the memory's device, as this process numbers it; -1 unknown */
-	char owner_uuid[48];
+	char owner_uuid[48]; /* the owner's GPU, for messages; "" unknown */
 };
 
 /* The handle section's data, this backend's own: the fabric handle (zero
@@ -107,7 +106,6 @@ static int enter(struct sseg *seg)
 	if (!st)
 		return sseg_err(-ENOMEM, "out of memory");
 	st->export_fd = -1;
-	st->owner = -1;
 	seg->backend_state = st;
 	seg->held |= SSEG_HELD_BACKEND;
 	rc = sseg_cuda_get(&st->cu);
@@ -170,7 +168,7 @@ static int map_handle(struct sseg *seg)
 	st->held |= CU_HELD_MAPPED;
 	grant = (struct sseg_cuda_grant){ .ptr = st->ptr, .size = seg->mapped_size,
 					  .node = st->node, .readonly = seg->readonly,
-					  .own = st->device, .owner = st->owner,
+					  .own = st->device, .name = seg->name,
 					  .owner_uuid = st->owner_uuid };
 	rc = sseg_cuda_grant_access(st->cu, &grant);
 	if (rc)
@@ -210,12 +208,11 @@ static int export_fd(struct cuda_state *st)
 	return rc;
 }
 
-/* The owner's memory belongs to its own device. */
+/* The owner's GPU made the memory; messages name it. */
 static void know_own_gpu(struct cuda_state *st)
 {
 	CUuuid uuid;
 
-	st->owner = st->device;
 	if (sseg_cuda_uuid(st->cu, st->device, &uuid))
 		sseg_cuda_uuid_text(&uuid, st->owner_uuid, sizeof(st->owner_uuid));
 }
@@ -275,7 +272,7 @@ static int cuda_reserve(struct sseg *seg)
 	return enter(seg);
 }
 
-/* The owner GPU's UUID (peers find its ordinal and name it in errors) and
+/* The owner GPU's UUID (peers name it in errors) and
  * the memory's node (peers' host access entry). */
 static void describe_owner(struct cuda_state *st, struct sseg_blob_handle *h)
 {
@@ -351,7 +348,6 @@ static void read_owner(struct cuda_state *st, const struct sseg_blob_handle *h)
 		return;
 	memcpy(uuid.bytes, h->data + DATA_UUID, sizeof(uuid.bytes));
 	sseg_cuda_uuid_text(&uuid, st->owner_uuid, sizeof(st->owner_uuid));
-	st->owner = sseg_cuda_device_by_uuid(st->cu, &uuid);
 }
 
 /* Without the owner's IMEX channel a fabric import is NOT_PERMITTED

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Access to a mapping of HOST_NUMA memory. One cuMemSetAccess for the host
- * and every GPU fails as a whole where one GPU pair has no peer access
- * (CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, 217: NCCL issue 1838 on L4 and T4
- * boxes), and a host entry mixed with device entries is what NCCL keeps
- * apart. So: the host, then the rank's own device, each in its own call;
- * then each other device, one call each, only where cuDeviceCanAccessPeer
- * says it can reach the device the memory belongs to. */
+ * and every GPU fails as a whole where one entry is refused, and a host
+ * entry mixed with device entries is what NCCL keeps apart. So: the host,
+ * then the rank's own device, each in its own call; then each other device
+ * with VMM, one call each. Host memory has no device to be a peer of: the
+ * docs tie no peer rule to it (cuMemSetAccess lists INVALID_VALUE,
+ * INVALID_DEVICE and NOT_SUPPORTED), and the 217 of NCCL issue 1838 on L4
+ * and T4 boxes came from the import. A device left without access is
+ * logged with the reason. */
 #include <stdio.h>
 
 #include "backend/cuda_device.h"
@@ -42,39 +44,58 @@ int sseg_cuda_no_peer_access(const struct sseg_cuda *cu, CUresult r, const char 
 	return sseg_cuda_result_hint(r, call, hint);
 }
 
-/* A device other than the rank's own: only with a VMM attribute and a
- * peer path to the memory's device (its own device reaches it by
- * definition; a device is not its own peer for cuDeviceCanAccessPeer). */
-static bool reaches(const struct sseg_cuda *cu, CUdevice d, CUdevice owner)
+/* Why a device other than the rank's own cannot map VMM host memory, as
+ * its attributes tell (141 unknown before driver 12.9: left to the call);
+ * NULL when it can. */
+static const char *no_host_vmm(const struct sseg_cuda *cu, CUdevice d)
 {
-	int can = 0;
+	int vmm = sseg_cuda_attribute(cu, d,
+				      CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED);
+	int host = sseg_cuda_attribute(
+		cu, d, CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED);
 
-	if (owner < 0 ||
-	    sseg_cuda_attribute(cu, d, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED) <= 0)
-		return false;
-	if (d == owner)
-		return true;
-	return cu->cuDeviceCanAccessPeer(&can, d, owner) == CUDA_SUCCESS && can;
+	if (vmm == 0)
+		return "it has no VMM (attribute 102 is 0)";
+	if (vmm < 0)
+		return "the driver does not know its VMM attribute (102)";
+	if (host == 0)
+		return "it cannot map VMM host memory (attribute 141 is 0)";
+	return NULL;
+}
+
+static void grant_other(const struct sseg_cuda *cu, const struct sseg_cuda_grant *g, CUdevice d)
+{
+	const char *why = no_host_vmm(cu, d);
+	CUresult r;
+
+	if (why) {
+		sseg_log(SSEG_LOG_INFO, "segment '%s': device %d gets no access to its memory: %s",
+			 g->name, d, why);
+		return;
+	}
+	r = set_access(cu, g, CU_MEM_LOCATION_TYPE_DEVICE, d);
+	if (r != CUDA_SUCCESS)
+		sseg_log(SSEG_LOG_WARN,
+			 "segment '%s': device %d gets no access to its memory: cuMemSetAccess "
+			 "failed: %s (%d)",
+			 g->name, d, sseg_cuda_error_name(r), r);
 }
 
 static void grant_others(const struct sseg_cuda *cu, const struct sseg_cuda_grant *g)
 {
 	int count = 0;
+	CUresult r = cu->cuDeviceGetCount(&count);
 
-	if (cu->cuDeviceGetCount(&count) != CUDA_SUCCESS)
+	if (r != CUDA_SUCCESS) {
+		sseg_log(SSEG_LOG_WARN,
+			 "segment '%s': only device %d has access to its memory: "
+			 "cuDeviceGetCount failed: %s (%d)",
+			 g->name, g->own, sseg_cuda_error_name(r), r);
 		return;
-	for (int d = 0; d < count; d++) {
-		CUresult r;
-
-		if (d == g->own || !reaches(cu, d, g->owner))
-			continue;
-		r = set_access(cu, g, CU_MEM_LOCATION_TYPE_DEVICE, d);
-		if (r != CUDA_SUCCESS)
-			sseg_log(SSEG_LOG_WARN,
-				 "device %d may reach device %d's memory (cuDeviceCanAccessPeer), "
-				 "but cuMemSetAccess for it failed: %s (%d); it gets no access",
-				 d, g->owner, sseg_cuda_error_name(r), r);
 	}
+	for (int d = 0; d < count; d++)
+		if (d != g->own)
+			grant_other(cu, g, d);
 }
 
 int sseg_cuda_grant_access(const struct sseg_cuda *cu, const struct sseg_cuda_grant *g)

@@ -240,23 +240,6 @@ void sseg_cuda_uuid_text(const CUuuid *uuid, char *buf, size_t len)
 		 u[14], u[15]);
 }
 
-int sseg_cuda_device_by_uuid(const struct sseg_cuda *cu, const CUuuid *uuid)
-{
-	int count = 0;
-
-	if (cu->cuDeviceGetCount(&count) != CUDA_SUCCESS)
-		return -1;
-	for (int d = 0; d < count; d++) {
-		CUdevice dev;
-		CUuuid mine;
-
-		if (cu->cuDeviceGet(&dev, d) == CUDA_SUCCESS && sseg_cuda_uuid(cu, dev, &mine) &&
-		    !memcmp(mine.bytes, uuid->bytes, sizeof(mine.bytes)))
-			return dev;
-	}
-	return -1;
-}
-
 /* ---- the probe's device section ---- */
 
 static void probe_attributes(const struct sseg_cuda *cu, CUdevice dev, struct sseg_probe_device *g)
@@ -285,10 +268,10 @@ int sseg_cuda_probe_device(int index, struct sseg_probe_device *g)
 {
 	const struct sseg_cuda *cu;
 	CUdevice dev;
-	int count = 0, node;
+	int count = 0, node, rc = sseg_cuda_get(&cu);
 
-	if (sseg_cuda_get(&cu))
-		return sseg_err(-ENOENT, "no CUDA driver");
+	if (rc)
+		return rc;
 	if (cu->cuDeviceGetCount(&count) != CUDA_SUCCESS || index < 0 || index >= count)
 		return sseg_err(-ENOENT, "no CUDA device %d", index);
 	if (cu->cuDeviceGet(&dev, index) != CUDA_SUCCESS)

@@ -42,9 +42,6 @@ SSEG_HIDDEN const char *sseg_cuda_host_numa_hint(void);
 SSEG_HIDDEN bool sseg_cuda_uuid(const struct sseg_cuda *cu, CUdevice dev, CUuuid *uuid);
 /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi writes it. */
 SSEG_HIDDEN void sseg_cuda_uuid_text(const CUuuid *uuid, char *buf, size_t len);
-/* The ordinal in this process of the device with this UUID; -1 when none
- * is visible here (CUDA_VISIBLE_DEVICES, another host). */
-SSEG_HIDDEN int sseg_cuda_device_by_uuid(const struct sseg_cuda *cu, const CUuuid *uuid);
 
 /* ---- the real probes (cuda_probe.c), once per (device, node) ---- */
 
@@ -60,20 +57,20 @@ SSEG_HIDDEN void sseg_cuda_forget_probes(void);
 /* ---- access (cuda_access.c) ---- */
 
 /* Who may access a mapping of HOST_NUMA memory: the host, the rank's own
- * device, and each other device that can reach the memory's device. */
+ * device, and each other device with VMM (host memory needs no peer). */
 struct sseg_cuda_grant {
 	CUdeviceptr ptr;
 	size_t size;
 	int node;       /* the memory's host node (the owner's) */
 	bool readonly;
 	CUdevice own;   /* this rank's device */
-	CUdevice owner; /* the device the memory belongs to; -1 unknown here */
-	const char *owner_uuid; /* its UUID as text, for messages; "" unknown */
+	const char *name;       /* the segment's, for messages */
+	const char *owner_uuid; /* the owner's GPU as text, for messages; "" unknown */
 };
 
 /* Host and own device first, each in its own call (failures are errors),
- * then every other VMM device that cuDeviceCanAccessPeer says can reach
- * the owner's, one call each (a refusal is logged and skipped). */
+ * then every other device with VMM, one call each (a device left out, for
+ * its attributes or the driver's refusal, is logged with the reason). */
 SSEG_HIDDEN int sseg_cuda_grant_access(const struct sseg_cuda *cu, const struct sseg_cuda_grant *g);
 /* The sentence for a device that cannot map the owner's memory (217 or
  * NOT_SUPPORTED): which GPUs, and that memfd + host registration serves

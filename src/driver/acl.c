@@ -112,7 +112,7 @@ static void load(void)
 	aclError rc;
 
 	if (!lib) {
-		load_rc = fail(-ENOENT, "no ACL runtime: %s", dlerror());
+		load_rc = fail(-EOPNOTSUPP, "no ACL runtime: %s", dlerror());
 		return;
 	}
 	snprintf(table.path, sizeof(table.path), "%s", path);

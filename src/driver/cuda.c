@@ -98,14 +98,14 @@ static int resolve_all(void *lib, const char *path)
 	if (!r.v2)
 		r.v1 = (PFN_cuGetProcAddress_v1)dlsym(lib, "cuGetProcAddress");
 	if (!r.v2 && !r.v1)
-		return fail(-ENOSYS, "%s has no cuGetProcAddress: the driver is older than 11.3",
-			    path);
+		return fail(-EOPNOTSUPP,
+			    "%s has no cuGetProcAddress: the driver is older than 11.3", path);
 	table.vmm = 1;
 	for (size_t i = 0; i < ARRAY_SIZE(entries); i++) {
 		void *fn = resolve(&r, &entries[i]);
 
 		if (!fn && entries[i].need == REQUIRED)
-			return fail(-ENOSYS, "the CUDA driver lacks %s", entries[i].name);
+			return fail(-EOPNOTSUPP, "the CUDA driver lacks %s", entries[i].name);
 		if (!fn && entries[i].need == VMM)
 			table.vmm = 0;
 		memcpy((char *)&table + entries[i].offset, &fn, sizeof(fn));
@@ -120,7 +120,7 @@ static void load(void)
 	CUresult rc;
 
 	if (!lib) {
-		load_rc = fail(-ENOENT, "no CUDA driver: %s", dlerror());
+		load_rc = fail(-EOPNOTSUPP, "no CUDA driver: %s", dlerror());
 		return;
 	}
 	snprintf(table.path, sizeof(table.path), "%s", path);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What the fake tells the toolkit (fk_driver): its configuration string
  * (SSEG_FAKE_CUDA) and defaults, its entry point and error names; and the
- * configuration's questions (devices, NUMA nodes, peers). */
+ * configuration's questions (devices, NUMA nodes, peers, VMM). */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -137,6 +137,27 @@ static int parse_peers(struct fake_config *cfg, const char *text, int on)
 	return fk_split(text, ",", add_pair, &list);
 }
 
+static int add_no_vmm(void *ctx, char *item)
+{
+	struct fake_config *cfg = ctx;
+	long dev;
+
+	if (fk_parse_long(item, 0, FAKE_MAX_DEVICES - 1, &dev) < 0)
+		return -EINVAL;
+	cfg->no_vmm |= 1u << dev;
+	return 0;
+}
+
+/* "2,3": the devices without VMM (an older GPU beside newer ones), or
+ * "none". */
+static int parse_no_vmm(struct fake_config *cfg, const char *text)
+{
+	cfg->no_vmm = 0;
+	if (!strcmp(text, "none"))
+		return 0;
+	return *text ? fk_split(text, ",", add_no_vmm, cfg) : -EINVAL;
+}
+
 /* The keys whose value is a number in a range: the on/off ones, the
  * device count and the driver version. */
 static const struct fk_int_key int_keys[] = {
@@ -171,6 +192,8 @@ static int set_key(void *config, const char *key, const char *text)
 		return parse_numa(cfg, text);
 	if (strcmp(key, "peer") == 0 || strcmp(key, "nopeer") == 0)
 		return parse_peers(cfg, text, key[0] == 'p');
+	if (strcmp(key, "novmm") == 0)
+		return parse_no_vmm(cfg, text);
 	/* Any multiple of 4 KiB: tests need a driver that answers a granularity
 	 * which is not a power of two. */
 	if (strcmp(key, "granularity") == 0)
@@ -225,6 +248,11 @@ int fake_numa_valid(int node)
 int fake_peer_access(int dev, int owner)
 {
 	return owner < 0 || dev == owner || (fake.cfg.peer[dev] >> owner) & 1;
+}
+
+int fake_device_vmm(int dev)
+{
+	return fake.cfg.vmm && !((fake.cfg.no_vmm >> dev) & 1);
 }
 
 int fake_aligned(uintptr_t value, size_t align)

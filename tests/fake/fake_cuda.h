@@ -86,6 +86,7 @@ struct fake_config {
 	int need_ctx; /* the calls documented to need a context need one */
 	int vmm_ctx;  /* VMM calls need a current context */
 	uint32_t peer[FAKE_MAX_DEVICES]; /* bit j of peer[i]: i may access j's memory */
+	uint32_t no_vmm; /* bit d: device d has no VMM (novmm=; attributes 102, 141 read 0) */
 	int host_register;    /* attribute 99 */
 	int ro_register;      /* attribute 113: READ_ONLY registration */
 	int register_aligned; /* registration needs page-aligned addresses */
@@ -99,7 +100,8 @@ struct fake_config {
 	size_t max_register;
 };
 
-/* Who an allocation belongs to: peers need access to its device. */
+/* Who an allocation belongs to: importers need peer access to its device,
+ * and so do devices granted access to device memory. */
 struct fake_owner {
 	int device;   /* the location's device, or the creating context's; -1 none */
 	int location; /* CUmemLocationType it was created on */
@@ -161,6 +163,8 @@ int fake_current_device(void);
 CUresult fake_enter_ctx(enum fake_entry entry, const int *rule);
 /* Whether dev may access memory that belongs to owner (-1: anyone's). */
 int fake_peer_access(int dev, int owner);
+/* Whether dev has VMM (not listed in novmm=). */
+int fake_device_vmm(int dev);
 int fake_aligned(uintptr_t value, size_t align);
 
 static inline struct fake_handle *fake_handle_find(CUmemGenericAllocationHandle id)

@@ -193,6 +193,10 @@ static CUresult attribute(int attrib, CUdevice dev, int *value)
 			*value = fake.cfg.numa[dev % fake.cfg.numa_count];
 		else
 			*value = *(const int *)((const char *)&fake.cfg + attributes[i].value);
+		if ((attrib == CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED ||
+		     attrib == CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED) &&
+		    !fake_device_vmm(dev))
+			*value = 0;
 		return CUDA_SUCCESS;
 	}
 	return CUDA_ERROR_INVALID_VALUE;

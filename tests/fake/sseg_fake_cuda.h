@@ -17,8 +17,12 @@
  *                      always does)
  *   peer=all           peer access matrix: peer=0-1,2-3 (only those pairs) or
  *                      nopeer=0-2 (take pairs away); cuDeviceCanAccessPeer,
- *                      and cuMemSetAccess / import across a missing pair
- *                      answer CUDA_ERROR_PEER_ACCESS_UNSUPPORTED (217)
+ *                      and an import, or cuMemSetAccess to device memory,
+ *                      across a missing pair answer
+ *                      CUDA_ERROR_PEER_ACCESS_UNSUPPORTED (217); access to
+ *                      HOST_NUMA memory needs no peer
+ *   novmm=none         devices without VMM (novmm=2,3): attributes 102 and
+ *                      141 read 0, cuMemSetAccess for them NOT_SUPPORTED
  *   imex_channel=1     FABRIC create/export permitted (0: NOT_PERMITTED)
  *   imex=0             FABRIC import permitted (0: NOT_PERMITTED)
  *   fabric_works=B     sets imex_channel and imex together

@@ -187,9 +187,12 @@ static int mappings_all(uintptr_t start, size_t size, int (*check)(struct fake_o
 	return 1;
 }
 
+/* Only device memory has a device to be a peer of: a HOST_NUMA
+ * allocation's creating context (its owner.device) ties no rule to it. */
 static int peer_reaches(struct fake_owner owner, int device)
 {
-	return fake_peer_access(device, owner.device);
+	return owner.location != CU_MEM_LOCATION_TYPE_DEVICE ||
+	       fake_peer_access(device, owner.device);
 }
 
 static int host_located(struct fake_owner owner, int unused)
@@ -198,18 +201,22 @@ static int host_located(struct fake_owner owner, int unused)
 	return owner.location != CU_MEM_LOCATION_TYPE_DEVICE;
 }
 
-/* A device granted access needs peer access to each allocation's device.
- * The docs list INVALID_DEVICE and NOT_SUPPORTED and say nothing of peers;
- * the field reports (NCCL issue 1838 on L4, Ray on T4) saw
- * CUDA_ERROR_PEER_ACCESS_UNSUPPORTED from NCCL's cuMem host path, at the
- * import (alloc.c); the fake answers the same code here, the stricter
- * reading. PROT_NONE revokes and needs no peer access. */
+/* A device granted access to device memory needs peer access to the
+ * allocation's device (PEER_ACCESS_UNSUPPORTED, the stricter reading: the
+ * docs list INVALID_DEVICE and NOT_SUPPORTED and say nothing of peers).
+ * Host memory has no such rule: the 217 of the field reports (NCCL issue
+ * 1838 on L4, Ray on T4) came from the import (alloc.c). A device without
+ * VMM (novmm=) cannot be granted anything: NOT_SUPPORTED. PROT_NONE
+ * revokes and needs neither. */
 static CUresult check_device_access(uintptr_t start, size_t size, const CUmemAccessDesc *d)
 {
 	if (!fake_device_valid(d->location.id))
 		return CUDA_ERROR_INVALID_DEVICE;
-	if (d->flags != CU_MEM_ACCESS_FLAGS_PROT_NONE &&
-	    !mappings_all(start, size, peer_reaches, d->location.id))
+	if (d->flags == CU_MEM_ACCESS_FLAGS_PROT_NONE)
+		return CUDA_SUCCESS;
+	if (!fake_device_vmm(d->location.id))
+		return CUDA_ERROR_NOT_SUPPORTED;
+	if (!mappings_all(start, size, peer_reaches, d->location.id))
 		return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
 	return CUDA_SUCCESS;
 }
