@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A small JSON writer (json.c): one compact document into a memory stream,
  * for the machine-readable facts the library gives (sseg_probe_json). The
- * caller nests begin/end correctly; keys are NULL inside arrays. */
+ * caller nests begin/end correctly; keys are NULL inside arrays. Strings
+ * may hold any bytes (names and commands other processes chose): the text
+ * is always valid UTF-8, with C0, DEL and C1 controls as \u00XX escapes
+ * and each byte of an ill-formed sequence replaced by U+FFFD. */
 #ifndef SSEG_JSON_H
 #define SSEG_JSON_H
 
@@ -29,6 +32,10 @@ SSEG_HIDDEN void sseg_json_tristate(struct sseg_json *j, const char *key, int va
 /* A negative value (unknown) as null. */
 SSEG_HIDDEN void sseg_json_opt_int(struct sseg_json *j, const char *key, long long value);
 
+/* The document doc(j, ctx) writes, in *text (malloc'd, NUL-ended) of *len
+ * bytes; 0 or -ENOMEM. */
+SSEG_HIDDEN int sseg_json_text(void (*doc)(struct sseg_json *j, const void *ctx),
+			       const void *ctx, char **text, size_t *len);
 /* Writes the document doc(j, ctx) writes into buf as snprintf does: at
  * most len bytes, NUL included; returns the whole length or -errno. */
 SSEG_HIDDEN int sseg_json_render(void (*doc)(struct sseg_json *j, const void *ctx),

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* sharedseg ls: the segments live on this host, from /proc (the library's
  * sseg_list_json), as a table or as the JSON itself. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,13 +30,17 @@ void ls_help(FILE *out)
 		"the owner's pid, and each process that maps it (pid, rank, command,\n"
 		"mapped and resident bytes) or holds its memfd. A segment that no process\n"
 		"maps any more but a descriptor keeps alive is marked UNMAPPED.\n"
+		"Names and commands are whatever bytes their processes chose: in the JSON\n"
+		"each byte that is not UTF-8 reads as U+FFFD and controls as \\u00XX; the\n"
+		"table shows every control as an escape (\\x1b, \\u202e) and \\ as \\\\.\n"
 		"\n"
 		"options:\n"
 		"  --json       one JSON object: schema, segments [{name, inode, backend,\n"
 		"               size, pages, page_size, resident_bytes, numa_nodes [],\n"
 		"               world_size, owner_rank, owner_pid, unmapped, processes\n"
 		"               [{pid, uid, comm, rank, mapped_bytes, resident_bytes,\n"
-		"               holds_fd, readonly}]}]; unknown values are null\n"
+		"               holds_fd, readonly}]}], truncated (a cap was reached:\n"
+		"               the rest are left out); unknown values are null\n"
 		"  -h, --help   this text\n"
 		"\n"
 		"examples:\n"
@@ -43,15 +48,84 @@ void ls_help(FILE *out)
 		"  sharedseg ls --json | python3 -m json.tool\n");
 }
 
-static int write_list(const void *ctx, char *buf, size_t len)
+/* The library's document at its exact size: one scan of /proc (the
+ * library keeps the text the first, sizing call found too long). */
+static char *list_text(void)
 {
-	(void)ctx;
-	return sseg_list_json(buf, len);
+	char *text = NULL;
+	int n = sseg_list_json(NULL, 0), m;
+
+	while (n >= 0) {
+		free(text);
+		text = malloc((size_t)n + 1);
+		if (!text)
+			return NULL;
+		m = sseg_list_json(text, (size_t)n + 1);
+		if (m >= 0 && m <= n)
+			return text;
+		n = m; /* it grew in between */
+	}
+	free(text);
+	errno = -n;
+	return NULL;
+}
+
+/* How many bytes the UTF-8 sequence at p takes, when it is well formed and
+ * no control (C1 included); 0 otherwise. Sets *cp to its code point. */
+static int printable_utf8(const unsigned char *p, unsigned *cp)
+{
+	static const unsigned least[5] = { 0, 0, 0x80, 0x800, 0x10000 };
+	int len = 0;
+
+	while (len < 5 && (p[0] << len & 0x80))
+		len++; /* the lead byte's leading ones */
+	len = len == 0 ? 1 : len == 1 || len > 4 ? 0 : len;
+	*cp = len == 1 ? p[0] : p[0] & (0x7fu >> len);
+	for (int i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		*cp = *cp << 6 | (p[i] & 0x3f);
+	}
+	if (!len || *cp < 0x20 || (*cp >= 0x7f && *cp < 0xa0) || *cp < least[len] ||
+	    *cp > 0x10ffff || (*cp >= 0xd800 && *cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+/* Characters that reorder or break the line a terminal shows. */
+static bool bidi_control(unsigned cp)
+{
+	return cp == 0x061c || cp == 0x200e || cp == 0x200f || (cp >= 0x2028 && cp <= 0x202e) ||
+	       (cp >= 0x2066 && cp <= 0x2069);
+}
+
+/* s for a terminal: other users choose names and commands, so every
+ * control shows as an escape (\x1b, \u202e) and a backslash as \\. */
+static const char *visible(const char *s, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	for (const unsigned char *p = (const unsigned char *)s; *p && n + 7 < len;) {
+		unsigned cp;
+		int seq = printable_utf8(p, &cp);
+
+		if (!seq)
+			n += (size_t)snprintf(buf + n, len - n, "\\x%02x", *p++);
+		else if (bidi_control(cp))
+			n += (size_t)snprintf(buf + n, len - n, "\\u%04x", cp);
+		else if (cp == '\\')
+			n += (size_t)snprintf(buf + n, len - n, "\\\\");
+		else
+			n += (size_t)snprintf(buf + n, len - n, "%.*s", seq, (const char *)p);
+		p += seq;
+	}
+	buf[n] = '\0';
+	return buf;
 }
 
 static void print_process(const struct jval *p)
 {
-	char mapped[32], resident[32], rank[16] = "?";
+	char mapped[32], resident[32], rank[16] = "?", comm[128];
 
 	if (json_get(p, "rank") && json_get(p, "rank")->type == JSON_NUMBER)
 		snprintf(rank, sizeof(rank), "%.0f", json_num(p, "rank", -1));
@@ -62,7 +136,8 @@ static void print_process(const struct jval *p)
 	else
 		snprintf(resident, sizeof(resident), "?");
 	printf("    pid %-8.0f rank %-4s %-16s mapped %-11s resident %-11s%s%s\n",
-	       json_num(p, "pid", 0), rank, json_str(p, "comm"), mapped, resident,
+	       json_num(p, "pid", 0), rank, visible(json_str(p, "comm"), comm, sizeof(comm)),
+	       mapped, resident,
 	       json_num(p, "holds_fd", 0) ? " holds fd" : "",
 	       json_num(p, "readonly", 0) ? " read-only" : "");
 }
@@ -70,19 +145,22 @@ static void print_process(const struct jval *p)
 static void print_segment(const struct jval *s)
 {
 	const struct jval *procs = json_get(s, "processes"), *nodes = json_get(s, "numa_nodes");
-	char size[32], resident[32], owner[64] = "owner gone or unknown";
+	char size[32], resident[96], owner[64] = "owner gone or unknown";
+	char name[512], pages[128], backend[128];
 
 	cli_format_size((uint64_t)json_num(s, "size", 0), size, sizeof(size));
 	if (json_num(s, "resident_bytes", -1) >= 0)
 		cli_format_size((uint64_t)json_num(s, "resident_bytes", 0), resident,
 				sizeof(resident));
 	else /* a driver's memory: /proc does not show it */
-		snprintf(resident, sizeof(resident), "? (%s driver memory)", json_str(s, "backend"));
+		snprintf(resident, sizeof(resident), "? (%s driver memory)",
+			 visible(json_str(s, "backend"), backend, sizeof(backend)));
 	if (json_num(s, "owner_pid", -1) >= 0)
 		snprintf(owner, sizeof(owner), "owner rank %.0f pid %.0f", json_num(s, "owner_rank", 0),
 			 json_num(s, "owner_pid", 0));
-	printf("%s  %s, %s pages, %s resident, nodes", json_str(s, "name"), size,
-	       json_str(s, "pages"), resident);
+	printf("%s  %s, %s pages, %s resident, nodes",
+	       visible(json_str(s, "name"), name, sizeof(name)), size,
+	       visible(json_str(s, "pages"), pages, sizeof(pages)), resident);
 	for (int i = 0; nodes && i < nodes->n; i++)
 		printf("%s%.0f", i ? "," : " ", nodes->items[i]->num);
 	printf("%s, %s%s\n", nodes && nodes->n ? "" : " ?", owner,
@@ -105,6 +183,9 @@ static int print_table(const char *text)
 		printf("no sharedseg segment is live on this host (that this user can see)\n");
 	for (int i = 0; i < segs->n; i++)
 		print_segment(segs->items[i]);
+	if (json_num(doc, "truncated", 0))
+		printf("(truncated: this host has more segments or holdings than one listing "
+		       "holds; the rest are left out)\n");
 	json_value_free(doc);
 	return CLI_OK;
 }
@@ -126,7 +207,7 @@ int ls_main(int argc, char **argv)
 			return CLI_USAGE;
 		as_json = id == OPT_JSON;
 	}
-	text = json_library_text(write_list, NULL);
+	text = list_text();
 	if (!text) {
 		fprintf(stderr, "sharedseg ls: %s\n", sseg_last_error());
 		return CLI_FAIL;

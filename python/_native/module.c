@@ -236,18 +236,20 @@ PyDoc_STRVAR(probe_json_doc, "probe_json(size=0) -> str: sseg_probe_json, the sc
 			     "`sharedseg probe --json`; size is the segment size pages=auto is\n"
 			     "decided for (0: 1 GiB).");
 
-/* A library call that writes JSON snprintf-style, asked until the text
- * fits (the facts can change between two calls). */
+/* A library call that writes JSON snprintf-style, asked again at the size
+ * it gave until the text fits (the facts can change between two calls).
+ * The library writes UTF-8 only; were a byte not, it would read as U+FFFD
+ * rather than fail the whole listing. */
 static PyObject *json_text(int (*write)(const void *ctx, char *buf, size_t len),
 			   const void *ctx)
 {
 	PyObject *out = NULL;
 	char *text = NULL;
-	int n, need = 0;
+	int n = 65535, need;
 
 	do {
 		free(text);
-		need = need ? need * 2 : 65536;
+		need = n + 1;
 		text = malloc((size_t)need);
 		if (!text)
 			return PyErr_NoMemory();
@@ -258,7 +260,7 @@ static PyObject *json_text(int (*write)(const void *ctx, char *buf, size_t len),
 	if (n < 0)
 		sseg_py_raise(sseg_py_error, n);
 	else
-		out = PyUnicode_FromStringAndSize(text, n);
+		out = PyUnicode_DecodeUTF8(text, n, "replace");
 	free(text);
 	sseg_py_log_drain();
 	return out;

@@ -31,7 +31,7 @@ def _resident(s: Dict[str, Any]) -> str:
     """A segment's resident bytes; a driver's memory (null) as the C tool
     says it."""
     if s["resident_bytes"] is None:
-        return f"? ({s['backend']} driver memory)"
+        return f"? ({_visible(s['backend'])} driver memory)"
     return _gib(s["resident_bytes"])
 
 
@@ -89,23 +89,48 @@ def _probe(argv: List[str]) -> int:
     return 0
 
 
-def _ls_text(segments: List[Dict[str, Any]]) -> str:
+# Characters that reorder or break the line a terminal shows.
+_BIDI = frozenset([0x061c, 0x200e, 0x200f, *range(0x2028, 0x202f), *range(0x2066, 0x206a)])
+
+
+def _visible(text: str) -> str:
+    """text for a terminal: other users choose names and commands, so every
+    control shows as an escape (\\x1b, \\u202e) and a backslash as \\\\, as the
+    C tool's table shows them."""
+    out = []
+    for ch in text:
+        c = ord(ch)
+        if ch == "\\":
+            out.append("\\\\")
+        elif c < 0x20 or 0x7f <= c < 0xa0:
+            out.append(f"\\x{c:02x}")
+        elif c in _BIDI or 0xd800 <= c < 0xe000:
+            out.append(f"\\u{c:04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _ls_text(segments: List[Dict[str, Any]], truncated: bool = False) -> str:
     if not segments:
         return "no sharedseg segment is live on this host (that this user can see)"
     lines = []
     for s in segments:
         owner = (f"owner rank {s['owner_rank']} pid {s['owner_pid']}"
                  if s["owner_pid"] is not None else "owner gone or unknown")
-        lines.append(f"{s['name']}  {_gib(s['size'])}, {s['pages']} pages, "
+        lines.append(f"{_visible(s['name'])}  {_gib(s['size'])}, {_visible(s['pages'])} pages, "
                      f"{_resident(s)} resident, nodes "
                      f"{','.join(map(str, s['numa_nodes'])) or '?'}, {owner}"
                      f"{', UNMAPPED (held by a descriptor only)' if s['unmapped'] else ''}")
         for p in s["processes"]:
             rank = "?" if p["rank"] is None else p["rank"]
-            lines.append(f"    pid {p['pid']:<8} rank {rank!s:<4} {p['comm']:<16} mapped "
+            lines.append(f"    pid {p['pid']:<8} rank {rank!s:<4} {_visible(p['comm']):<16} mapped "
                          f"{_gib(p['mapped_bytes']):<11} resident {'?' if p['resident_bytes'] is None else _gib(p['resident_bytes'])}"
                          f"{' holds fd' if p['holds_fd'] else ''}"
                          f"{' read-only' if p['readonly'] else ''}")
+    if truncated:
+        lines.append("(truncated: this host has more segments or holdings than one listing "
+                     "holds; the rest are left out)")
     return "\n".join(lines)
 
 
@@ -121,7 +146,11 @@ def _ls(argv: List[str]) -> int:
     except SystemExit as e:
         return 0 if e.code == 0 else 2
     text = _native.list_json()
-    print(text if a.json else _ls_text(json.loads(text)["segments"]))
+    if a.json:
+        print(text)
+    else:
+        doc = json.loads(text)
+        print(_ls_text(doc["segments"], doc.get("truncated", False)))
     return 0
 
 

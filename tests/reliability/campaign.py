@@ -111,6 +111,9 @@ REGRESSIONS = [
      "fork between create and complete, a full fd table, sealed fds, named errors", "edges"),
     ("Ctrl-C ignored in complete", "SIGINT while Python waits in complete and in population",
      "test_interrupt.py"),
+    ("a hostile user's memfds in root's ls", "names not UTF-8, terminal escapes, a smaps line "
+     "past 511 characters, a claimed driver tag, 1,000 memfds, an exit before the render "
+     "(uid 65534)", "ls_hostile ls"),
 ]
 
 

@@ -1,0 +1,616 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Root's `sharedseg ls` against an ordinary local user (uid 65534) who
+ * names memfds, tags and its own command to mislead it: the JSON stays
+ * valid UTF-8 (utf8); the table prints no control character (escapes); a
+ * name the kernel writes longer than a line buffer forges no mapping of
+ * root's segment (long_line); a tag page claims no cuda segment of root's
+ * (driver_claim); a thousand memfds are listed from one scan in bounded
+ * memory (scale); a process that exits after the scan keeps the uid and
+ * command it had (exited). Needs root (skips otherwise); one case runs when
+ * named on the command line. */
+#define _GNU_SOURCE /* memfd_create, setresuid */
+#include <fcntl.h>
+#include <grp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fakeutil.h"
+#include "list.h"
+#include "testutil.h"
+
+#define NOBODY 65534
+#define RANKS 3
+#define SZ (8u << 20)
+
+/* ---- a process of another uid, kept alive while the test looks ---- */
+
+struct hostile {
+	int (*act)(void *arg); /* runs as NOBODY; 0 when it is set up */
+	void *arg;
+	int fds;               /* how many descriptors it may need */
+	int ready[2], release[2];
+	pid_t pid;
+};
+
+static int become_nobody(int fds)
+{
+	struct rlimit r = { (rlim_t)fds + 64, (rlim_t)fds + 64 };
+
+	if (fds && setrlimit(RLIMIT_NOFILE, &r))
+		return -1;
+	if (setgroups(0, NULL) || setresgid(NOBODY, NOBODY, NOBODY) ||
+	    setresuid(NOBODY, NOBODY, NOBODY))
+		return -1;
+	/* A uid change leaves it undumpable; a login process is not. */
+	return prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+}
+
+/* Forks it: it becomes NOBODY and runs act; hostile_ready waits for that. */
+static void hostile_fork(struct hostile *h)
+{
+	char c;
+
+	CHECK(pipe(h->ready) == 0 && pipe(h->release) == 0);
+	h->pid = fork();
+	CHECK(h->pid >= 0);
+	if (h->pid == 0) {
+		close(h->ready[0]);
+		close(h->release[1]);
+		if (become_nobody(h->fds) || h->act(h->arg))
+			_exit(1);
+		if (write(h->ready[1], "r", 1) != 1)
+			_exit(1);
+		_exit(read(h->release[0], &c, 1) == 0 ? 0 : 1);
+	}
+	close(h->ready[1]);
+	close(h->release[0]);
+}
+
+static void hostile_ready(struct hostile *h)
+{
+	char c;
+
+	CHECK(read(h->ready[0], &c, 1) == 1); /* a child that failed ends the read */
+}
+
+static void hostile_start(struct hostile *h)
+{
+	hostile_fork(h);
+	hostile_ready(h);
+}
+
+static void hostile_stop(struct hostile *h)
+{
+	close(h->release[1]);
+	CHECK(tu_wait(h->pid, 20000) == 0);
+	close(h->ready[0]);
+}
+
+/* A memfd of that name, held, and mapped when map (one page). */
+static int hold_memfd(const char *name, bool map)
+{
+	int fd = memfd_create(name, 0);
+
+	if (fd < 0 || ftruncate(fd, 4096))
+		return -1;
+	if (map && mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) == MAP_FAILED)
+		return -1;
+	return fd;
+}
+
+/* ---- reading the list ---- */
+
+static char *listing(void)
+{
+	int n = sseg_list_json(NULL, 0);
+	char *text;
+
+	CHECK(n > 0);
+	text = malloc((size_t)n + 1);
+	CHECK(text && sseg_list_json(text, (size_t)n + 1) == n);
+	return text;
+}
+
+/* The JSON object of the first segment named name at or after from. */
+static const char *segment_of(const char *from, const char *name)
+{
+	char needle[160];
+
+	snprintf(needle, sizeof(needle), "{\"name\":\"%s\"", name);
+	return strstr(from, needle);
+}
+
+/* Whether needle occurs in the segment object at seg (up to the next). */
+static bool in_segment(const char *seg, const char *needle)
+{
+	const char *next = strstr(seg + 1, "{\"name\":");
+	const char *at = strstr(seg, needle);
+
+	return at && (!next || at < next);
+}
+
+static bool has_pid(const char *seg, pid_t pid)
+{
+	char needle[32];
+
+	snprintf(needle, sizeof(needle), "{\"pid\":%d,", (int)pid);
+	return in_segment(seg, needle);
+}
+
+/* Strict UTF-8: no stray byte, overlong form, surrogate or past U+10FFFF. */
+static bool valid_utf8(const unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		unsigned c = p[i], cp, len = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2
+					   : (c & 0xf0) == 0xe0 ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+		static const unsigned least[5] = { 0, 0, 0x80, 0x800, 0x10000 };
+
+		if (!len || i + len > n)
+			return false;
+		cp = len == 1 ? c : c & (0x7fu >> len);
+		for (unsigned k = 1; k < len; k++) {
+			if ((p[i + k] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (p[i + k] & 0x3f);
+		}
+		if (len > 1 && (cp < least[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)))
+			return false;
+		i += len;
+	}
+	return true;
+}
+
+/* What `sharedseg ls ARGS` prints, NUL-ended; *len its length. */
+static char *run_ls(const char *args, size_t *len)
+{
+	char cmd[512], *out = NULL;
+	size_t cap = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "%s/sharedseg ls %s", getenv("SSEG_BUILD_DIR"), args);
+	p = popen(cmd, "r");
+	CHECK(p);
+	*len = 0;
+	for (;;) {
+		if (*len + 4096 + 1 > cap)
+			CHECK((out = realloc(out, cap = cap * 2 + 8192)));
+		size_t got = fread(out + *len, 1, 4096, p);
+
+		if (!got)
+			break;
+		*len += got;
+	}
+	out[*len] = '\0';
+	CHECK(pclose(p) == 0);
+	return out;
+}
+
+/* ---- 1: bytes that are not UTF-8 ---- */
+
+static int bad_utf8(void *arg)
+{
+	prctl(PR_SET_NAME, "ls-\xfe\xff-comm", 0, 0, 0);
+	return hold_memfd(arg, true) < 0;
+}
+
+static void utf8(void)
+{
+	char name[96], shown[96];
+	struct hostile h = { .act = bad_utf8, .arg = name };
+	size_t len;
+	char *text;
+
+	snprintf(name, sizeof(name), "sseg:ls-utf8-%d-\xff\xc0\xaf-end", (int)getpid());
+	snprintf(shown, sizeof(shown), "ls-utf8-%d-\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd-end",
+		 (int)getpid());
+	hostile_start(&h);
+	text = listing();
+	CHECK(valid_utf8((const unsigned char *)text, strlen(text)));
+	CHECK(segment_of(text, shown)); /* each bad byte is U+FFFD */
+	CHECK(strstr(text, "\"comm\":\"ls-\xef\xbf\xbd\xef\xbf\xbd-comm\""));
+	free(text);
+	text = run_ls("--json", &len);
+	CHECK(valid_utf8((const unsigned char *)text, len));
+	free(text);
+	hostile_stop(&h);
+}
+
+/* ---- 2: terminal escapes in the table ---- */
+
+static int escaping(void *arg)
+{
+	prctl(PR_SET_NAME, "\x1b]0;pwn\x07\xc2\x9b" "2J", 0, 0, 0);
+	return hold_memfd(arg, true) < 0;
+}
+
+static void escapes(void)
+{
+	char name[96], shown[128];
+	struct hostile h = { .act = escaping, .arg = name };
+	size_t len;
+	char *table;
+
+	snprintf(name, sizeof(name), "sseg:ls-esc-%d\x1b[2J\x1b[31mFAKE\xe2\x80\xae", (int)getpid());
+	snprintf(shown, sizeof(shown), "ls-esc-%d\\x1b[2J\\x1b[31mFAKE\\u202e", (int)getpid());
+	hostile_start(&h);
+	table = run_ls("", &len);
+	if (getenv("SSEG_TEST_VERBOSE"))
+		fprintf(stderr, "%s", table);
+	for (size_t i = 0; i < len; i++)
+		CHECK(table[i] == '\n' || ((unsigned char)table[i] >= 0x20 && table[i] != 0x7f));
+	CHECK(!strstr(table, "\xc2\x9b") && !strstr(table, "\xe2\x80\xae"));
+	CHECK(strstr(table, shown));
+	CHECK(strstr(table, "\\x1b]0;pwn\\x07"));
+	free(table);
+	hostile_stop(&h);
+}
+
+/* ---- 3: a name longer than a line buffer ---- */
+
+struct victim {
+	char name[64];
+	unsigned maj, min;
+	unsigned long long ino;
+};
+
+/* The forger is forked before the victim's segment exists (a child forked
+ * after it would map it for real) and learns of it through info. */
+struct forgery {
+	int info[2];
+	struct victim v;
+};
+
+/* The smaps line of this process's mapping whose path starts with path. */
+static bool own_line(const char *path, char *line, size_t len)
+{
+	FILE *f = fopen("/proc/self/smaps", "re");
+	char *l = NULL;
+	size_t cap = 0;
+	bool found = false;
+
+	while (f && !found && getline(&l, &cap, f) > 0)
+		if (strstr(l, path)) {
+			snprintf(line, len, "%s", l);
+			found = true;
+		}
+	free(l);
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* A memfd whose smaps line, cut at 511 characters, goes on with a mapping
+ * of the victim's inode (the kernel writes each newline as \012, 4 bytes),
+ * then a tag that makes that mapping rank 0 of a world of 99. */
+static int forge(void *arg)
+{
+	struct forgery *f = arg;
+	const struct victim *v = &f->v;
+	char name[256], fake[160], line[2048], tag[128];
+	const char *path;
+	int col, escaped, n;
+
+	close(f->info[1]);
+	if (read(f->info[0], &f->v, sizeof(f->v)) != sizeof(f->v))
+		return 1;
+	if (hold_memfd("sseg:p", true) < 0 || !own_line("/memfd:sseg:p ", line, sizeof(line)))
+		return 1;
+	path = strstr(line, "/memfd:sseg:p ");
+	col = (int)(path - line) + (int)strlen("/memfd:sseg:");
+	escaped = 511 - col;
+	snprintf(fake, sizeof(fake), "1000-2000 rw-s 00000000 %02x:%02x %llu /memfd:sseg:%s", v->maj,
+		 v->min, v->ino, v->name);
+	n = snprintf(name, sizeof(name), "sseg:");
+	for (int i = 0; i < escaped / 4; i++)
+		name[n++] = '\n';
+	for (int i = 0; i < escaped % 4; i++)
+		name[n++] = 'x';
+	snprintf(name + n, sizeof(name) - (size_t)n, "%s", fake);
+	if (strlen(name) > 249 || hold_memfd(name, true) < 0 ||
+	    !own_line("/memfd:sseg:\\012", line, sizeof(line)) ||
+	    strncmp(line + 511, "1000-2000 ", 10))
+		return 1; /* the forgery would not be where the old reader cuts */
+	snprintf(tag, sizeof(tag), "sseg-tag:%s rank=0 world=99 owner=0", v->name);
+	return hold_memfd(tag, true) < 0;
+}
+
+static void long_line(void)
+{
+	struct forgery f;
+	struct victim v;
+	struct hostile h = { .act = forge, .arg = &f };
+	char label[96], line[1024], needle[32];
+	const char *seg;
+	sseg_t *seg_h;
+	char *text;
+
+	CHECK(pipe(f.info) == 0);
+	hostile_fork(&h);
+	close(f.info[0]);
+	memset(&v, 0, sizeof(v));
+	tu_name(v.name, sizeof(v.name), "ls-victim");
+	seg_h = tu_one_rank(v.name, SSEG_BACKEND_MEMFD);
+	snprintf(label, sizeof(label), "/memfd:sseg:%s ", v.name);
+	CHECK(own_line(label, line, sizeof(line)));
+	CHECK(sscanf(line, "%*x-%*x %*s %*x %x:%x %llu", &v.maj, &v.min, &v.ino) == 3);
+	CHECK(write(f.info[1], &v, sizeof(v)) == sizeof(v));
+	close(f.info[1]);
+	hostile_ready(&h);
+	text = listing();
+	seg = segment_of(text, v.name);
+	CHECK(seg);
+	if (getenv("SSEG_TEST_VERBOSE"))
+		fprintf(stderr, "%s\n", seg);
+	CHECK(!has_pid(seg, h.pid));
+	CHECK(in_segment(seg, "\"world_size\":1,\"owner_rank\":0"));
+	snprintf(needle, sizeof(needle), "\"owner_pid\":%d,", (int)getpid());
+	CHECK(in_segment(seg, needle));
+	free(text);
+	hostile_stop(&h);
+	CHECK_RC(sseg_destroy(seg_h), 0);
+}
+
+/* ---- 4: a tag page that claims a cuda segment ---- */
+
+struct job {
+	char name[64];
+	int rank, ready_fd, done_fd, done_w;
+};
+
+static int rank_main(void *arg)
+{
+	const struct job *j = arg;
+	SSEG_OPTS(o, .name = j->name, .size = SZ, .world_size = RANKS, .rank = j->rank,
+		  .timeout_ms = 10000, .backend = SSEG_BACKEND_CUDA);
+	struct sseg_local_group *g;
+	struct tu_fake fake;
+	sseg_t *seg;
+	char c;
+
+	close(j->done_w);
+	tu_fake_load("devices=2", &fake);
+	CHECK_RC(sseg_local_group_open(j->name, j->rank, RANKS, 10000, &g), 0);
+	CHECK_RC(sseg_open(&o, sseg_local_allgather, g, &seg), 0);
+	CHECK(write(j->ready_fd, "r", 1) == 1);
+	CHECK(read(j->done_fd, &c, 1) == 0);
+	CHECK_RC(sseg_destroy(seg), 0);
+	sseg_local_group_close(g);
+	return 0;
+}
+
+/* The tag rank 0 maps: "sseg-tag:NAME rank=0 ... page=Z". */
+static void tag_of(pid_t pid, const char *name, char *tag, size_t len)
+{
+	char path[64], label[96], *line = NULL, *at;
+	size_t cap = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	snprintf(label, sizeof(label), "/memfd:sseg-tag:%s rank=", name);
+	f = fopen(path, "re");
+	CHECK(f);
+	tag[0] = '\0';
+	while (!tag[0] && getline(&line, &cap, f) > 0)
+		if ((at = strstr(line, label))) {
+			at += strlen("/memfd:");
+			at[strcspn(at, "\n")] = '\0';
+			if (strstr(at, " (deleted)"))
+				*strstr(at, " (deleted)") = '\0';
+			snprintf(tag, len, "%s", at);
+		}
+	free(line);
+	fclose(f);
+	CHECK(tag[0]);
+}
+
+static int claim(void *arg)
+{
+	return hold_memfd(arg, true) < 0;
+}
+
+static void driver_claim(void)
+{
+	struct job jobs[RANKS];
+	int ready[2], done[2];
+	pid_t pids[RANKS];
+	char c, name[64], tag[256], needle[32];
+	struct hostile h = { .act = claim, .arg = tag };
+	const char *seg;
+	char *text;
+
+	CHECK(pipe(ready) == 0 && pipe(done) == 0);
+	tu_name(name, sizeof(name), "ls-claim");
+	for (int r = 0; r < RANKS; r++) {
+		jobs[r] = (struct job){ .rank = r, .ready_fd = ready[1], .done_fd = done[0],
+					.done_w = done[1] };
+		snprintf(jobs[r].name, sizeof(jobs[r].name), "%s", name);
+	}
+	for (int r = RANKS - 1; r >= 0; r--)
+		pids[r] = tu_fork(rank_main, &jobs[r]);
+	close(done[0]);
+	close(ready[1]);
+	for (int r = 0; r < RANKS; r++)
+		CHECK(read(ready[0], &c, 1) == 1);
+	tag_of(pids[0], name, tag, sizeof(tag));
+	hostile_start(&h);
+	text = listing();
+	for (seg = segment_of(text, name); seg && !has_pid(seg, pids[0]);)
+		seg = segment_of(seg + 1, name);
+	CHECK(seg);
+	if (getenv("SSEG_TEST_VERBOSE"))
+		fprintf(stderr, "%s\n", seg);
+	CHECK(!has_pid(seg, h.pid));
+	snprintf(needle, sizeof(needle), "\"owner_pid\":%d,", (int)pids[0]);
+	CHECK(in_segment(seg, needle));
+	for (int r = 1; r < RANKS; r++)
+		CHECK(has_pid(seg, pids[r]));
+	free(text);
+	hostile_stop(&h);
+	close(done[1]);
+	for (int r = 0; r < RANKS; r++)
+		CHECK(tu_wait(pids[r], 10000) == 0);
+	close(ready[0]);
+}
+
+/* ---- 5: many memfds ---- */
+
+#define MANY 1000
+#ifndef __has_feature
+#define __has_feature(x) 0
+#endif
+#if defined(__SANITIZE_ADDRESS__) || __has_feature(address_sanitizer)
+#define SEGMENT_BYTES 8192 /* the sanitizer's red zones and quarantine too */
+#else
+#define SEGMENT_BYTES 4096
+#endif
+
+static int many(void *arg)
+{
+	char name[64];
+
+	for (int i = 0; i < MANY; i++) {
+		snprintf(name, sizeof(name), "sseg:%s-%d", (const char *)arg, i);
+		if (hold_memfd(name, false) < 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* One listing in this fresh process: prints the peak memory it took and
+ * how many segments it listed (copies of this test list each other's). */
+static int peak_main(void)
+{
+	struct rusage before, after;
+	long segments = 0;
+	char *text;
+
+	getrusage(RUSAGE_SELF, &before);
+	text = listing();
+	getrusage(RUSAGE_SELF, &after);
+	for (const char *p = strstr(text, "{\"name\":"); p; p = strstr(p + 1, "{\"name\":"))
+		segments++;
+	printf("%ld %ld\n", (after.ru_maxrss - before.ru_maxrss) * 1024, segments);
+	free(text);
+	return 0;
+}
+
+/* The peak, from a program of its own: a fork would start from this
+ * process's high-water mark and reuse the heap it freed. */
+static long listing_peak(int *segments)
+{
+	char cmd[64];
+	long peak = -1, n = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "/proc/%d/exe --peak", (int)getpid());
+	p = popen(cmd, "r");
+	CHECK(p);
+	CHECK(fscanf(p, "%ld %ld", &peak, &n) == 2);
+	CHECK(pclose(p) == 0);
+	*segments = (int)n;
+	return peak;
+}
+
+static void scale(void)
+{
+	char prefix[64], late[64], small[16], *text;
+	struct hostile h = { .act = many, .arg = prefix, .fds = MANY };
+	sseg_t *seg;
+	long peak;
+	int n;
+
+	tu_name(prefix, sizeof(prefix), "ls-many");
+	hostile_start(&h);
+	/* One scan per document: asked for its length, then for the text, the
+	 * library gives the document it found the first time. */
+	n = sseg_list_json(small, sizeof(small));
+	CHECK(n > MANY * 100);
+	tu_name(late, sizeof(late), "ls-late");
+	seg = tu_one_rank(late, SSEG_BACKEND_MEMFD);
+	text = malloc((size_t)n + 1);
+	CHECK(text && sseg_list_json(text, (size_t)n + 1) == n);
+	CHECK(!segment_of(text, late));
+	free(text);
+	/* Asked again with no larger buffer, it looks again. */
+	CHECK(sseg_list_json(small, sizeof(small)) > MANY * 100);
+	CHECK_RC(sseg_destroy(seg), 0);
+	n = sseg_list_json(small, sizeof(small));
+	text = malloc((size_t)n + 1);
+	CHECK(text && sseg_list_json(text, (size_t)n + 1) == n);
+	CHECK(!segment_of(text, late));
+	free(text);
+	/* Holders stored compactly: a few hundred bytes a segment, not 16 KiB. */
+	peak = listing_peak(&n);
+	if (getenv("SSEG_TEST_VERBOSE"))
+		fprintf(stderr, "%d segments listed in %ld KiB at peak\n", n, peak >> 10);
+	CHECK(n >= MANY && peak < n * (long)SEGMENT_BYTES);
+	hostile_stop(&h);
+}
+
+/* ---- 6: a process that exits between the scan and the render ---- */
+
+static int leaving(void *arg)
+{
+	prctl(PR_SET_NAME, "ls-gone", 0, 0, 0);
+	return hold_memfd(arg, false) < 0;
+}
+
+static void exited(void)
+{
+	char name[64], label[80], needle[96], *text;
+	struct hostile h = { .act = leaving, .arg = label };
+	struct sseg_list l;
+	const char *seg;
+	int n;
+
+	tu_name(name, sizeof(name), "ls-gone");
+	snprintf(label, sizeof(label), "sseg:%s", name);
+	hostile_start(&h);
+	CHECK_RC(sseg_list_scan(&l), 0);
+	hostile_stop(&h); /* gone, and reaped: its pid may be anyone's now */
+	n = sseg_list_render(&l, NULL, 0);
+	CHECK(n > 0 && (text = malloc((size_t)n + 1)));
+	CHECK(sseg_list_render(&l, text, (size_t)n + 1) == n);
+	sseg_list_free(&l);
+	seg = segment_of(text, name);
+	CHECK(seg);
+	if (getenv("SSEG_TEST_VERBOSE"))
+		fprintf(stderr, "%s\n", seg);
+	snprintf(needle, sizeof(needle), "{\"pid\":%d,\"uid\":%d,\"comm\":\"ls-gone\"", (int)h.pid,
+		 NOBODY);
+	CHECK(in_segment(seg, needle));
+	free(text);
+}
+
+static const struct {
+	const char *name;
+	void (*run)(void);
+} cases[] = {
+	{ "utf8", utf8 },		  { "escapes", escapes }, { "long_line", long_line },
+	{ "driver_claim", driver_claim }, { "scale", scale },	  { "exited", exited },
+};
+
+int main(int argc, char **argv)
+{
+	int ran = 0;
+
+	if (argc == 2 && !strcmp(argv[1], "--peak"))
+		return peak_main();
+	if (geteuid() != 0) {
+		printf("ls_hostile: needs root (its hostile processes become uid %d)\n", NOBODY);
+		return TU_SKIP;
+	}
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (argc < 2 || !strcmp(argv[1], cases[i].name)) {
+			cases[i].run();
+			ran++;
+		}
+	CHECK(ran > 0);
+	printf("ls_hostile: ok\n");
+	return 0;
+}
