@@ -143,7 +143,7 @@ static int memfd_segment(struct sseg_list *l, uint64_t dev, uint64_t ino, const 
 /* Driver memory, which has no inode: one segment per uid and declaration. */
 struct driver_key {
 	int64_t uid;
-	const char *name, *backend, *pages;
+	const char *name, *backend, *pages, *group;
 	uint64_t size, page;
 	int world, owner;
 };
@@ -155,7 +155,7 @@ static bool same_driver(const struct sseg_listed *s, const void *key)
 	return !s->ino && s->uid == k->uid && !strcmp(s->name, k->name) &&
 	       !strcmp(s->backend, k->backend) && !strcmp(s->pages, k->pages) &&
 	       s->size == k->size && s->page_size == k->page && s->world == k->world &&
-	       s->owner_rank == k->owner;
+	       s->owner_rank == k->owner && !strcmp(s->group, k->group);
 }
 
 static uint64_t driver_hash(const struct driver_key *k)
@@ -166,6 +166,7 @@ static uint64_t driver_hash(const struct driver_key *k)
 
 	h = sseg_hash64(k->name, strlen(k->name) + 1, h);
 	h = sseg_hash64(k->backend, strlen(k->backend) + 1, h);
+	h = sseg_hash64(k->group, strlen(k->group) + 1, h);
 	return sseg_hash64(k->pages, strlen(k->pages) + 1, h);
 }
 
@@ -181,6 +182,7 @@ static int driver_segment(struct sseg_list *l, const struct driver_key *k)
 	snprintf(s->name, sizeof(s->name), "%s", k->name);
 	snprintf(s->backend, sizeof(s->backend), "%s", k->backend);
 	snprintf(s->pages, sizeof(s->pages), "%s", k->pages);
+	snprintf(s->group, sizeof(s->group), "%s", k->group);
 	s->uid = k->uid;
 	s->size = k->size;
 	s->page_size = k->page;
@@ -409,25 +411,26 @@ static void window_tag(struct scan *sc, const char *name, int rank, int world, i
 	s->owner_rank = owner;
 }
 
-/* A tag page of driver memory: " backend=B size=S pages=P page=Z". The
- * segment is the one of that declaration among the processes of this uid;
- * the rank is the process's. */
+/* A tag page of driver memory: " backend=B size=S pages=P page=Z
+ * group=PID.NONCE". The segment is the one of that declaration and group
+ * (the owner's pid and create nonce) among the processes of this uid; the
+ * rank is the process's. */
 static void driver_tag(struct scan *sc, const char *name, const char *rest, int rank,
 		       int world, int owner)
 {
-	char backend[16], pages[16];
+	char backend[16], pages[16], group[24];
 	unsigned long long size, page;
 	struct driver_key k;
 	int process, seg, h, used = 0;
 
-	if (sscanf(rest, " backend=%15s size=%llu pages=%15s page=%llu%n", backend, &size, pages,
-		   &page, &used) != 4 || rest[used])
+	if (sscanf(rest, " backend=%15s size=%llu pages=%15s page=%llu group=%23s%n", backend,
+		   &size, pages, &page, group, &used) != 5 || rest[used])
 		return;
 	process = this_process(sc);
 	if (process < 0 || sc->l->procs[process].uid < 0)
 		return; /* gone: whose it was is not known */
-	k = (struct driver_key){ sc->l->procs[process].uid, name, backend, pages, size, page,
-				 world, owner };
+	k = (struct driver_key){ sc->l->procs[process].uid, name, backend, pages, group, size,
+				 page, world, owner };
 	seg = driver_segment(sc->l, &k);
 	h = seg >= 0 ? holder_for(sc, seg) : -1;
 	if (h < 0 || sc->l->holders[h].rank >= 0)

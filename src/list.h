@@ -48,6 +48,7 @@ struct sseg_listed {
 	uint64_t numa_nodes;
 	uint64_t key;        /* its hash in the index */
 	int64_t uid;         /* driver memory: its ranks' */
+	char group[24];      /* driver memory: the owner's pid and create nonce */
 	int world, owner_rank;
 	int first, last;     /* its holders, a list through sseg_holder.next; -1 */
 };

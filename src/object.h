@@ -54,6 +54,7 @@ struct sseg {
 	struct sseg_channel channel;  /* the owner's fd channel */
 	struct sseg_hostreg *hostreg;
 	struct sseg_background *background; /* populate=background's work (owner) */
+	uint32_t group_pid, group_nonce; /* the owner's blob: which group (tags) */
 
 	uint8_t blob[SSEG_BLOB_SIZE]; /* what create gave the caller */
 	int failed;                   /* complete failed: destroy is all that is left */

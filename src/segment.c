@@ -199,6 +199,8 @@ int sseg_complete(sseg_t *seg, const void *raw)
 	 * again. A failure after it leaves stages half taken: destroy only. */
 	rc = sseg_verify_blobs(seg, raw, blobs);
 	if (!rc) {
+		seg->group_pid = blobs[seg->opts.owner_rank].pid;
+		seg->group_nonce = blobs[seg->opts.owner_rank].nonce;
 		sseg_os_set_interrupt(seg->opts.interrupt, seg->opts.interrupt_ctx);
 		rc = map_and_share(seg, blobs);
 		sseg_os_set_interrupt(NULL, NULL);

@@ -17,8 +17,9 @@ void sseg_tag_name(const struct sseg *seg, bool tag_page, char *buf, size_t len)
 
 	if (tag_page && n > 0 && (size_t)n < len)
 		snprintf(buf + n, len - (size_t)n,
-			 " backend=%s size=%" PRIu64 " pages=%s page=%" PRIu64, seg->ops->name,
-			 seg->size, sseg_pages_name(seg->pages), seg->page_size);
+			 " backend=%s size=%" PRIu64 " pages=%s page=%" PRIu64 " group=%u.%08x",
+			 seg->ops->name, seg->size, sseg_pages_name(seg->pages), seg->page_size,
+			 seg->group_pid, seg->group_nonce);
 }
 
 void sseg_tag_place(struct sseg *seg)

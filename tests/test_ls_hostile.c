@@ -4,7 +4,8 @@
  * valid UTF-8 (utf8); the table prints no control character (escapes); a
  * name the kernel writes longer than a line buffer forges no mapping of
  * root's segment (long_line); a tag page claims no cuda segment of root's
- * (driver_claim); a thousand memfds are listed from one scan in bounded
+ * (driver_claim), and two groups of one user that declare the same one
+ * stay two (two_groups); a thousand memfds are listed from one scan in bounded
  * memory (scale); a process that exits after the scan keeps the uid and
  * command it had (exited). Needs root (skips otherwise); one case runs when
  * named on the command line. */
@@ -359,6 +360,7 @@ static void long_line(void)
 
 struct job {
 	char name[64];
+	char exchange[64]; /* the local exchange's name; "": name */
 	int rank, ready_fd, done_fd, done_w;
 };
 
@@ -374,7 +376,8 @@ static int rank_main(void *arg)
 
 	close(j->done_w);
 	tu_fake_load("devices=2", &fake);
-	CHECK_RC(sseg_local_group_open(j->name, j->rank, RANKS, 10000, &g), 0);
+	CHECK_RC(sseg_local_group_open(j->exchange[0] ? j->exchange : j->name, j->rank, RANKS,
+					10000, &g), 0);
 	CHECK_RC(sseg_open(&o, sseg_local_allgather, g, &seg), 0);
 	CHECK(write(j->ready_fd, "r", 1) == 1);
 	CHECK(read(j->done_fd, &c, 1) == 0);
@@ -454,6 +457,54 @@ static void driver_claim(void)
 	close(done[1]);
 	for (int r = 0; r < RANKS; r++)
 		CHECK(tu_wait(pids[r], 10000) == 0);
+	close(ready[0]);
+}
+
+/* Two groups of one user that declare the same cuda segment (another
+ * exchange each) are two segments, each with its own ranks: their tags
+ * name the owner's pid and create nonce. */
+static void two_groups(void)
+{
+	struct job jobs[2][RANKS];
+	int ready[2], done[2];
+	pid_t pids[2][RANKS];
+	char c, name[64], needle[32];
+	const char *seg;
+	char *text;
+
+	CHECK(pipe(ready) == 0 && pipe(done) == 0);
+	tu_name(name, sizeof(name), "ls-twin");
+	for (int g = 0; g < 2; g++)
+		for (int r = 0; r < RANKS; r++) {
+			jobs[g][r] = (struct job){ .rank = r, .ready_fd = ready[1],
+						   .done_fd = done[0], .done_w = done[1] };
+			snprintf(jobs[g][r].name, sizeof(jobs[g][r].name), "%s", name);
+			snprintf(jobs[g][r].exchange, sizeof(jobs[g][r].exchange), "%s-x%d", name, g);
+		}
+	for (int g = 0; g < 2; g++)
+		for (int r = RANKS - 1; r >= 0; r--)
+			pids[g][r] = tu_fork(rank_main, &jobs[g][r]);
+	close(done[0]);
+	close(ready[1]);
+	for (int i = 0; i < 2 * RANKS; i++)
+		CHECK(read(ready[0], &c, 1) == 1);
+	text = listing();
+	for (int g = 0; g < 2; g++) {
+		for (seg = segment_of(text, name); seg && !has_pid(seg, pids[g][0]);)
+			seg = segment_of(seg + 1, name);
+		CHECK(seg);
+		snprintf(needle, sizeof(needle), "\"owner_pid\":%d,", (int)pids[g][0]);
+		CHECK(in_segment(seg, needle));
+		for (int r = 0; r < RANKS; r++) {
+			CHECK(has_pid(seg, pids[g][r]));
+			CHECK(!has_pid(seg, pids[1 - g][r]));
+		}
+	}
+	free(text);
+	close(done[1]);
+	for (int g = 0; g < 2; g++)
+		for (int r = 0; r < RANKS; r++)
+			CHECK(tu_wait(pids[g][r], 10000) == 0);
 	close(ready[0]);
 }
 
@@ -592,7 +643,7 @@ static const struct {
 	void (*run)(void);
 } cases[] = {
 	{ "utf8", utf8 },		  { "escapes", escapes }, { "long_line", long_line },
-	{ "driver_claim", driver_claim }, { "scale", scale },	  { "exited", exited },
+	{ "driver_claim", driver_claim }, { "two_groups", two_groups }, { "scale", scale },	  { "exited", exited },
 };
 
 int main(int argc, char **argv)
