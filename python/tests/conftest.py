@@ -104,19 +104,28 @@ def doc_block(marker, path="docs/integrations.md"):
 def run_rank_script(tmp_path, script, scenarios, world, timeout=240):
     """Runs `python SCRIPT SCENARIOS WORLD PORT OUT` (the engines' rank
     scripts: each rank writes OUT/rank<N>.json) and returns what each rank
-    wrote; a rank that wrote nothing or crashed fails the test."""
+    wrote; a rank that wrote nothing or crashed fails the test. In a session
+    of its own: a timeout kills every rank it spawned, not only it."""
     import json
+    import signal
     import subprocess
     out = tmp_path / f"{scenarios.replace(',', '+')}-{world}"
     out.mkdir()
-    proc = subprocess.run([sys.executable, os.path.join(TESTS, script), scenarios, str(world),
-                           str(free_port()), str(out)], env=env_with_package(),
-                          capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.Popen([sys.executable, os.path.join(TESTS, script), scenarios, str(world),
+                             str(free_port()), str(out)], env=env_with_package(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        _, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
     seen = []
     for r in range(world):
         path = out / f"rank{r}.json"
-        assert path.exists(), f"rank {r} wrote nothing (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
+        assert path.exists(), f"rank {r} wrote nothing (exit {proc.returncode}):\n{stderr[-3000:]}"
         seen.append(json.loads(path.read_text()))
         assert "crash" not in seen[-1], seen[-1]["crash"]
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode == 0, stderr[-3000:]
     return seen

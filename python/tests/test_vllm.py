@@ -46,21 +46,25 @@ def test_vllm_factory_resolves_the_spec_by_name():
 
 @pytest.mark.parametrize("world", [2, 4])
 def test_region_and_cpu_worker_over_vllm_tp_group(tmp_path, world):
-    per_rank = run_ranks(tmp_path, "replicated,direct", world)
-    for scenario in ("replicated", "direct"):
+    per_rank = run_ranks(tmp_path, "replicated,direct,background", world)
+    for scenario in ("replicated", "direct", "background"):
         check_layout([r[scenario] for r in per_rank], scenario, world)
 
 
 def check_layout(seen, scenario, world):
-    copies = 1 if scenario == "replicated" else world
+    """background: the replicated layout with populate=background, its
+    tier in use before it is resident and resident after the wait."""
+    copies = world if scenario == "direct" else 1
     for rank, s in enumerate(seen):
+        assert s["populate"] == ("background" if scenario == "background" else "owner"), s
+        assert s["resident"] == [s["segment_size"]] * 2, s  # (resident, total), from JSON
         assert s["is_ours"] and s["cpu_worker"] and s["same_worker"], s
         # vLLM's own sizing: one copy per chunk row for the replicated
         # layout, one slot per rank otherwise; the views are the ones
         # vLLM's SharedOffloadRegion gives for the same shape.
         assert s["row_stride"] == 2 * 2 * 16 * 576 * 2 * copies
         assert s["segment_size"] == s["num_chunks"] * s["row_stride"] <= 1 << 20
-        assert s["slot"] == (0 if scenario == "replicated" else rank)
+        assert s["slot"] == (rank if scenario == "direct" else 0)
         assert s["views"] == s["vllm_views"]
         assert s["loaded_equal"] and s["untouched_zero"], s
         stored = [[10 + rank, True, 3 * 2 * 18432]] if rank == 0 or copies > 1 else []

@@ -6,7 +6,8 @@ the worker from the spec, stores and loads through it. Each rank writes
 what it saw to OUT/rank<N>.json; test_vllm.py asserts on them.
 
     python vllm_ranks.py SCENARIOS WORLD PORT OUT    (comma-separated: replicated,
-                                                     direct, too-big, disagree)
+                                                     direct, background, too-big,
+                                                     disagree)
 """
 import os
 
@@ -24,6 +25,8 @@ def config(rank, world, scenario, extra):
                                            OffloadingParallelConfig)
     extra = dict({"spec_name": "SharedSegOffloadingSpec", "spec_module_path": "sharedseg.vllm",
                   "cpu_bytes_to_use": 1 << 20, "sharedseg": {"pages": "base"}}, **extra)
+    if scenario == "background":
+        extra["sharedseg"]["populate"] = "background"
     return OffloadingConfig(
         groups=(OffloadingGroupConfig(tokens_per_block=16, layer_names=("l0", "l1"), group_id=0),),
         worker_kv_bytes_per_block=2 * PAGE, enable_kv_cache_events=False, extra_config=extra,
@@ -34,7 +37,7 @@ def config(rank, world, scenario, extra):
             rank=rank, world_size=world, tp_size=world, pp_size=1, pcp_size=1, dcp_size=1,
             data_parallel_index=0, data_parallel_size=1, data_parallel_rank_local=None,
             is_parallelism_agnostic=False),
-        replicated_layout=scenario == "replicated")
+        replicated_layout=scenario in ("replicated", "background"))
 
 
 def kv_caches():
@@ -89,7 +92,8 @@ def transfers(rank, world, scenario, group):
                 views=views(region._views),
                 vllm_views=vllm_views(spec, region.rank, [PAGE * PER_CHUNK] * 2, group),
                 same_worker=spec.get_worker(caches) is worker)
-    writer = rank == 0 or scenario != "replicated"
+    seen["populate"] = region.segment.info["settings"]["populate"]["value"]
+    writer = rank == 0 or scenario == "direct"
     # Store: engine blocks 1, 2, 3 into chunks 0 (two blocks) and 1 (one).
     for t in range(2):
         for b in (1, 2, 3):
@@ -104,7 +108,7 @@ def transfers(rank, world, scenario, group):
         t.zero_()
     worker.submit_load(20 + rank, CPULoadStoreSpec([0, 1]), GPULoadStoreSpec([4, 5, 6], [3], [0]))
     worker.submit_load(30 + rank, CPULoadStoreSpec([0]), GPULoadStoreSpec([7], [1], [1]))
-    source = 0 if scenario == "replicated" else rank
+    source = rank if scenario == "direct" else 0
     want = {4: 1, 5: 2, 6: 3, 7: 2}
     seen["loaded_equal"] = all(torch.equal(tensors[t][dst], pattern(source, t, src))
                                for t in range(2) for dst, src in want.items())
@@ -113,6 +117,8 @@ def transfers(rank, world, scenario, group):
     seen["finished"] = sorted((r.job_id, r.success, r.transfer_size)
                               for r in worker.get_finished())
     seen["finished_again"] = worker.get_finished()
+    region.segment.wait_populated(timeout=120)
+    seen["resident"] = region.segment.populate_progress()
     group.barrier()
     mine = [s for s in sharedseg.list_segments() if s["name"] == region.segment.name]
     seen["listed"] = [dict(world_size=s["world_size"], processes=len(s["processes"]),
