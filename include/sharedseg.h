@@ -355,7 +355,12 @@ SSEG_API int sseg_probe_json(uint64_t size, char *buf, size_t len);
  * maps it (pid, rank, mapped and resident bytes) or still holds its memfd,
  * and whether nobody maps it any more. Read from /proc (memfd names, each
  * rank's window tag, fd links, numa_maps). snprintf-style like
- * sseg_probe_json. */
+ * sseg_probe_json; a call whose buffer was too small keeps the document
+ * for this thread, and its next call with a larger buffer within 5 s gets
+ * that document rather than a new scan (one scan however large). Always
+ * valid UTF-8 (invalid bytes of a name or command become U+FFFD); past
+ * 65,536 segments or 262,144 holders the rest is left out and
+ * "truncated" is true. */
 SSEG_API int sseg_list_json(char *buf, size_t len);
 
 /* ---- layout: named blocks of fixed-size entries ---- */
