@@ -41,5 +41,7 @@ int case_run(const struct bench_case *bc);
 int limits_run(const struct bench_case *bc);
 /* first touch of fresh private memory, freed just before or 3 s before */
 int retouch_run(const struct bench_case *bc);
+/* a memfd's 4 KiB pages made resident each way, and a peer's first read after */
+int alternatives_run(const struct bench_case *bc);
 
 #endif

@@ -5,6 +5,7 @@
  *   sseg_bench case --mechanism M --ranks N --size S --pages P [...]
  *   sseg_bench limits --size S --pages P --reps R
  *   sseg_bench retouch --size S
+ *   sseg_bench alternatives --size S --reps R
  */
 #include <getopt.h>
 #include <stdbool.h>
@@ -23,6 +24,7 @@ static void usage(FILE *out)
 		"                       [--blocks 16K,64K,256K] [--timeout MS]\n"
 		"       sseg_bench limits [--size S] [--pages P] [--reps R]\n"
 		"       sseg_bench retouch [--size S] [--pages P]\n"
+		"       sseg_bench alternatives [--size S] [--reps R]   (4 KiB pages)\n"
 		"\n"
 		"Prints one JSON row a line on stdout. Exit 0, 1 on failure, 2 when this\n"
 		"machine cannot run the case (why on stderr).\n"
@@ -143,6 +145,8 @@ static int (*command(const char *name))(const struct bench_case *bc)
 		return limits_run;
 	if (!strcmp(name, "retouch"))
 		return retouch_run;
+	if (!strcmp(name, "alternatives"))
+		return alternatives_run;
 	return NULL;
 }
 

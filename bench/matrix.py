@@ -106,6 +106,9 @@ def _background(m):
     """Usable and resident: background against the owner's foreground
     population (2 threads) and the /dev/shm recipe, and the reader's read as
     soon as it may (during the work, or after the owner populated)."""
+    for size in sorted({s for s, _ in m["background"]}):
+        yield Case("background", "c", ["alternatives", "--size", size, "--reps", m["reps"]],
+                   "base", size)
     for size, group_sizes in m["background"]:
         for pages in KINDS:
             for ranks in group_sizes:

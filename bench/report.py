@@ -300,6 +300,30 @@ def background_section(rows):
                      "resident (min-max)", "first peer's read"], lines))
 
 
+def alternatives_section(rows):
+    got = select(rows, bench="resident_4k", section="background")
+    if not got:
+        return ""
+    lines = []
+    for r in sorted(got, key=lambda r: (r["size"], r["mechanism"])):
+        after = one(rows, bench="first_read_after", section="background",
+                    mechanism=r["mechanism"], size=r["size"])
+        total = r["median"] + after["median"] if after else None
+        lines.append((size_text(r["size"]), r["mechanism"].replace("_", " "), spread_text(r),
+                      spread_text(after) if after else "",
+                      f"{total * 1e3:.0f} ms" if total else ""))
+    return ("## 4 KiB population: the ways tried\n\n"
+            "One fresh memfd of 4 KiB pages at a time, in one process (`sseg_bench "
+            "alternatives`): made resident by MADV_POPULATE_WRITE on a mapping (the owner's "
+            "way, 1 and 2 threads) or by fallocate() on the file (no page tables), then read "
+            "once through a second mapping (a peer's first touch). fallocate allocates the "
+            "pages without clearing them; shmem clears each at its first fault, so the read "
+            "after it pays the clearing the population skipped: the owner keeps "
+            "MADV_POPULATE_WRITE.\n\n"
+            + table(["size", "way", "resident (min-max)", "then a peer's first read",
+                     "both"], lines))
+
+
 def python_section(rows, figs):
     got = select(rows, section="python")
     if not got:
@@ -474,7 +498,8 @@ def method():
 def render(result, figs):
     rows = result["rows"]
     parts = [header(result), machine(result), verdicts(rows, result["facts"]["cores"]),
-             memory(rows, figs), setup(rows, figs), background_section(rows), reads(rows, figs),
+             memory(rows, figs), setup(rows, figs), background_section(rows),
+             alternatives_section(rows), reads(rows, figs),
              recipe(rows),
              python_section(rows, figs), vllm_section(result), limits_section(rows),
              skipped(result),

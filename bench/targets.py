@@ -521,8 +521,8 @@ def resident_base(rows, cores):
                    f"whole; the kernel's per-page work (allocation, clearing, page-table "
                    f"entry) bounds both alike. fallocate() allocates the pages without "
                    f"clearing them (shmem clears a page at its first fault), so it moves the "
-                   f"clearing to the first touch instead of saving it (docs/benchmarks.md, "
-                   f"4 KiB population)")
+                   f"clearing to the first touch instead of saving it (see 4 KiB population: "
+                   f"the ways tried)")
     met = None if not ratios else max(ratios) <= 0.6
     return Verdict("4 KiB pages: resident <= 0.6x the /dev/shm recipe's time, every rank count",
                    _ratio_line(items), met, why)

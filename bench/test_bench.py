@@ -106,6 +106,13 @@ def test_background_rows():
         for r in got:
             r["section"] = "background"
         rows += got
+    got = driver("alternatives", "--size", SIZE, "--reps", 2)
+    assert {(r["bench"], r["mechanism"]) for r in got} == {
+        (b, w) for b in ("resident_4k", "first_read_after")
+        for w in ("populate_write_1_thread", "populate_write_2_threads", "fallocate")}
+    for r in got:
+        r["section"] = "background"
+    rows += got
     bg = one(rows, bench="resident", populate="background")
     ready = one(rows, bench="ready", populate="background")
     assert bg["during_read_gbps"] > 0 and bg["median"] >= ready["median"], (bg, ready)
