@@ -234,9 +234,12 @@ SSEG_API int sseg_populate_progress(const sseg_t *seg, uint64_t *resident, uint6
  * timeout_ms (0: just ask; negative: no bound), asking opts.interrupt about
  * every 20 ms (-EINTR when it says stop). On the owner, the rank that does
  * the work, it returns the work's result: 0, or the error that stopped it
- * (-ENOMEM for a drained HugeTLB pool or a memory limit), which the log
- * callback reported when it happened; pages not populated then are faulted
- * at first touch. On other ranks it watches the count: 0 once every page is
+ * (-ENOMEM where the kernel refused pages), which the log callback reported
+ * when it happened; pages not populated then are faulted at first touch.
+ * create's checks apply as for populate=owner (the HugeTLB pool, which
+ * mmap reserves, MemAvailable, the memory cgroup's room); memory that other
+ * processes take later meets the kernel's rules (a cgroup's OOM killer) as
+ * any allocation does. On other ranks it watches the count: 0 once every page is
  * resident, else -ETIMEDOUT (a peer learns of the owner's error from the
  * owner, through the group: the Python package all-gathers it). Any other
  * populate mode: 0 at once. sseg_destroy stops the work first. */

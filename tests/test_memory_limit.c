@@ -36,8 +36,11 @@ static void past_available(void)
 	CHECK_ERR_HAS("available on this host (MemAvailable)");
 	CHECK(!seg);
 	CHECK(tu_maps_same(before, tu_maps()));
-	/* Spread populates the whole segment too; lazy is the caller's risk. */
+	/* Spread and background populate the whole segment too; lazy is the
+	 * caller's risk. */
 	CHECK_RC(solo(1ull << 46, SSEG_POPULATE_SPREAD, &seg), -ENOMEM);
+	CHECK(!seg);
+	CHECK_RC(solo(1ull << 46, SSEG_POPULATE_BACKGROUND, &seg), -ENOMEM);
 	CHECK_RC(solo(1ull << 46, SSEG_POPULATE_LAZY, &seg), 0);
 	CHECK_RC(sseg_destroy(seg), 0);
 }
@@ -125,6 +128,10 @@ static int in_limited_group(void *arg)
 	f = fopen(path, "w");
 	CHECK(f && fprintf(f, "%d\n", (int)getpid()) > 0 && fclose(f) == 0);
 	CHECK_RC(solo(256 * MiB, SSEG_POPULATE_OWNER, &seg), -ENOMEM);
+	CHECK_ERR_HAS("more than this process's memory cgroup allows: limit 64 MiB");
+	CHECK(!seg);
+	/* Background population is checked up front the same way. */
+	CHECK_RC(solo(256 * MiB, SSEG_POPULATE_BACKGROUND, &seg), -ENOMEM);
 	CHECK_ERR_HAS("more than this process's memory cgroup allows: limit 64 MiB");
 	CHECK(!seg);
 	/* What fits is created and populated. */

@@ -497,8 +497,8 @@ class SharedSegment:
     def wait_populated(self, timeout: Optional[float] = None) -> None:
         """With populate="background", waits until the segment is resident:
         on the owner, for its threads' work, raising the error that stopped
-        it (SharedSegmentError, errno ENOMEM for a drained HugeTLB pool or
-        a memory limit; the pages left are faulted at first touch); on the
+        it (SharedSegmentError, errno ENOMEM where the kernel refused
+        pages; the pages left are faulted at first touch); on the
         other ranks, until every page is resident. timeout: seconds, None
         for no bound; TimeoutError past it. Ctrl-C interrupts it. Not a
         collective: a peer does not learn of the owner's error here, so
