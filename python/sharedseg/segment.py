@@ -298,10 +298,16 @@ def create_shared_segment(
         timeout: Any = None) -> "SharedSegment":
     """Creates one segment shared by every rank of a group; every rank calls
     it with the same declaration, and every rank gets a SharedSegment over
-    the same bytes. Calls on one group pair up by their order: every rank
-    makes them in the same order (from several threads, serialise them per
-    group); calls that pair up wrongly fail with the declaration they
-    differ in, on every rank.
+    the same bytes. Over a group's Store (a torch.distributed group that
+    has one, a vLLM or SGLang coordinator, a StatelessProcessGroup) calls
+    pair up by name: the n-th call for a name on each rank meets the n-th
+    on every other, so calls for different names may run at once, from
+    several threads, in any order. Over a collective (a group without a
+    Store, an mpi4py communicator) calls pair up by their order: one
+    process makes one at a time per group (another thread's call waits for
+    it, up to its timeout), and every rank must make them in the same
+    order. Calls that pair up wrongly fail with the declaration they differ
+    in, on every rank. An exchange callable pairs as the caller makes it.
 
     Args:
         name: the segment's name (1 to 63 bytes of UTF-8); it names the memfd
@@ -376,11 +382,11 @@ def create_shared_segment(
     size_n, rank = _talk(link, world_size, rank_id)
     seg_name = name if isinstance(name, str) else repr(name)
     _log.sync_level()
-    plan, status, wait_s = None, Status(), _options.DEFAULT_TIMEOUT_S
+    plan, status, wait_s = None, Status(), _wait_seconds(timeout)
     try:
-        _exchange.open_call(link, seg_name)
+        _exchange.open_call(link, seg_name, wait_s)
         try:
-            wait_s = _options.timeout_seconds(timeout)[0]
+            _options.timeout_seconds(timeout)  # a mistake in it: every rank's error
             if mistake is not None:
                 raise mistake
             _check_ranks(world_size, rank_id, link, size_n, rank)
@@ -401,7 +407,18 @@ def create_shared_segment(
     except BaseException as e:
         _exchange.abandon(link, rank, e)
         raise
+    finally:
+        link.end_call()
     return SharedSegment(native, plan, size_n, rank, facts)
+
+
+def _wait_seconds(timeout: Any) -> float:
+    """timeout= in seconds, or the default where it is a mistake (which
+    setup then reports to every rank)."""
+    try:
+        return _options.timeout_seconds(timeout)[0]
+    except (TypeError, ValueError):
+        return _options.DEFAULT_TIMEOUT_S
 
 
 def _establish(plan: _Plan, link: _exchange.Link, size: int, rank: int,

@@ -93,7 +93,7 @@ class Group:  # vLLM's StatelessProcessGroup: rank, world_size, store
     store: object
 
 def say_when_waiting():  # rank 0 counted itself in setup: it waits for rank 1 now
-    while not store.add("sharedseg/1/setup/count", 0):
+    while not store.add("sharedseg/py-ctrlc-store/1/setup/count", 0):
         time.sleep(0.01)
     print("waiting", flush=True)
 
@@ -104,8 +104,9 @@ try:
                                     comm_group=Group(0, 2, store), pages="base", timeout=60)
 except KeyboardInterrupt:
     print("interrupted", time.monotonic(), flush=True)
-print("gave-up", store.add("sharedseg/1/gave-up", 0), flush=True)
-print("why", store.get("sharedseg/1/why").decode(), flush=True)
+print("gave-up", store.add("sharedseg/py-ctrlc-store/1/gave-up", 0), flush=True)
+why = sharedseg._exchange._get(store, "sharedseg/py-ctrlc-store/1/why/0", 2048, [])
+print("why", why.decode(), flush=True)
 '''
 
 

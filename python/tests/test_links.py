@@ -158,17 +158,18 @@ def test_a_store_round_names_the_missing_ranks_and_marks_the_call_given_up():
     link.open_call("py-links-store")
     late = _exchange.StoreLink(store, 1, 3, "a test store")
     late.open_call("py-links-store")  # in the call, but slow to reach setup
-    store.add("sharedseg/1/setup/here/2", 1)  # rank 2 arrived; rank 1 did not
-    store.add("sharedseg/1/setup/count", 1)
+    _exchange._put(store, f"{link.prefix}/setup/2", b"z" * 4, [])  # rank 2 arrived;
+    store.add(f"{link.prefix}/setup/count", 1)                      # rank 1 did not
     with pytest.raises(SharedSegmentError) as info:
         link.gather("setup", b"x" * 4, 0.2, 3)
     assert info.value.missing == [1] and info.value.errno == errno.ETIMEDOUT
     assert "rank 1 did not reach the setup exchange within 0.2 s" in str(info.value)
-    assert store.add("sharedseg/1/gave-up", 0) == 1
+    assert store.add("sharedseg/py-links-store/1/gave-up", 0) == 1
     with pytest.raises(SharedSegmentError, match="rank 0 gave up: rank 1 did not reach"):
         late.gather("setup", b"y" * 4, 5.0, 3)
     # A rank that opens the call only now passes over it: it meets the
     # others at their next call.
     missed = _exchange.StoreLink(store, 2, 3, "a test store")
     missed.open_call("py-links-store")
-    assert missed.prefix == "sharedseg/2" and store.add("sharedseg/calls/2", 0) == 2
+    assert missed.prefix == "sharedseg/py-links-store/2"
+    assert store.add("sharedseg/calls/py-links-store/2", 0) == 2

@@ -72,7 +72,7 @@ def stalled_owner():
 
     def slow(name, world_size, rank, owner, **kwargs):
         deadline = time.monotonic() + 30
-        while rank == 0 and not store.add("sharedseg/1/gave-up", 0):
+        while rank == 0 and not store.add("sharedseg/kv/1/gave-up", 0):
             assert time.monotonic() < deadline, "rank 1 did not give up"
             time.sleep(0.05)
         return original(name, world_size, rank, owner, **kwargs)
