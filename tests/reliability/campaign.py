@@ -112,8 +112,15 @@ REGRESSIONS = [
     ("Ctrl-C ignored in complete", "SIGINT while Python waits in complete and in population",
      "test_interrupt.py"),
     ("a hostile user's memfds in root's ls", "names not UTF-8, terminal escapes, a smaps line "
-     "past 511 characters, a claimed driver tag, 1,000 memfds, an exit before the render "
-     "(uid 65534)", "ls_hostile ls"),
+     "past 511 characters, a claimed driver tag, two groups of one user, 1,000 memfds, an "
+     "exit before the render (uid 65534)", "ls_hostile ls"),
+    ("a rogue writer into the Store exchange", "a bumped arrival count, gave-up with no "
+     "reason, a value deleted once the count was full, 30,000 calls marked given up, an "
+     "oversized value (peak RSS), against a real TCPStore", "test_store_rogue.py"),
+    ("calls paired by arrival order", "two threads per rank creating two segments in crossed "
+     "order over one Store; collective calls taking turns", "test_store_names.py"),
+    ("a non-native byte order recorded as native", "'>f4' numpy dtypes in blocks",
+     "test_dtypes.py"),
 ]
 
 
