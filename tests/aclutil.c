@@ -12,7 +12,7 @@ void ta_fake_load(const char *config, struct ta_fake *fake)
 	static const char *const names[] = {
 		"fail", "configure", "calls", "live_handles", "live_reservations",
 		"live_mappings", "live_registrations", "live_devices", "bugs",
-		"registration", "trusted", "reset",
+		"registration", "trusted", "reset", "mapping", "init_config",
 	};
 	void *lib = tu_fake_open(ta_fake_path(), "SSEG_ACL_LIBRARY", "SSEG_FAKE_ACL", config,
 				 SSEG_BACKEND_ASCEND);

@@ -19,6 +19,8 @@ struct ta_fake {
 	__typeof__(sseg_fake_acl_registration) *registration;
 	__typeof__(sseg_fake_acl_trusted) *trusted;
 	__typeof__(sseg_fake_acl_reset) *reset;
+	__typeof__(sseg_fake_acl_mapping) *mapping;
+	__typeof__(sseg_fake_acl_init_config) *init_config;
 };
 
 /* build/libsseg_fake_acl.so (SSEG_BUILD_DIR); exits 1 when unset. */

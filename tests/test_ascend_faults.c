@@ -247,7 +247,7 @@ int main(void)
 		"aclrtSetCurrentContext", "aclrtDeviceGetBareTgid",
 		"aclrtMemGetAllocationGranularity", "aclrtMallocPhysical",
 		"aclrtReserveMemAddress", "aclrtMapMem", "aclrtMemSetAccess",
-		"aclrtMemExportToShareableHandle", "aclrtMemSetPidToShareableHandle", "aclrtMemImportFromShareableHandle",
+		"aclrtMemExportToShareableHandle", "aclrtMemSetPidToShareableHandle", "aclrtMemImportFromShareableHandleV2",
 		"aclrtUnmapMem", "aclrtFreePhysical", "aclrtReleaseMemAddress",
 		"aclrtResetDevice", NULL
 	};

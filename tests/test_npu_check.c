@@ -41,7 +41,11 @@ static void check_fake_run(const char *fake)
 
 	CHECK(run_script(fake) == 0);
 	CHECK(count("\"check\": \"environment\"", "\"fake_runtime\": true, \"result\"") == 1);
-	CHECK(count("\"fake_runtime\": true", NULL) == 11);
+	CHECK(count("\"fake_runtime\": true", NULL) == 12);
+	/* The stack checks: every answer the one the backend expects. */
+	CHECK(PASSED("stack") == 1);
+	CHECK(count("\"check\": \"stack\"", "\"check\": \"stack-f2-device-peer\"") == 1);
+	CHECK(count("\"as_expected\": false", NULL) == 0);
 	CHECK(count("\"fake_runtime\": false", NULL) == 0);
 	CHECK(count("\"check\": \"build\"", "using ") == 1);
 	CHECK(count("\"check\": \"probe\"", "libsseg_fake_acl.so") == 1);
@@ -75,7 +79,7 @@ static void check_no_runtime(void)
 	CHECK(count("\"check\": \"demo-default-handle\"", "\"outcome\": \"fail\"") == 1);
 	CHECK(count("\"check\": \"share-host-register\"", "\"outcome\": \"fail\"") == 1);
 	CHECK(count("\"check\": \"share-host-register\"", "no ACL runtime") == 1);
-	CHECK(count("\"check\": \"summary\"", "\"failed\": 6") == 1); /* 3 demos, 3 shares */
+	CHECK(count("\"check\": \"summary\"", "\"failed\": 7") == 1); /* stack, 3 demos, 3 shares */
 }
 
 int main(void)

@@ -16,6 +16,7 @@
 #include "backend/ascend_device.h"
 #include "backend/backend.h"
 #include "fdchannel.h"
+#include "os/host.h"
 #include "registry.h"
 
 enum ascend_stage {
@@ -36,8 +37,6 @@ struct ascend_state {
 	uint64_t shareable;         /* owner: the in-server handle */
 	aclrtMemFabricHandle fabric_handle; /* owner: the fabric handle */
 	int32_t bare_tgid;          /* owner: its pid as the runtime names it */
-	int32_t *trusted;           /* owner: the pids on the trust list */
-	size_t ntrusted;
 };
 
 _Static_assert(sizeof(aclrtMemFabricHandle) == SSEG_HANDLE_DATA_LEN,
@@ -66,9 +65,9 @@ static int ascend_probe(struct sseg_probe_backend *facts)
 }
 
 /* The runtime's own page kinds: huge (ACL_DDR_MEM_HUGE) for auto, normal
- * (ACL_DDR_MEM_NORMAL) for base. THP and the HugeTLB pool are the kernel's
- * mechanisms, which the runtime does not let a caller pick (what backs its
- * huge host pages is not documented). */
+ * (ACL_DDR_MEM_NORMAL) for base, which the driver backs with 2 MiB pages
+ * all the same (devmm_vmm_mem_create). THP and the HugeTLB pool are the
+ * kernel's mechanisms, which the runtime does not let a caller pick. */
 static int ascend_choose_pages(enum sseg_pages req, uint64_t size, struct sseg_page_choice *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -79,8 +78,10 @@ static int ascend_choose_pages(enum sseg_pages req, uint64_t size, struct sseg_p
 				"granularity; the kernel's THP and HugeTLB pool cannot be asked for",
 				sseg_pages_name(req));
 	c->pages = req;
-	snprintf(c->reason, sizeof(c->reason), "ACL VMM pinned host memory, %s pages",
-		 req == SSEG_PAGES_AUTO ? "huge" : "normal");
+	snprintf(c->reason, sizeof(c->reason), "ACL VMM pinned host memory, %s",
+		 req == SSEG_PAGES_AUTO ? "huge pages"
+					: "normal pages asked, which the driver backs with 2 MiB "
+					  "pages all the same");
 	(void)size;
 	return 0;
 }
@@ -127,41 +128,34 @@ static int enter(struct sseg *seg)
 	return 0;
 }
 
-static int size_segment(struct sseg *seg, aclrtPhysicalMemProp *prop, int node)
+/* What allocate obtained, in the segment's terms. */
+static void record_memory(struct sseg *seg, const struct sseg_ascend_memory *mem)
 {
-	struct ascend_state *st = state(seg);
-	size_t gran = 0;
-	int rc;
+	char node[48];
 
-	rc = sseg_acl_result(st->acl->aclrtMemGetAllocationGranularity(
-				     prop, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, &gran),
-			     "aclrtMemGetAllocationGranularity");
-	if (rc)
-		return rc;
-	if (!sseg_is_pow2(gran) || gran < 4096 || gran > SSEG_1G)
-		return sseg_err(-EINVAL, "the runtime's allocation granularity %zu is not a page size",
-				gran);
-	if (sseg_round_up(seg->size, gran, &seg->mapped_size))
-		return sseg_err(-EOVERFLOW, "size %llu overflows when padded to the granularity %zu",
-				(unsigned long long)seg->size, gran);
-	seg->page_size = gran;
-	seg->pages = seg->opts.pages;
-	rc = sseg_memory_fits(seg->mapped_size, "the segment (pinned host memory)");
-	if (rc)
-		return rc;
+	seg->mapped_size = mem->size;
+	seg->page_size = mem->granularity;
+	/* pages=base where the runtime gave huge pages: what was obtained. */
+	seg->pages = mem->granularity == sseg_os_base_page_size() ? seg->opts.pages
+								  : SSEG_PAGES_AUTO;
+	if (seg->opts.numa == SSEG_NUMA_NONE)
+		seg->opts.numa_node = mem->node;
+	if (mem->node >= 0)
+		snprintf(node, sizeof(node), "on node %d", mem->node);
+	else
+		snprintf(node, sizeof(node), "where the driver placed it (HOST_NUMA refused)");
 	snprintf(seg->pages_reason, sizeof(seg->pages_reason),
-		 "ACL VMM pinned host memory on node %d, %s pages, granularity %zu", node,
-		 seg->pages == SSEG_PAGES_AUTO ? "huge" : "normal", gran);
-	return 0;
+		 "ACL VMM pinned host memory %s, %s, granularity %zu", node,
+		 sseg_ascend_attr_name(mem->attr), mem->granularity);
 }
 
-/* Reserve, map and grant access: the steps owner and peers share. The
- * mapping covers the whole physical allocation (the reference: aclrtMapMem's
- * size is aclrtMallocPhysical's, its offset 0). */
+/* Reserve, map and grant the device access: the steps owner and peers
+ * share. The mapping covers the whole physical allocation (the reference:
+ * aclrtMapMem's size is aclrtMallocPhysical's, its offset 0); the CPU has
+ * it from aclrtMapMem (host memory). */
 static int map_handle(struct sseg *seg)
 {
 	struct ascend_state *st = state(seg);
-	aclrtMemAccessDesc desc[2];
 	int rc;
 
 	rc = sseg_acl_result(st->acl->aclrtReserveMemAddress(&st->ptr, seg->mapped_size, 0, NULL, 0),
@@ -174,9 +168,7 @@ static int map_handle(struct sseg *seg)
 	if (rc)
 		return rc;
 	st->held |= ACL_HELD_MAPPED;
-	sseg_ascend_access(st->device, desc);
-	rc = sseg_acl_result(st->acl->aclrtMemSetAccess(st->ptr, seg->mapped_size, desc, 2),
-			     "aclrtMemSetAccess");
+	rc = sseg_ascend_grant(st->acl, st->ptr, seg->mapped_size, st->device);
 	if (rc)
 		return rc;
 	seg->base = st->ptr;
@@ -207,25 +199,28 @@ static int export_owner(struct sseg *seg)
 	return rc;
 }
 
+/* A fabric segment is P2P memory on the device's fabric node unless the
+ * caller chose a node; the probe tries what the segment will do. */
 static int allocate(struct sseg *seg)
 {
 	struct ascend_state *st = state(seg);
-	aclrtPhysicalMemProp prop;
-	int node, rc;
+	struct sseg_ascend_want want = { .huge = seg->opts.pages == SSEG_PAGES_AUTO,
+					 .node_fixed = seg->opts.numa == SSEG_NUMA_NODE };
+	struct sseg_ascend_memory mem;
+	int node, fabric_node, rc;
 
 	rc = sseg_ascend_placement(seg, &node);
 	if (rc)
 		return rc;
-	st->fabric = sseg_ascend_fabric_works(st->acl, st->device, node);
-	sseg_ascend_prop(&prop, seg->opts.pages == SSEG_PAGES_AUTO, node);
-	rc = size_segment(seg, &prop, node);
-	if (!rc)
-		rc = sseg_acl_result(st->acl->aclrtMallocPhysical(&st->handle, seg->mapped_size, &prop,
-								  0),
-				     "aclrtMallocPhysical");
+	fabric_node = want.node_fixed ? node : sseg_ascend_fabric_node(st->acl, st->device);
+	st->fabric = sseg_ascend_fabric_works(st->acl, st->device, fabric_node);
+	want.fabric = st->fabric;
+	want.node = st->fabric ? fabric_node : node;
+	rc = sseg_ascend_allocate(st->acl, &want, seg->size, &mem, &st->handle);
 	if (rc)
 		return rc;
 	st->held |= ACL_HELD_HANDLE;
+	record_memory(seg, &mem);
 	rc = map_handle(seg);
 	if (!rc)
 		rc = export_owner(seg);
@@ -327,37 +322,49 @@ static int check_nameable(const struct sseg *seg, const struct sseg_blob *peer, 
 	return 0;
 }
 
-/* The whole list every time: whether aclrtMemSetPidToShareableHandle adds
- * to the trust list or replaces it is not documented. */
+/* The kernel adds each pid given to the trust list (devmm_set_pids; one
+ * already there gets a new time), so each peer is admitted on its own. An
+ * entry set before its process started is refused at import: the peer
+ * says its pid only once it runs. */
 static int admit_peer(struct sseg *seg, const struct sseg_blob *peer, pid_t pid)
 {
 	struct ascend_state *st = state(seg);
 	aclrtContext saved;
-	int32_t *list;
+	int32_t trusted;
 	int rc = check_nameable(seg, peer, pid);
 
 	if (rc)
 		return rc;
-	list = realloc(st->trusted, (st->ntrusted + 1) * sizeof(*list));
-	if (!list)
-		return sseg_err(-ENOMEM, "out of memory");
-	st->trusted = list;
-	list[st->ntrusted] = peer_tgid(peer) > 0 ? peer_tgid(peer) : (int32_t)pid;
+	trusted = peer_tgid(peer) > 0 ? peer_tgid(peer) : (int32_t)pid;
 	rc = sseg_acl_enter(st->acl, st->ctx, &saved);
 	if (rc)
 		return rc;
-	rc = sseg_acl_result(st->acl->aclrtMemSetPidToShareableHandle(st->shareable, list,
-								      st->ntrusted + 1),
+	rc = sseg_acl_result(st->acl->aclrtMemSetPidToShareableHandle(st->shareable, &trusted, 1),
 			     "aclrtMemSetPidToShareableHandle");
 	sseg_acl_leave(st->acl, saved);
-	if (!rc)
-		st->ntrusted++;
 	return rc;
 }
 
 static int ascend_serve(struct sseg *seg, const struct sseg_blob *blobs)
 {
 	return sseg_channel_hand_over(seg, blobs, -1, state(seg)->fabric ? NULL : admit_peer);
+}
+
+/* The V1 import enables P2P with the exporter's physical device, which for
+ * host memory is the host's id (ApiImpl::ImportFromShareableHandle); V2
+ * with the default type skips that for the host's memory
+ * (ApiImpl::ImportFromShareableHandleV2), and imports on the current
+ * device. V1 stays for runtimes without V2. */
+static int import_in_server(struct ascend_state *st, uint64_t shareable)
+{
+	if (st->acl->fabric)
+		return sseg_acl_result(st->acl->aclrtMemImportFromShareableHandleV2(
+					       &shareable, ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT, 0,
+					       &st->handle),
+				       "aclrtMemImportFromShareableHandleV2(default)");
+	return sseg_acl_result(st->acl->aclrtMemImportFromShareableHandle(shareable, st->device,
+									  &st->handle),
+			       "aclrtMemImportFromShareableHandle");
 }
 
 static int import_handle(struct sseg *seg, const struct sseg_blob *owner)
@@ -377,9 +384,7 @@ static int import_handle(struct sseg *seg, const struct sseg_blob *owner)
 					     &fabric, ACL_MEM_SHARE_HANDLE_TYPE_FABRIC, 0, &st->handle),
 				     "aclrtMemImportFromShareableHandleV2(fabric)");
 	} else {
-		rc = sseg_acl_result(st->acl->aclrtMemImportFromShareableHandle(
-					     sseg_get64(owner->handle.data), st->device, &st->handle),
-				     "aclrtMemImportFromShareableHandle");
+		rc = import_in_server(st, sseg_get64(owner->handle.data));
 	}
 	if (rc)
 		return rc;
@@ -495,7 +500,6 @@ static int ascend_release(struct sseg *seg)
 		if (rc)
 			return rc;
 	}
-	free(st->trusted);
 	free(st);
 	seg->backend_state = NULL;
 	seg->base = NULL;
@@ -517,6 +521,18 @@ static void ascend_describe(const struct sseg *seg, struct sseg_info *info)
 		 st->fabric ? "acl-fabric" : "acl-trustlist");
 }
 
+/* ACL does not work in a forked child (torch_npu refuses it: "Cannot
+ * re-initialize NPU in forked subprocess"): the runtime's handles,
+ * mappings and device reference stay the parent's, and the child's destroy
+ * lets go of them without a runtime call. Its inherited mapping stays. */
+static void ascend_forget_in_child(struct sseg *seg)
+{
+	struct ascend_state *st = state(seg);
+
+	if (st)
+		st->held = 0;
+}
+
 const struct sseg_backend_ops sseg_ascend_ops = {
 	.kind = SSEG_BACKEND_ASCEND,
 	.name = "ascend",
@@ -533,6 +549,6 @@ const struct sseg_backend_ops sseg_ascend_ops = {
 	.serve = ascend_serve,
 	.import_and_map = ascend_import,
 	.describe = ascend_describe,
-	/* no forget_in_child: the backend holds no descriptor */
+	.forget_in_child = ascend_forget_in_child,
 	.release = ascend_release,
 };

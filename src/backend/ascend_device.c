@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Devices, placement, access and the real probes of the ascend backend. */
+/* Devices, placement, allocation, access and the real probes of the
+ * ascend backend. */
 #define _GNU_SOURCE /* syscall */
 #include <pthread.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include "backend/ascend_device.h"
 #include "object.h"
 #include "os/numa.h"
+#include "pages.h"
 #include "registry.h"
 
 static int device_count(const struct sseg_acl *acl, uint32_t *count)
@@ -105,30 +107,190 @@ int sseg_ascend_placement(struct sseg *seg, int *node)
 	return 0;
 }
 
-/* acl_rt.h marks ACL_MEM_LOCATION_TYPE_HOST "reserved, not supported" where
- * the struct reference describes it for allocations: HOST_NUMA with an
- * explicit node is the reading both agree on. */
-void sseg_ascend_prop(aclrtPhysicalMemProp *prop, bool huge, int node)
+/* ---- devices as the driver names them ---- */
+
+/* ASCEND_RT_VISIBLE_DEVICES read as the runtime reads it, for runtimes
+ * without aclrtGetLogicDevIdByUserDevId: the user's ordinal indexes the
+ * list of logical ids. */
+static int logic_from_env(int device, int32_t *logic)
+{
+	const char *env = getenv("ASCEND_RT_VISIBLE_DEVICES");
+	char *end;
+	long id = device;
+
+	for (int i = 0; env && *env && i <= device; i++) {
+		id = strtol(env, &end, 10);
+		if (end == env || id < 0 || (*end && *end != ','))
+			return sseg_err(-EINVAL, "ASCEND_RT_VISIBLE_DEVICES=\"%s\" is not a list of "
+					"device ids", getenv("ASCEND_RT_VISIBLE_DEVICES"));
+		if (i < device && !*end)
+			return sseg_err(-ENODEV, "device=%d, but ASCEND_RT_VISIBLE_DEVICES lists "
+					"%d device(s)", device, i + 1);
+		env = *end ? end + 1 : end;
+	}
+	*logic = (int32_t)id;
+	return 0;
+}
+
+int sseg_ascend_logic_device(const struct sseg_acl *acl, int device, int32_t *logic)
+{
+	if (!acl->aclrtGetLogicDevIdByUserDevId)
+		return logic_from_env(device, logic);
+	return sseg_acl_result(acl->aclrtGetLogicDevIdByUserDevId(device, logic),
+			       "aclrtGetLogicDevIdByUserDevId");
+}
+
+/* One descriptor a call, for the device only (the reading of
+ * devmm_svm.c's halMemSetAccess): the runtime hands aclrtMemAccessDesc
+ * (24 bytes) to the driver, whose drv_mem_access_desc is 20, unconverted,
+ * so a second descriptor is read 4 bytes early and refused; a host entry
+ * is skipped on the owner and refused on a peer ("h2h map"), and the CPU
+ * has the mapping from aclrtMapMem. */
+int sseg_ascend_grant(const struct sseg_acl *acl, void *ptr, size_t size, int device)
+{
+	aclrtMemAccessDesc desc;
+	int32_t logic = device;
+	int rc = sseg_ascend_logic_device(acl, device, &logic);
+
+	if (rc)
+		return rc;
+	memset(&desc, 0, sizeof(desc));
+	desc.flags = ACL_RT_MEM_ACCESS_FLAGS_READWRITE;
+	desc.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
+	desc.location.id = (uint32_t)logic;
+	rc = sseg_acl_result(acl->aclrtMemSetAccess(ptr, size, &desc, 1), "aclrtMemSetAccess");
+	if (rc == -EOPNOTSUPP)
+		return sseg_err_wrap(rc, "device %d (the driver's %d) was refused access to ACL VMM "
+				     "host memory: the driver maps host memory for a device over "
+				     "HCCS only, not PCIe; a memfd segment with SSEG_F_HOST_REGISTER "
+				     "serves such a device", device, (int)logic);
+	return rc;
+}
+
+/* ---- allocation ---- */
+
+/* One way to allocate host memory: attribute and location. */
+struct way {
+	aclrtMemAttr attr;
+	aclrtMemLocationType type;
+	uint32_t id;
+};
+
+static void prop_of(const struct way *w, aclrtPhysicalMemProp *prop)
 {
 	memset(prop, 0, sizeof(*prop));
 	prop->handleType = ACL_MEM_HANDLE_TYPE_NONE;
 	prop->allocationType = ACL_MEM_ALLOCATION_TYPE_PINNED;
-	prop->memAttr = huge ? ACL_DDR_MEM_HUGE : ACL_DDR_MEM_NORMAL;
-	prop->location.type = ACL_MEM_LOCATION_TYPE_HOST_NUMA;
-	prop->location.id = (uint32_t)node;
+	prop->memAttr = w->attr;
+	prop->location.type = w->type;
+	prop->location.id = w->id;
 }
 
-/* The reference allows only READWRITE, and for a host location an id of 0.
- * Whether the CPU needs the host entry to load and store through the
- * mapping is not documented: it is granted, and the fake faults without it. */
-void sseg_ascend_access(int device, aclrtMemAccessDesc desc[2])
+/* What public users of fabric-exported host memory try (hixl's
+ * FabricMemTransferService::AllocatePhysicalMemory, Mooncake): P2P memory,
+ * 1 GiB pages first (here only for a whole number of GiB), then 2 MiB; the
+ * given node, then HOST with id 0, which the ACL layer accepts where
+ * HOST_NUMA is refused (older drivers lack the feature the runtime checks,
+ * ApiErrorDecorator::MallocPhysical). A node the caller chose is kept. */
+static int ways_of(const struct sseg_ascend_want *want, uint64_t size, struct way ways[4])
 {
-	memset(desc, 0, 2 * sizeof(*desc));
-	desc[0].flags = ACL_RT_MEM_ACCESS_FLAGS_READWRITE;
-	desc[0].location.type = ACL_MEM_LOCATION_TYPE_HOST;
-	desc[1].flags = ACL_RT_MEM_ACCESS_FLAGS_READWRITE;
-	desc[1].location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
-	desc[1].location.id = (uint32_t)device;
+	aclrtMemAttr attr = want->huge ? ACL_DDR_MEM_HUGE : ACL_DDR_MEM_NORMAL;
+	uint32_t node = (uint32_t)want->node;
+	int n = 0;
+
+	if (want->fabric && size >= SSEG_1G && size % SSEG_1G == 0)
+		ways[n++] = (struct way){ ACL_MEM_P2P_HUGE1G, ACL_MEM_LOCATION_TYPE_HOST_NUMA, node };
+	if (want->fabric)
+		attr = ACL_MEM_P2P_HUGE;
+	ways[n++] = (struct way){ attr, ACL_MEM_LOCATION_TYPE_HOST_NUMA, node };
+	if (!want->node_fixed)
+		ways[n++] = (struct way){ attr, ACL_MEM_LOCATION_TYPE_HOST, 0 };
+	return n;
+}
+
+/* *refused: the runtime said no (another way may do), not this library. */
+static int try_way(const struct sseg_acl *acl, const struct way *w, uint64_t size,
+		   struct sseg_ascend_memory *mem, aclrtDrvMemHandle *h, bool *refused)
+{
+	aclrtPhysicalMemProp prop;
+	size_t gran = 0;
+	int rc;
+
+	prop_of(w, &prop);
+	*refused = true;
+	rc = sseg_acl_result(acl->aclrtMemGetAllocationGranularity(
+				     &prop, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, &gran),
+			     "aclrtMemGetAllocationGranularity");
+	if (rc)
+		return rc;
+	*refused = false;
+	if (!sseg_is_pow2(gran) || gran < 4096 || gran > SSEG_1G)
+		return sseg_err(-EINVAL, "the runtime's allocation granularity %zu is not a page size",
+				gran);
+	if (sseg_round_up(size, gran, &mem->size))
+		return sseg_err(-EOVERFLOW, "size %llu overflows when padded to the granularity %zu",
+				(unsigned long long)size, gran);
+	rc = sseg_memory_fits(mem->size, "the segment (pinned host memory)");
+	if (rc)
+		return rc;
+	mem->granularity = gran;
+	mem->attr = w->attr;
+	mem->node = w->type == ACL_MEM_LOCATION_TYPE_HOST_NUMA ? (int)w->id : -1;
+	*refused = true;
+	return sseg_acl_result(acl->aclrtMallocPhysical(h, mem->size, &prop, 0),
+			       "aclrtMallocPhysical");
+}
+
+int sseg_ascend_allocate(const struct sseg_acl *acl, const struct sseg_ascend_want *want,
+			 uint64_t size, struct sseg_ascend_memory *mem, aclrtDrvMemHandle *h)
+{
+	struct way ways[4];
+	int n = ways_of(want, size, ways);
+	bool refused = true;
+	int rc = -ENOMEM;
+
+	for (int i = 0; i < n; i++) {
+		rc = try_way(acl, &ways[i], size, mem, h, &refused);
+		if (!rc || !refused)
+			break;
+	}
+	return rc;
+}
+
+const char *sseg_ascend_attr_name(aclrtMemAttr attr)
+{
+	switch ((int)attr) {
+	case ACL_DDR_MEM_HUGE:
+		return "ACL_DDR_MEM_HUGE";
+	case ACL_DDR_MEM_NORMAL:
+		return "ACL_DDR_MEM_NORMAL (the driver backs it with 2 MiB pages all the same)";
+	case ACL_MEM_P2P_HUGE:
+		return "ACL_MEM_P2P_HUGE";
+	case ACL_MEM_P2P_HUGE1G:
+		return "ACL_MEM_P2P_HUGE1G";
+	default:
+		return "an ACL attribute";
+	}
+}
+
+/* Public users place fabric memory on node (physical device / 4) * 2
+ * ("only 0 2 4 6 is available for fabric mem": four devices a node); where
+ * the runtime cannot name the physical device, or the node is not this
+ * host's, the node the thread runs on. */
+int sseg_ascend_fabric_node(const struct sseg_acl *acl, int device)
+{
+	int32_t logic = device, phys = -1;
+	uint64_t nodes = 0;
+	int node;
+
+	sseg_os_numa_nodes(&nodes);
+	if (!acl->aclrtGetPhyDevIdByLogicDevId || sseg_ascend_logic_device(acl, device, &logic) ||
+	    acl->aclrtGetPhyDevIdByLogicDevId(logic, &phys) != ACL_SUCCESS || phys < 0) {
+		sseg_err_clear();
+		return current_node();
+	}
+	node = phys / 4 * 2;
+	return node < 64 && (nodes & (1ull << node)) ? node : current_node();
 }
 
 /* ---- real probes, cached per (what, device, node) ---- */
@@ -148,36 +310,62 @@ static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct probe_answer probe_cache[PROBE_CACHE];
 static int probe_cached;
 
-/* One granule on node: created, exported as shareType, freed once
- * whatever the export answered. */
-static bool try_export(const struct sseg_acl *acl, int node, aclrtMemSharedHandleType type)
+/* What a segment's owner does, on one granule: allocate, reserve, map,
+ * grant the device, export (a probe that stops at the export misses what
+ * the driver refuses later, at access or map time). Every stage is undone
+ * whatever the next answered; a handle whose free failed is abandoned. */
+static void free_probe_handle(const struct sseg_acl *acl, aclrtDrvMemHandle h)
 {
-	aclrtMemFabricHandle fabric;
-	aclrtPhysicalMemProp prop;
-	aclrtDrvMemHandle h = NULL;
-	uint64_t shareable = 0;
-	size_t gran = 0;
-	bool ok;
-
-	sseg_ascend_prop(&prop, true, node);
-	if (acl->aclrtMemGetAllocationGranularity(&prop, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM,
-						  &gran) != ACL_SUCCESS ||
-	    !gran || acl->aclrtMallocPhysical(&h, gran, &prop, 0) != ACL_SUCCESS)
-		return false;
-	if (type == ACL_MEM_SHARE_HANDLE_TYPE_FABRIC)
-		ok = acl->aclrtMemExportToShareableHandleV2(
-			     h, ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION, type, &fabric) ==
-		     ACL_SUCCESS;
-	else
-		ok = acl->aclrtMemExportToShareableHandle(h, ACL_MEM_HANDLE_TYPE_NONE,
-							  ACL_RT_VMM_EXPORT_FLAG_DEFAULT,
-							  &shareable) == ACL_SUCCESS;
-	/* Once, whatever it answers: a handle whose free failed is abandoned. */
 	if (acl->aclrtFreePhysical(h) != ACL_SUCCESS) {
 		sseg_registry_abandoned();
 		sseg_log(SSEG_LOG_ERROR, "the probe's physical memory handle could not be freed "
 			 "(aclrtFreePhysical failed); it is not freed again");
 	}
+}
+
+static bool try_export(const struct sseg_acl *acl, aclrtDrvMemHandle h, bool fabric)
+{
+	aclrtMemFabricHandle handle;
+	uint64_t shareable = 0;
+
+	if (fabric)
+		return acl->aclrtMemExportToShareableHandleV2(
+			       h, ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION,
+			       ACL_MEM_SHARE_HANDLE_TYPE_FABRIC, &handle) == ACL_SUCCESS;
+	return acl->aclrtMemExportToShareableHandle(h, ACL_MEM_HANDLE_TYPE_NONE,
+						    ACL_RT_VMM_EXPORT_FLAG_DEFAULT,
+						    &shareable) == ACL_SUCCESS;
+}
+
+static bool try_mapped(const struct sseg_acl *acl, aclrtDrvMemHandle h, size_t size, int device,
+		       bool fabric)
+{
+	void *va = NULL;
+	bool ok;
+
+	if (acl->aclrtReserveMemAddress(&va, size, 0, NULL, 0) != ACL_SUCCESS)
+		return false;
+	ok = acl->aclrtMapMem(va, size, 0, h, 0) == ACL_SUCCESS;
+	if (ok) {
+		ok = sseg_ascend_grant(acl, va, size, device) == 0 && try_export(acl, h, fabric);
+		if (acl->aclrtUnmapMem(va) != ACL_SUCCESS)
+			return false; /* the reservation stays: releasing it would fail */
+	}
+	acl->aclrtReleaseMemAddress(va);
+	return ok;
+}
+
+static bool try_segment(const struct sseg_acl *acl, int device, int node, bool fabric)
+{
+	struct sseg_ascend_want want = { .fabric = fabric, .huge = true, .node = node };
+	struct sseg_ascend_memory mem;
+	aclrtDrvMemHandle h = NULL;
+	bool ok;
+
+	if (sseg_ascend_allocate(acl, &want, 1, &mem, &h))
+		return false;
+	ok = try_mapped(acl, h, mem.size, device, fabric);
+	free_probe_handle(acl, h);
 	return ok;
 }
 
@@ -199,13 +387,13 @@ static bool try_register(const struct sseg_acl *acl)
 	return ok;
 }
 
-static bool run_probe(const struct sseg_acl *acl, enum probe_kind kind, int node)
+static bool run_probe(const struct sseg_acl *acl, enum probe_kind kind, int device, int node)
 {
 	switch (kind) {
 	case PROBE_FABRIC:
-		return acl->fabric && try_export(acl, node, ACL_MEM_SHARE_HANDLE_TYPE_FABRIC);
+		return acl->fabric && try_segment(acl, device, node, true);
 	case PROBE_HOST_VMM:
-		return acl->vmm && try_export(acl, node, ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT);
+		return acl->vmm && try_segment(acl, device, node, false);
 	case PROBE_HOST_REGISTER:
 		return acl->host_register && try_register(acl);
 	}
@@ -226,7 +414,7 @@ static bool probe_cached_run(const struct sseg_acl *acl, enum probe_kind kind, i
 	if (i < probe_cached) {
 		works = probe_cache[i].works;
 	} else {
-		works = run_probe(acl, kind, node);
+		works = run_probe(acl, kind, device, node);
 		if (probe_cached < PROBE_CACHE)
 			probe_cache[probe_cached++] = (struct probe_answer){ kind, device, node, works };
 	}
@@ -296,7 +484,8 @@ static void probe_one(const struct sseg_acl *acl, int index, struct sseg_probe_d
 	g->fabric_claimed = -1; /* likewise: only a real export tells */
 	g->ipc_fd = 0;          /* ACL handles are numbers, not file descriptors */
 	g->host_vmm_works = probe_cached_run(acl, PROBE_HOST_VMM, index, node);
-	g->fabric_works = probe_cached_run(acl, PROBE_FABRIC, index, node);
+	g->fabric_works = probe_cached_run(acl, PROBE_FABRIC, index,
+					   sseg_ascend_fabric_node(acl, index));
 	g->host_register = !sseg_ascend_hostreg_usable(why, sizeof(why)) &&
 			   probe_cached_run(acl, PROBE_HOST_REGISTER, index, -1);
 	g->host_register_readonly = 0; /* ACL_HOST_REGISTER_READONLY: reserved, unsupported */

@@ -23,14 +23,41 @@ SSEG_HIDDEN int sseg_ascend_device_close(const struct sseg_acl *acl, int ordinal
 /* The host NUMA node of the allocation: opts.numa_node, or the node the
  * calling thread runs on for numa=none. */
 SSEG_HIDDEN int sseg_ascend_placement(struct sseg *seg, int *node);
-/* Physical memory on host node `node`: huge (2 MiB granularity) or normal. */
-SSEG_HIDDEN void sseg_ascend_prop(aclrtPhysicalMemProp *prop, bool huge, int node);
-/* The host (CPU) and the rank's device, read and write. */
-SSEG_HIDDEN void sseg_ascend_access(int device, aclrtMemAccessDesc desc[2]);
+
+/* What a segment's physical memory is to be. */
+struct sseg_ascend_want {
+	bool fabric;     /* to be exported as a fabric handle */
+	bool huge;       /* pages=auto (else base) */
+	int node;        /* host NUMA node */
+	bool node_fixed; /* the caller chose it: no other placement */
+};
+
+/* What it got. */
+struct sseg_ascend_memory {
+	aclrtMemAttr attr;
+	int node;           /* -1: HOST, where the driver placed it */
+	size_t granularity;
+	uint64_t size;      /* the request padded to the granularity */
+};
+
+/* Allocates at least size bytes as want says, trying the ways public users
+ * try (ascend_device.c), with the device's context current: 0 with *h and
+ * *mem, or -errno with the last refusal. */
+SSEG_HIDDEN int sseg_ascend_allocate(const struct sseg_acl *acl,
+				     const struct sseg_ascend_want *want, uint64_t size,
+				     struct sseg_ascend_memory *mem, aclrtDrvMemHandle *h);
+SSEG_HIDDEN const char *sseg_ascend_attr_name(aclrtMemAttr attr);
+/* The host node fabric memory for the device goes on. */
+SSEG_HIDDEN int sseg_ascend_fabric_node(const struct sseg_acl *acl, int device);
+/* The driver's logical id of the user's device ordinal
+ * (ASCEND_RT_VISIBLE_DEVICES applied). */
+SSEG_HIDDEN int sseg_ascend_logic_device(const struct sseg_acl *acl, int device, int32_t *logic);
+/* Read-write access for the user's device to the mapping at ptr. */
+SSEG_HIDDEN int sseg_ascend_grant(const struct sseg_acl *acl, void *ptr, size_t size, int device);
 /* Whether a fabric handle can be made on the current device for host node
- * `node`: one real create and export (A3 only, per the reference), cached
- * per (device, node); false when SSEG_ASCEND_FABRIC=0. Needs the device's
- * context current. */
+ * `node`: what a segment does, on one granule (A3 only, per the
+ * reference), cached per (device, node); false when SSEG_ASCEND_FABRIC=0.
+ * Needs the device's context current. */
 SSEG_HIDDEN bool sseg_ascend_fabric_works(const struct sseg_acl *acl, int device, int node);
 /* 0 when aclrtHostRegister may pin memory this library maps (a memfd
  * mapping, not aclrtMallocHost memory); else -errno and why. */

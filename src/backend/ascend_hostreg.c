@@ -3,9 +3,14 @@
  * pins a memfd segment's mapping for the device set on the calling thread,
  * which is the rank's device here (its default context made current around
  * every call, the caller's put back). The device address it returns is for
- * the device's own use (kernels); copies take the host address. */
+ * the device's own use (kernels); copies take the host address.
+ *
+ * Registrations belong to the process that made them: in a forked child
+ * (ACL does not work there; torch_npu refuses it) every op lets go without
+ * a runtime call, as the CUDA host registration does. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "backend/ascend_device.h"
 #include "backend/backend.h"
@@ -16,7 +21,13 @@ struct acl_reg {
 	aclrtContext ctx;
 	void *last_addr; /* the last range registered and its device address */
 	void *last_device_addr;
+	pid_t pid;       /* the process that opened the device */
 };
+
+static bool forked(const struct acl_reg *reg)
+{
+	return getpid() != reg->pid;
+}
 
 static int usable(char *why, size_t len)
 {
@@ -31,6 +42,7 @@ static int open_device(int ordinal, void **out)
 	if (!reg)
 		return sseg_err(-ENOMEM, "out of memory");
 	reg->device = ordinal;
+	reg->pid = getpid();
 	rc = sseg_acl_get(&reg->acl);
 	if (!rc)
 		rc = sseg_ascend_device_open(reg->acl, ordinal, &reg->ctx);
@@ -46,7 +58,7 @@ static int enter(void *dev, void **saved)
 {
 	struct acl_reg *reg = dev;
 	aclrtContext caller = NULL;
-	int rc = sseg_acl_enter(reg->acl, reg->ctx, &caller);
+	int rc = forked(reg) ? 0 : sseg_acl_enter(reg->acl, reg->ctx, &caller);
 
 	*saved = caller;
 	return rc;
@@ -56,7 +68,8 @@ static void leave(void *dev, void *saved)
 {
 	struct acl_reg *reg = dev;
 
-	sseg_acl_leave(reg->acl, saved);
+	if (!forked(reg))
+		sseg_acl_leave(reg->acl, saved);
 }
 
 /* ACL_HOST_REGISTER_READONLY is reserved in the reference (not supported
@@ -84,6 +97,8 @@ static int unregister_range(void *dev, void *addr)
 {
 	struct acl_reg *reg = dev;
 
+	if (forked(reg))
+		return 0;
 	return sseg_acl_result(reg->acl->aclrtHostUnregister(addr), "aclrtHostUnregister");
 }
 
@@ -102,7 +117,7 @@ static int device_pointer(void *dev, void *addr, uint64_t *device_addr)
 static int close_device(void *dev)
 {
 	struct acl_reg *reg = dev;
-	int rc = sseg_ascend_device_close(reg->acl, reg->device);
+	int rc = forked(reg) ? 0 : sseg_ascend_device_close(reg->acl, reg->device);
 
 	if (!rc)
 		free(reg);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Loading the ACL runtime: dlopen("libascendcl.so") once (pthread_once),
- * every entry point resolved with dlsym into one table, then aclInit.
+ * every entry point resolved with dlsym into one table, then aclInit only
+ * where the runtime needs it.
  * SSEG_ACL_LIBRARY may name another library (the tests' fake runtime); it is
  * honoured only when the real and effective ids agree. */
 #include <dlfcn.h>
@@ -34,6 +35,8 @@ static const struct entry entries[] = {
 	ENTRY(aclrtSetCurrentContext, REQUIRED),
 	ENTRY(aclrtGetVersion, OPTIONAL), /* deprecated in the reference: may go */
 	ENTRY(aclGetRecentErrMsg, OPTIONAL),
+	ENTRY(aclrtGetLogicDevIdByUserDevId, OPTIONAL), /* newer runtimes only */
+	ENTRY(aclrtGetPhyDevIdByLogicDevId, OPTIONAL),
 	ENTRY(aclrtDeviceGetBareTgid, VMM),
 	ENTRY(aclrtMemGetAllocationGranularity, VMM),
 	ENTRY(aclrtMallocPhysical, VMM),
@@ -105,6 +108,22 @@ static void read_version(void)
 		table.version = major * 1000000 + minor * 1000 + patch;
 }
 
+/* aclInit is reference-counted and only the first call's configuration
+ * takes effect (aclInitImpl): an aclInit(NULL) here before the framework's
+ * own would lose the framework's configuration. The runtime's device calls
+ * answer without aclInit where it needs none, or once a framework
+ * initialized it: then it is left alone. Only ACL_ERROR_UNINITIALIZE
+ * (older runtimes) makes this library call aclInit(NULL) itself; a repeat
+ * answers ACL_ERROR_REPEAT_INITIALIZE, which is success. */
+static aclError init_if_needed(void)
+{
+	uint32_t count = 0;
+
+	if (table.aclrtGetDeviceCount(&count) != ACL_ERROR_UNINITIALIZE)
+		return ACL_SUCCESS;
+	return table.aclInit(NULL);
+}
+
 static void load(void)
 {
 	const char *path = library_path();
@@ -119,9 +138,7 @@ static void load(void)
 	load_rc = resolve_all(lib);
 	if (load_rc)
 		return;
-	/* A framework may have initialized ACL already: the reference says a
-	 * repeated aclInit answers ACL_ERROR_REPEAT_INITIALIZE, to be ignored. */
-	rc = table.aclInit(NULL);
+	rc = init_if_needed();
 	if (rc != ACL_SUCCESS && rc != ACL_ERROR_REPEAT_INITIALIZE) {
 		sseg_acl_result(rc, "aclInit");
 		load_rc = fail(-ENODEV, "%s", sseg_last_error());
@@ -155,7 +172,12 @@ static int errno_of(aclError r)
 	switch (r) {
 	case ACL_ERROR_BAD_ALLOC:
 	case ACL_ERROR_RT_MEMORY_ALLOCATION:
+	case ACL_ERROR_RT_DEVICE_OOM:
 		return -ENOMEM;
+	case ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED:
+		return -EEXIST;
+	case ACL_ERROR_HOST_MEMORY_NOT_REGISTERED:
+		return -ENOENT;
 	case ACL_ERROR_RT_NO_PERMISSION:
 		return -EPERM;
 	case ACL_ERROR_RT_FEATURE_NOT_SUPPORT:

@@ -11,7 +11,8 @@ struct sseg_acl {
 	char path[160]; /* the library loaded */
 	int version;    /* aclrtGetVersion as major*1000000 + minor*1000 + patch; 0: unknown */
 	int vmm;        /* every VMM and in-server sharing entry point resolved */
-	int fabric;     /* the V2 export and import (fabric handles) resolved */
+	int fabric;     /* the V2 export and import resolved (fabric handles, and the
+			 * import that skips EnableP2P for host memory) */
 	int host_register; /* aclrtHostRegister and aclrtHostUnregister resolved */
 	PFN_aclInit aclInit;
 	PFN_aclrtGetDeviceCount aclrtGetDeviceCount;
@@ -22,6 +23,8 @@ struct sseg_acl {
 	/* optional */
 	PFN_aclrtGetVersion aclrtGetVersion;
 	PFN_aclGetRecentErrMsg aclGetRecentErrMsg;
+	PFN_aclrtGetLogicDevIdByUserDevId aclrtGetLogicDevIdByUserDevId;
+	PFN_aclrtGetPhyDevIdByLogicDevId aclrtGetPhyDevIdByLogicDevId;
 	/* VMM and in-server sharing: optional as a group (vmm) */
 	PFN_aclrtDeviceGetBareTgid aclrtDeviceGetBareTgid;
 	PFN_aclrtMemGetAllocationGranularity aclrtMemGetAllocationGranularity;
@@ -43,7 +46,9 @@ struct sseg_acl {
 	PFN_aclrtHostUnregister aclrtHostUnregister;
 };
 
-/* Loads the runtime and calls aclInit once per process. On failure returns
+/* Loads the runtime, and calls aclInit(NULL) once where the runtime answers
+ * that it needs it (not otherwise: the framework's aclInit, with its
+ * configuration, must be the first). On failure returns
  * a negative errno and the sentence says why ACL is unavailable; the same
  * answer is given on every call. aclFinalize is never called: the runtime
  * is the application's too (a framework's NPU tensors live in it). */

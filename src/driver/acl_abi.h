@@ -34,8 +34,11 @@ typedef void *aclrtDrvMemHandle;
 	X(ACL_ERROR_RT_MEMORY_ALLOCATION, 207001)       \
 	X(ACL_ERROR_RT_NO_DEVICE, 207004)               \
 	X(ACL_ERROR_RT_NO_PERMISSION, 207006)           \
+	X(ACL_ERROR_RT_DEVICE_OOM, 207018)              \
 	X(ACL_ERROR_RT_INTERNAL_ERROR, 507000)          \
-	X(ACL_ERROR_RT_DRV_INTERNAL_ERROR, 507899)
+	X(ACL_ERROR_RT_DRV_INTERNAL_ERROR, 507899)      \
+	X(ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED, 507910) \
+	X(ACL_ERROR_HOST_MEMORY_NOT_REGISTERED, 507911)
 
 #define SSEG_ACL_ERROR_ENUM(name, value) name = value,
 enum { SSEG_ACL_ERRORS(SSEG_ACL_ERROR_ENUM) };
@@ -50,10 +53,19 @@ typedef enum aclrtMemAllocationType {
 } aclrtMemAllocationType;
 
 /* aclrtMemAttr: the explicit host (DDR) options, which runtimes older than
- * the generic ACL_MEM_NORMAL/ACL_MEM_HUGE (12, 13) know too. */
+ * the generic ACL_MEM_NORMAL/ACL_MEM_HUGE (12, 13) know too, and the P2P
+ * ones that fabric-exported host memory is allocated with. */
 typedef enum aclrtMemAttr {
 	ACL_DDR_MEM_HUGE = 2,
 	ACL_DDR_MEM_NORMAL = 3,
+	ACL_DDR_MEM_P2P_HUGE = 6,
+	ACL_DDR_MEM_P2P_NORMAL = 7,
+	ACL_MEM_NORMAL = 12,
+	ACL_MEM_HUGE = 13,
+	ACL_MEM_HUGE1G = 14,
+	ACL_MEM_P2P_NORMAL = 15,
+	ACL_MEM_P2P_HUGE = 16,
+	ACL_MEM_P2P_HUGE1G = 17,
 } aclrtMemAttr;
 
 typedef enum aclrtMemLocationType {
@@ -148,5 +160,9 @@ typedef aclError (*PFN_aclrtMemImportFromShareableHandleV2)(void *shareableHandl
 typedef aclError (*PFN_aclrtHostRegister)(void *ptr, uint64_t size, aclrtHostRegisterType type,
 					  void **devPtr);
 typedef aclError (*PFN_aclrtHostUnregister)(void *ptr);
+typedef aclError (*PFN_aclrtGetLogicDevIdByUserDevId)(const int32_t userDevid,
+						      int32_t *const logicDevId);
+typedef aclError (*PFN_aclrtGetPhyDevIdByLogicDevId)(const int32_t logicDevId,
+						     int32_t *const phyDevId);
 
 #endif

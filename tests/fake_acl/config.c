@@ -3,6 +3,7 @@
  * (SSEG_FAKE_ACL) and defaults, its entry point and error names. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fake_acl.h"
@@ -39,6 +40,12 @@ static const struct fk_int_key int_keys[] = {
 	FK_INT_KEY(struct fake_config, fabric, 0, 1),
 	FK_INT_KEY(struct fake_config, host_register, 0, 1),
 	FK_INT_KEY(struct fake_config, need_ctx, 0, 1),
+	FK_INT_KEY(struct fake_config, need_init, 0, 1),
+	FK_INT_KEY(struct fake_config, hccs, 0, 1),
+	FK_INT_KEY(struct fake_config, host_numa, 0, 1),
+	FK_INT_KEY(struct fake_config, v1_host_import, 0, 1),
+	FK_INT_KEY(struct fake_config, huge1g, 0, 1),
+	FK_INT_KEY(struct fake_config, fork_works, 0, 1),
 };
 
 static int set_key(void *config, const char *key, const char *text)
@@ -60,15 +67,41 @@ static int set_key(void *config, const char *key, const char *text)
 		       : 0;
 }
 
-/* One device, version 1.0.0, 2 MiB huge granularity, no fabric handles (as
- * on A2), host registration supported, the runtime's pid getpid(), a
- * context needed. */
+/* ASCEND_RT_VISIBLE_DEVICES, as the runtime reads it: the user's ordinal
+ * i is logical device visible[i]; unset, every device in order. */
+static void read_visible(void)
+{
+	const char *env = getenv("ASCEND_RT_VISIBLE_DEVICES");
+	char *end;
+	long id;
+
+	fake.nvisible = 0;
+	while (env && *env && fake.nvisible < FAKE_MAX_DEVICES) {
+		id = strtol(env, &end, 10);
+		if (end == env || id < 0 || id >= FAKE_MAX_DEVICES)
+			fk_die("ASCEND_RT_VISIBLE_DEVICES", env);
+		fake.visible[fake.nvisible++] = (int)id;
+		env = *end == ',' ? end + 1 : end;
+		if (*end && *end != ',')
+			fk_die("ASCEND_RT_VISIBLE_DEVICES", end);
+	}
+	if (!env)
+		fake.nvisible = -1; /* every device */
+}
+
+/* One device, version 1.0.0, 2 MiB granularity, no fabric handles (as on
+ * A2), host registration supported, the runtime's pid getpid(), a context
+ * and aclInit needed, devices on HCCS, HOST_NUMA allocations, the V1
+ * import of host memory failing as the current runtime's does, no 1 GiB
+ * host pages, no runtime in a forked child. */
 static void start(void)
 {
 	fake.cfg = (struct fake_config){ .devices = 1, .version = { 1, 0, 0 },
 					 .granularity = 2u << 20, .host_register = 1,
-					 .need_ctx = 1 };
+					 .need_ctx = 1, .need_init = 1, .hccs = 1,
+					 .host_numa = 1 };
 	fake.handle_seq = 0xac10000;
+	read_visible();
 }
 
 const struct fk_driver fk_driver = {

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "driver/acl_abi.h"
 #include "fakekit/core.h"
@@ -41,7 +42,8 @@
 	X(aclrtMemExportToShareableHandleV2, 0)   \
 	X(aclrtMemImportFromShareableHandleV2, 0) \
 	X(aclrtHostRegister, 0)                   \
-	X(aclrtHostUnregister, 0)
+	X(aclrtHostUnregister, 0)                 \
+	X(aclrtGetLogicDevIdByUserDevId, 0)
 
 enum fake_entry {
 #define FAKE_ENUM(name, before_init) FE_##name,
@@ -56,19 +58,24 @@ _Static_assert(FE_COUNT <= FK_MAX_ENTRIES, "the toolkit counts every entry point
 #define FAKE_MAX_RANGES 1024
 #define FAKE_MAX_TRUSTED 256
 #define FAKE_HEADER 4096u        /* the memfd's header page */
-#define FAKE_NORMAL_GRANULE 4096u /* ACL_DDR_MEM_NORMAL's granularity */
 /* Where aclrtHostRegister says the device sees a registered range: the
  * host address moved by this much (a device address is not a host one). */
 #define FAKE_DEVICE_OFFSET (1ull << 56)
 
 struct fake_config {
-	int devices;
+	int devices;        /* the devices the driver has (logical ids) */
 	int version[3];
-	size_t granularity; /* ACL_DDR_MEM_HUGE's */
+	size_t granularity; /* of host memory, whatever its page type */
 	int fabric;         /* fabric handles can be made (A3) */
 	int host_register;  /* aclrtHostRegister is supported (A2, A3) */
 	int bare_tgid_offset; /* runtime pid = getpid() + this (a container) */
 	int need_ctx;       /* memory calls need a current context */
+	int need_init;      /* calls before aclInit fail (older runtimes) */
+	int hccs;           /* the devices reach host memory over HCCS, not PCIe */
+	int host_numa;      /* the driver allocates on a given host NUMA node */
+	int v1_host_import; /* V1 import of host memory works (older runtimes) */
+	int huge1g;         /* 1 GiB host pages (ACL_MEM_P2P_HUGE1G) */
+	int fork_works;     /* a forked child may call the runtime */
 };
 
 enum fake_origin { FAKE_MALLOCED = 1, FAKE_IMPORTED = 2 };
@@ -83,6 +90,9 @@ struct fake_handle {
 	int exported;      /* aclrtMemSharedHandleType it was exported as; 0 */
 	uint64_t shareable; /* exported as or imported from (in-server) */
 	uint64_t nonce;
+	int refs;          /* imported: imports of it not yet freed */
+	int p2p;           /* allocated with a P2P attribute (fabric export) */
+	uint32_t node;     /* allocated on this host node (HOST: 0) */
 };
 
 /* Reservations, mappings and registrations. */
@@ -91,8 +101,7 @@ struct fake_range {
 	size_t size;
 	uintptr_t handle;  /* mappings: the handle mapped */
 	int origin;        /* reservations: enum fake_origin bound into it; 0 */
-	int host_access;   /* mappings: the CPU may load and store */
-	uint32_t devices;  /* mappings: devices granted; registrations: the device */
+	uint32_t devices;  /* mappings: logical devices granted; registrations: the device */
 };
 
 FK_SLOT(struct fake_handle, id);
@@ -101,6 +110,10 @@ FK_RANGE(struct fake_range);
 struct fake_state {
 	struct fake_config cfg;
 	int initialized;
+	const char *init_config; /* the first aclInit's configPath ("" for NULL) */
+	pid_t device_pid;        /* the process that set a device first; 0 */
+	int visible[FAKE_MAX_DEVICES]; /* user ordinal -> logical id */
+	int nvisible;
 	int device_refs[FAKE_MAX_DEVICES];
 	uintptr_t handle_seq;
 	struct fake_handle handles[FAKE_MAX_HANDLES];
@@ -119,7 +132,12 @@ aclError fake_leave(aclError rc);
 /* A failure with the reason aclGetRecentErrMsg gives on this thread. */
 aclError fake_refuse(aclError rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A user ordinal (ASCEND_RT_VISIBLE_DEVICES applied) the runtime sees. */
 int fake_device_valid(int32_t dev);
+/* A logical device id of the driver (what aclrtMemSetAccess takes). */
+int fake_logic_valid(int32_t id);
+/* The logical id of user ordinal dev (fake_device_valid). */
+int fake_logic_of(int32_t dev);
 /* fake_enter, then ACL_ERROR_RT_CONTEXT_NULL unless the thread has a live
  * context (or need_ctx=0). */
 aclError fake_enter_ctx(enum fake_entry entry);

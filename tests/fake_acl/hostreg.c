@@ -28,7 +28,7 @@ static aclError check_register(uintptr_t p, uint64_t size, int type)
 	if (madvise((void *)p, size, MADV_NORMAL) < 0)
 		return fake_refuse(ACL_ERROR_INVALID_PARAM, "the range is not mapped");
 	if (fk_overlap(FK_TABLE(fake.registrations), p, size))
-		return fake_refuse(ACL_ERROR_RT_PARAM_INVALID, "registered already");
+		return fake_refuse(ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "registered already");
 	return ACL_SUCCESS;
 }
 
@@ -67,7 +67,7 @@ FK_API aclError aclrtHostUnregister(void *ptr)
 
 	if (rc == ACL_SUCCESS && !(r = fk_slot_at(FK_TABLE(fake.registrations), (uintptr_t)ptr))) {
 		fk_bug("aclrtHostUnregister(%p) is not the start of a registration", ptr);
-		rc = fake_refuse(ACL_ERROR_RT_PARAM_INVALID, "%p is not registered", ptr);
+		rc = fake_refuse(ACL_ERROR_HOST_MEMORY_NOT_REGISTERED, "%p is not registered", ptr);
 	}
 	if (r)
 		*r = (struct fake_range){ 0 };

@@ -8,8 +8,10 @@
 #define _GNU_SOURCE /* memfd_create */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fake_acl.h"
@@ -29,6 +31,7 @@ struct block_header {
 	uint32_t validation; /* 1: only pids on the trust list import */
 	uint32_t ntrusted;
 	int32_t trusted[FAKE_MAX_TRUSTED];
+	uint64_t set_ns[FAKE_MAX_TRUSTED]; /* when each pid was (last) set, boot time */
 };
 _Static_assert(sizeof(struct block_header) <= FAKE_HEADER, "the header fits its page");
 
@@ -65,17 +68,24 @@ static int node_exists(uint32_t id)
 	return access(path, F_OK) == 0;
 }
 
-static aclError check_location(const aclrtMemLocation *loc)
+/* The runtime converts HOST_NUMA only where the driver has the feature
+ * (ApiErrorDecorator::MallocPhysical, FEATURE_SVM_VMM_NORMAL_GRANULARITY);
+ * HOST takes id 0 only (devmm_mem_create_para_check). */
+static aclError check_location(const aclrtMemLocation *loc, int allocating)
 {
 	switch ((int)loc->type) {
 	case ACL_MEM_LOCATION_TYPE_HOST_NUMA:
+		if (allocating && !fake.cfg.host_numa)
+			return fake_refuse(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+					   "driver does not support the alloc mem via numa id "
+					   "feature (host_numa=0)");
 		return node_exists(loc->id) ? ACL_SUCCESS
 					    : fake_refuse(ACL_ERROR_RT_PARAM_INVALID,
 							  "host NUMA node %u does not exist", loc->id);
 	case ACL_MEM_LOCATION_TYPE_HOST:
-		return fake_refuse(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-				   "ACL_MEM_LOCATION_TYPE_HOST is reserved (acl_rt.h): give a "
-				   "HOST_NUMA node");
+		return loc->id == 0 ? ACL_SUCCESS
+				    : fake_refuse(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+						  "devid must be 0 in host side");
 	case ACL_MEM_LOCATION_TYPE_DEVICE:
 		return fake_refuse(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
 				   "this fake emulates host memory only");
@@ -85,23 +95,65 @@ static aclError check_location(const aclrtMemLocation *loc)
 	}
 }
 
-static aclError check_prop(const aclrtPhysicalMemProp *prop)
+static int is_p2p(aclrtMemAttr attr)
 {
+	return attr == ACL_DDR_MEM_P2P_HUGE || attr == ACL_DDR_MEM_P2P_NORMAL ||
+	       attr == ACL_MEM_P2P_NORMAL || attr == ACL_MEM_P2P_HUGE ||
+	       attr == ACL_MEM_P2P_HUGE1G;
+}
+
+static int is_huge1g(aclrtMemAttr attr)
+{
+	return attr == ACL_MEM_HUGE1G || attr == ACL_MEM_P2P_HUGE1G;
+}
+
+/* The host attributes of memAttrHandlers (memory.cpp); 1 GiB host pages
+ * only with huge1g=1 (the reference: HUGE1G is for devices; public users
+ * try it on the host and fall back). */
+static aclError check_attr(aclrtMemAttr attr)
+{
+	switch ((int)attr) {
+	case ACL_DDR_MEM_HUGE:
+	case ACL_DDR_MEM_NORMAL:
+	case ACL_DDR_MEM_P2P_HUGE:
+	case ACL_DDR_MEM_P2P_NORMAL:
+	case ACL_MEM_NORMAL:
+	case ACL_MEM_HUGE:
+	case ACL_MEM_P2P_NORMAL:
+	case ACL_MEM_P2P_HUGE:
+		return ACL_SUCCESS;
+	case ACL_MEM_HUGE1G:
+	case ACL_MEM_P2P_HUGE1G:
+		return fake.cfg.huge1g ? ACL_SUCCESS
+				       : fake_refuse(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+						     "1 GiB host pages are not supported (huge1g=0)");
+	default:
+		return fake_refuse(ACL_ERROR_RT_PARAM_INVALID, "memAttr %d is not emulated",
+				   (int)attr);
+	}
+}
+
+static aclError check_prop(const aclrtPhysicalMemProp *prop, int allocating)
+{
+	aclError rc;
+
 	if (!prop)
 		return fake_refuse(ACL_ERROR_INVALID_PARAM, "prop is NULL");
 	if (prop->handleType != ACL_MEM_HANDLE_TYPE_NONE ||
 	    prop->allocationType != ACL_MEM_ALLOCATION_TYPE_PINNED || prop->reserve)
 		return fake_refuse(ACL_ERROR_RT_PARAM_INVALID,
 				   "handleType must be NONE, allocationType PINNED, reserve 0");
-	if (prop->memAttr != ACL_DDR_MEM_NORMAL && prop->memAttr != ACL_DDR_MEM_HUGE)
-		return fake_refuse(ACL_ERROR_RT_PARAM_INVALID, "memAttr %d is not emulated",
-				   (int)prop->memAttr);
-	return check_location(&prop->location);
+	rc = check_attr(prop->memAttr);
+	return rc == ACL_SUCCESS ? check_location(&prop->location, allocating) : rc;
 }
 
+/* Host memory from ACL is 2 MiB pages whatever the page type: the driver
+ * answers the page size only for the runtime's own module on the host id
+ * (halMemGetAllocationGranularity) and creates huge pages otherwise
+ * (devmm_vmm_mem_create). */
 static size_t granule_of(const aclrtPhysicalMemProp *prop)
 {
-	return prop->memAttr == ACL_DDR_MEM_HUGE ? fake.cfg.granularity : FAKE_NORMAL_GRANULE;
+	return is_huge1g(prop->memAttr) ? (size_t)1 << 30 : fake.cfg.granularity;
 }
 
 FK_API aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp *prop,
@@ -114,7 +166,7 @@ FK_API aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp *prop,
 		rc = fake_refuse(ACL_ERROR_INVALID_PARAM, "granularity NULL or option %d",
 				 (int)option);
 	if (rc == ACL_SUCCESS)
-		rc = check_prop(prop);
+		rc = check_prop(prop, 0);
 	if (rc == ACL_SUCCESS)
 		*granularity = granule_of(prop);
 	return fake_leave(rc);
@@ -142,6 +194,7 @@ static aclError malloc_physical(aclrtDrvMemHandle *handle, size_t size,
 {
 	struct block_header h = { .magic = HEADER_MAGIC };
 	char name[64];
+	aclError rc;
 	int fd;
 
 	h.nonce = fk_nonce();
@@ -160,7 +213,12 @@ static aclError malloc_physical(aclrtDrvMemHandle *handle, size_t size,
 		close(fd);
 		return fake_refuse(ACL_ERROR_RT_MEMORY_ALLOCATION, "cannot size %zu bytes", size);
 	}
-	return add_handle(fd, &h, FAKE_MALLOCED, 0, handle);
+	rc = add_handle(fd, &h, FAKE_MALLOCED, 0, handle);
+	if (rc == ACL_SUCCESS) {
+		fake_handle_find((uintptr_t)*handle)->p2p = is_p2p(prop->memAttr);
+		fake_handle_find((uintptr_t)*handle)->node = prop->location.id;
+	}
+	return rc;
 }
 
 FK_API aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size,
@@ -171,13 +229,14 @@ FK_API aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size,
 	if (rc == ACL_SUCCESS && (!handle || flags))
 		rc = fake_refuse(ACL_ERROR_INVALID_PARAM, "handle NULL or flags not 0");
 	if (rc == ACL_SUCCESS)
-		rc = check_prop(prop);
+		rc = check_prop(prop, 1);
 	if (rc == ACL_SUCCESS)
 		rc = malloc_physical(handle, size, prop);
 	return fake_leave(rc);
 }
 
-/* The handle goes; mappings keep the memory, as the reference says. */
+/* The handle goes (an import repeated, one reference of it); mappings
+ * keep the memory, as the reference says. */
 FK_API aclError aclrtFreePhysical(aclrtDrvMemHandle handle)
 {
 	aclError rc = fake_enter_ctx(FE_aclrtFreePhysical);
@@ -187,7 +246,9 @@ FK_API aclError aclrtFreePhysical(aclrtDrvMemHandle handle)
 		fk_bug("aclrtFreePhysical(%p) of an unknown or freed handle", handle);
 		rc = fake_refuse(ACL_ERROR_RT_INVALID_HANDLE, "unknown handle %p", handle);
 	}
-	if (h) {
+	if (h && h->refs > 1) {
+		h->refs--; /* an import repeated: one reference of it */
+	} else if (h) {
 		close(h->fd);
 		memset(h, 0, sizeof(*h));
 	}
@@ -257,6 +318,14 @@ static aclError export_fabric(struct fake_handle *h, uint64_t flags, aclrtMemFab
 	if (!fake.cfg.fabric)
 		return fake_refuse(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
 				   "fabric handles: Atlas A3 only (fabric=0)");
+	/* Public users allocate it P2P on an even node ("only 0 2 4 6 is
+	 * available for fabric mem"); the driver takes P2P host memory from
+	 * its fabric pages (svm_master_phy_allocator.c). */
+	if (!h->p2p || h->node % 2)
+		return fake_refuse(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+				   "not fabric memory: host memory is exported as a fabric handle "
+				   "when allocated with a P2P attribute on node 0, 2, 4 or 6 "
+				   "(node %u, p2p %d)", h->node, h->p2p);
 	rc = mark_exported(h, ACL_MEM_SHARE_HANDLE_TYPE_FABRIC, flags, 0);
 	if (rc == ACL_SUCCESS) {
 		memset(out, 0, sizeof(*out));
@@ -312,7 +381,60 @@ static struct fake_handle *exported_here(uint64_t shareable)
 	return NULL;
 }
 
-/* The stricter reading: the list given replaces the one before. */
+/* ns since boot: the clock the kernel's task start times run on. */
+static uint64_t boot_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* This process's start, rounded down to the clock tick /proc gives it in. */
+static uint64_t process_start_ns(void)
+{
+	char buf[1024], *p;
+	unsigned long long ticks = 0;
+	FILE *f = fopen("/proc/self/stat", "r");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+
+	if (f)
+		fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')'); /* the command may hold spaces */
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+			 "%*d %*d %*d %*d %llu", &ticks) != 1)
+		return 0;
+	return ticks * (1000000000u / (uint64_t)sysconf(_SC_CLK_TCK));
+}
+
+/* devmm_set_pids: each pid is added (one already there gets a new time);
+ * only the exporter sets pids (-EACCES), and not on a handle exported
+ * without pid validation (-EPERM). */
+static aclError add_pids(struct block_header *hdr, const int32_t *pid, size_t n)
+{
+	uint64_t now = boot_ns();
+	uint32_t j;
+
+	if (hdr->exporter != (uint32_t)getpid())
+		return fake_refuse(ACL_ERROR_RT_NO_PERMISSION,
+				   "not the exporting process (pid %u), can not set pid",
+				   hdr->exporter);
+	if (!hdr->validation)
+		return fake_refuse(ACL_ERROR_RT_NO_PERMISSION,
+				   "exported without pid validation: no trust list to set");
+	for (size_t i = 0; i < n; i++) {
+		for (j = 0; j < hdr->ntrusted && hdr->trusted[j] != pid[i]; j++)
+			;
+		if (j == hdr->ntrusted && hdr->ntrusted == FAKE_MAX_TRUSTED)
+			return fake_refuse(ACL_ERROR_INVALID_PARAM, "the trust list is full");
+		if (j == hdr->ntrusted)
+			hdr->trusted[hdr->ntrusted++] = pid[i];
+		hdr->set_ns[j] = now;
+	}
+	return ACL_SUCCESS;
+}
+
 FK_API aclError aclrtMemSetPidToShareableHandle(uint64_t shareableHandle, int32_t *pid,
 						size_t pidNum)
 {
@@ -328,12 +450,10 @@ FK_API aclError aclrtMemSetPidToShareableHandle(uint64_t shareableHandle, int32_
 				 (unsigned long long)shareableHandle);
 	if (rc == ACL_SUCCESS && header_read(h->fd, &hdr))
 		rc = fake_refuse(ACL_ERROR_RT_INTERNAL_ERROR, "header unreadable");
-	if (rc == ACL_SUCCESS) {
-		hdr.ntrusted = (uint32_t)pidNum;
-		memcpy(hdr.trusted, pid, pidNum * sizeof(*pid));
-		if (header_write(h->fd, &hdr))
-			rc = fake_refuse(ACL_ERROR_RT_INTERNAL_ERROR, "header unwritable");
-	}
+	if (rc == ACL_SUCCESS)
+		rc = add_pids(&hdr, pid, pidNum);
+	if (rc == ACL_SUCCESS && header_write(h->fd, &hdr))
+		rc = fake_refuse(ACL_ERROR_RT_INTERNAL_ERROR, "header unwritable");
 	return fake_leave(rc);
 }
 
@@ -364,36 +484,70 @@ static aclError open_exported(uint32_t pid, int32_t fd, int *out, struct block_h
 	return fake_refuse(ACL_ERROR_RT_INVALID_HANDLE, "not an allocation of this runtime");
 }
 
-static int on_trust_list(const struct block_header *hdr)
+/* The entry naming this process: set, and set after it started
+ * (devmm_pid_set_share_status: "Time check fail" otherwise). */
+static aclError trusted_entry(const struct block_header *hdr)
 {
 	int32_t me = fake_bare_tgid();
 
 	for (uint32_t i = 0; i < hdr->ntrusted && i < FAKE_MAX_TRUSTED; i++)
 		if (hdr->trusted[i] == me)
-			return 1;
-	return 0;
+			return hdr->set_ns[i] >= process_start_ns()
+				       ? ACL_SUCCESS
+				       : fake_refuse(ACL_ERROR_RT_NO_PERMISSION,
+						     "pid %d was put on the trust list before this "
+						     "process started (time check)", (int)me);
+	return fake_refuse(ACL_ERROR_RT_NO_PERMISSION,
+			   "pid %d is not on the trust list of the exporter (pid %u)", (int)me,
+			   hdr->exporter);
 }
 
-/* The rules of an import, the exporter's header in hand. */
-static aclError importable(const struct block_header *hdr)
+/* A repeated import in a process answers the same handle with one more
+ * reference (devmm_import_record_create_and_get). */
+static struct fake_handle *imported_here(uint64_t nonce)
 {
-	if (hdr->exporter == (uint32_t)getpid())
-		return fake_refuse(ACL_ERROR_RT_PARAM_INVALID,
-				   "export and import in one process are not supported");
-	if (hdr->validation && !on_trust_list(hdr))
-		return fake_refuse(ACL_ERROR_RT_NO_PERMISSION,
-				   "pid %d is not on the trust list of the exporter (pid %u)",
-				   (int)fake_bare_tgid(), hdr->exporter);
 	for (int i = 0; i < FAKE_MAX_HANDLES; i++)
 		if (fake.handles[i].id && fake.handles[i].origin == FAKE_IMPORTED &&
-		    fake.handles[i].nonce == hdr->nonce)
-			return fake_refuse(ACL_ERROR_RT_PARAM_INVALID,
-					   "imported already in this process: one handle per "
-					   "shareable handle");
+		    fake.handles[i].nonce == nonce)
+			return &fake.handles[i];
+	return NULL;
+}
+
+/* The rules of an import, the exporter's header in hand. The kernel
+ * refuses the exporting process only for memory of the importing device
+ * (devmm_ioctl_mem_import_local_server): never for host memory. */
+static aclError importable(const struct block_header *hdr)
+{
+	if (hdr->validation)
+		return trusted_entry(hdr);
 	return ACL_SUCCESS;
 }
 
-static aclError import_default(uint64_t shareable, aclrtDrvMemHandle *handle)
+/* Takes ownership of fd: a second import of one allocation is the first's
+ * handle. */
+static aclError add_import(int fd, const struct block_header *hdr, uint64_t shareable,
+			   aclrtDrvMemHandle *out)
+{
+	struct fake_handle *again = imported_here(hdr->nonce);
+	aclError rc;
+
+	if (again) {
+		close(fd);
+		again->refs++;
+		*out = (aclrtDrvMemHandle)again->id;
+		return ACL_SUCCESS;
+	}
+	rc = add_handle(fd, hdr, FAKE_IMPORTED, shareable, out);
+	if (rc == ACL_SUCCESS)
+		fake_handle_find((uintptr_t)*out)->refs = 1;
+	return rc;
+}
+
+/* ApiImpl::ImportFromShareableHandle calls EnableP2PWithOtherDevice with
+ * the exporter's physical device, which for host memory is the host's id:
+ * no device (V2 skips it for the host). Older runtimes go straight to the
+ * driver (v1_host_import=1). */
+static aclError import_default(uint64_t shareable, int v1, aclrtDrvMemHandle *handle)
 {
 	uint32_t pid = (uint32_t)(shareable >> FD_BITS & ((1u << PID_BITS) - 1));
 	int32_t fd = (int32_t)(shareable & ((1u << FD_BITS) - 1));
@@ -407,13 +561,17 @@ static aclError import_default(uint64_t shareable, aclrtDrvMemHandle *handle)
 	    hdr.shareable != shareable)
 		rc = fake_refuse(ACL_ERROR_RT_INVALID_HANDLE, "%#llx was not exported (freed?)",
 				 (unsigned long long)shareable);
+	if (rc == ACL_SUCCESS && v1 && !fake.cfg.v1_host_import)
+		rc = fake_refuse(ACL_ERROR_RT_DRV_INTERNAL_ERROR,
+				 "EnableP2PWithOtherDevice(host id): the exporter's memory is the "
+				 "host's, which is no device (v1_host_import=0)");
 	if (rc == ACL_SUCCESS)
 		rc = importable(&hdr);
 	if (rc != ACL_SUCCESS) {
 		close(mine);
 		return rc;
 	}
-	return add_handle(mine, &hdr, FAKE_IMPORTED, shareable, handle);
+	return add_import(mine, &hdr, shareable, handle);
 }
 
 static aclError import_fabric(const aclrtMemFabricHandle *in, aclrtDrvMemHandle *handle)
@@ -439,7 +597,7 @@ static aclError import_fabric(const aclrtMemFabricHandle *in, aclrtDrvMemHandle 
 		close(mine);
 		return rc;
 	}
-	return add_handle(mine, &hdr, FAKE_IMPORTED, 0, handle);
+	return add_import(mine, &hdr, 0, handle);
 }
 
 FK_API aclError aclrtMemImportFromShareableHandle(uint64_t shareableHandle, int32_t deviceId,
@@ -452,7 +610,7 @@ FK_API aclError aclrtMemImportFromShareableHandle(uint64_t shareableHandle, int3
 	if (rc == ACL_SUCCESS && !fake_device_valid(deviceId))
 		rc = fake_refuse(ACL_ERROR_RT_INVALID_DEVICEID, "no device %d", deviceId);
 	if (rc == ACL_SUCCESS)
-		rc = import_default(shareableHandle, handle);
+		rc = import_default(shareableHandle, 1, handle);
 	return fake_leave(rc);
 }
 
@@ -465,7 +623,7 @@ FK_API aclError aclrtMemImportFromShareableHandleV2(void *shareableHandle,
 	if (rc == ACL_SUCCESS && (!shareableHandle || !handle || flags))
 		rc = fake_refuse(ACL_ERROR_INVALID_PARAM, "a NULL argument or flags not 0");
 	if (rc == ACL_SUCCESS && shareType == ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT)
-		rc = import_default(*(const uint64_t *)shareableHandle, handle);
+		rc = import_default(*(const uint64_t *)shareableHandle, 0, handle);
 	else if (rc == ACL_SUCCESS && shareType == ACL_MEM_SHARE_HANDLE_TYPE_FABRIC)
 		rc = import_fabric(shareableHandle, handle);
 	else if (rc == ACL_SUCCESS)

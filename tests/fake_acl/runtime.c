@@ -4,6 +4,8 @@
  * makes the device's default context current on the calling thread;
  * aclrtResetDevice drops one, and the context dies with the last. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "fake_acl.h"
@@ -15,9 +17,30 @@ struct fake_context {
 static struct fake_context contexts[FAKE_MAX_DEVICES];
 static __thread struct fake_context *current;
 
+int fake_logic_valid(int32_t id)
+{
+	return id >= 0 && id < fake.cfg.devices;
+}
+
+static int visible_count(void)
+{
+	int n = 0;
+
+	if (fake.nvisible < 0)
+		return fake.cfg.devices;
+	while (n < fake.nvisible && fake_logic_valid(fake.visible[n]))
+		n++;
+	return n;
+}
+
 int fake_device_valid(int32_t dev)
 {
-	return dev >= 0 && dev < fake.cfg.devices;
+	return dev >= 0 && dev < visible_count();
+}
+
+int fake_logic_of(int32_t dev)
+{
+	return fake.nvisible < 0 ? dev : fake.visible[dev];
 }
 
 static int context_live(const struct fake_context *ctx)
@@ -60,8 +83,10 @@ FK_API aclError aclInit(const char *configPath)
 		else
 			rc = fake_refuse(ACL_ERROR_INVALID_PARAM, "cannot read %s", configPath);
 	}
-	if (rc == ACL_SUCCESS)
+	if (rc == ACL_SUCCESS) {
 		fake.initialized = 1;
+		fake.init_config = configPath ? strdup(configPath) : "";
+	}
 	return fake_leave(rc);
 }
 
@@ -86,7 +111,7 @@ FK_API aclError aclrtGetDeviceCount(uint32_t *count)
 	if (rc == ACL_SUCCESS && !count)
 		rc = fake_refuse(ACL_ERROR_INVALID_PARAM, "count is NULL");
 	if (rc == ACL_SUCCESS)
-		*count = (uint32_t)fake.cfg.devices;
+		*count = (uint32_t)visible_count();
 	return fake_leave(rc);
 }
 
@@ -100,6 +125,8 @@ FK_API aclError aclrtSetDevice(int32_t deviceId)
 		contexts[deviceId].device = deviceId;
 		fake.device_refs[deviceId]++;
 		current = &contexts[deviceId];
+		if (!fake.device_pid)
+			fake.device_pid = getpid();
 	}
 	return fake_leave(rc);
 }
@@ -158,5 +185,20 @@ FK_API aclError aclrtDeviceGetBareTgid(int32_t *pid)
 		rc = fake_refuse(ACL_ERROR_INVALID_PARAM, "pid is NULL");
 	if (rc == ACL_SUCCESS)
 		*pid = fake_bare_tgid();
+	return fake_leave(rc);
+}
+
+/* The reverse of ASCEND_RT_VISIBLE_DEVICES: the driver's id of a user's
+ * ordinal. */
+FK_API aclError aclrtGetLogicDevIdByUserDevId(const int32_t userDevid, int32_t *const logicDevId)
+{
+	aclError rc = fake_enter(FE_aclrtGetLogicDevIdByUserDevId);
+
+	if (rc == ACL_SUCCESS && !logicDevId)
+		rc = fake_refuse(ACL_ERROR_INVALID_PARAM, "logicDevId is NULL");
+	if (rc == ACL_SUCCESS && !fake_device_valid(userDevid))
+		rc = fake_refuse(ACL_ERROR_RT_INVALID_DEVICEID, "no device %d", userDevid);
+	if (rc == ACL_SUCCESS)
+		*logicDevId = fake_logic_of(userDevid);
 	return fake_leave(rc);
 }

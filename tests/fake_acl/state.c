@@ -4,6 +4,7 @@
  * and the control API the tests reach with dlsym. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "fake_acl.h"
 #include "fakekit/control.h"
@@ -18,6 +19,15 @@ static const unsigned char entry_before_init[] = {
 #undef FAKE_INIT
 };
 
+/* ACL does not work in a forked child of a process that set a device
+ * (torch_npu refuses it: "Cannot re-initialize NPU in forked
+ * subprocess"): every call there but the version fails, and is a bug. */
+static int forked_child(enum fake_entry entry)
+{
+	return fake.device_pid && getpid() != fake.device_pid && !fake.cfg.fork_works &&
+	       entry != FE_aclrtGetVersion;
+}
+
 aclError fake_enter(enum fake_entry entry)
 {
 	aclError rc = (aclError)fk_enter(entry);
@@ -25,7 +35,13 @@ aclError fake_enter(enum fake_entry entry)
 	recent[0] = '\0';
 	if (rc != ACL_SUCCESS)
 		return fake_refuse(rc, "a failure scripted for this call");
-	if (!entry_before_init[entry] && !fake.initialized)
+	if (forked_child(entry)) {
+		fk_bug("%s called in a forked child of pid %d", fk_driver.entries[entry],
+		       (int)fake.device_pid);
+		return fake_refuse(ACL_ERROR_RT_INTERNAL_ERROR,
+				   "the runtime does not work in a forked child");
+	}
+	if (!entry_before_init[entry] && !fake.initialized && fake.cfg.need_init)
 		return fake_refuse(ACL_ERROR_UNINITIALIZE, "aclInit was not called");
 	return ACL_SUCCESS;
 }
@@ -60,6 +76,18 @@ FK_CONTROL_DEFINE(sseg_fake_acl, fake.handles, fake.reservations, fake.mappings,
 FK_CONTROL_COUNT(sseg_fake_acl_live_devices, fk_sum(fake.device_refs, FAKE_MAX_DEVICES))
 /* A registration's device: the thread's current one when it registered. */
 FK_CONTROL_NTH(sseg_fake_acl_registration, fake.registrations, int, devices)
+/* A mapping's logical devices granted, as a bit mask. */
+FK_CONTROL_NTH(sseg_fake_acl_mapping, fake.mappings, int, devices)
+
+FK_API const char *sseg_fake_acl_init_config(void)
+{
+	const char *config;
+
+	fk_lock();
+	config = fake.init_config;
+	fk_unlock();
+	return config;
+}
 
 FK_API int sseg_fake_acl_trusted(uint64_t shareable, int32_t *pids, int max)
 {

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Virtual address ranges: a reservation is a PROT_NONE anonymous mapping,
- * aclrtMapMem puts a whole allocation's memfd over part of one, still
- * PROT_NONE: the CPU loads and stores only once aclrtMemSetAccess granted
- * the host (the stricter reading; the reference does not say whether the
- * host needs it). aclrtUnmapMem puts the reservation back. */
+ * aclrtMapMem puts a whole allocation's memfd over part of one, read-write
+ * for the CPU (the memory is the host's: the driver skips a host entry on
+ * the owner, halMemSetAccess / svm_mem_set_access). aclrtMemSetAccess
+ * reads its descriptors as the driver does, and grants devices.
+ * aclrtUnmapMem puts the reservation back. */
+#include <string.h>
 #include <sys/mman.h>
 
 #include "fake_acl.h"
@@ -109,7 +111,7 @@ static aclError map(uintptr_t start, size_t size, uintptr_t handle)
 	if (rc != ACL_SUCCESS)
 		return rc;
 	m = fk_free_slot(FK_TABLE(fake.mappings));
-	if (!m || mmap((void *)start, size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->fd,
+	if (!m || mmap((void *)start, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, h->fd,
 		       FAKE_HEADER) == MAP_FAILED)
 		return fake_refuse(ACL_ERROR_RT_MEMORY_ALLOCATION, "cannot map %zu bytes", size);
 	*m = (struct fake_range){ .start = start, .size = size, .handle = handle };
@@ -153,35 +155,77 @@ FK_API aclError aclrtUnmapMem(void *virPtr)
 	return fake_leave(rc);
 }
 
-/* READWRITE is the one flag supported; a host entry has id 0; the
- * reserved bytes are 0. */
-static aclError check_desc(const aclrtMemAccessDesc *d)
+/* What the driver reads: struct drv_mem_access_desc (ascend_hal_define.h),
+ * 20 bytes where aclrtMemAccessDesc has 24. The runtime hands the array on
+ * unconverted (NpuDriver::MemSetAccess), so element i is read at 20 * i:
+ * only the first of several is whole. */
+struct drv_access_desc {
+	uint32_t type;     /* drv_mem_access_type */
+	uint32_t id;       /* drv_mem_location */
+	uint32_t side;     /* MEM_HOST_SIDE 0, MEM_DEV_SIDE 1 */
+	uint32_t rsv[2];
+};
+_Static_assert(sizeof(struct drv_access_desc) == 20, "the driver's descriptor");
+
+#define DRV_ACCESS_READ 0x1
+#define DRV_ACCESS_READWRITE 0x3
+
+static struct drv_access_desc drv_desc(const aclrtMemAccessDesc *desc, size_t i)
 {
-	for (size_t i = 0; i < sizeof(d->rsv); i++)
-		if (d->rsv[i])
-			return fake_refuse(ACL_ERROR_INVALID_PARAM, "rsv is not zero");
-	if (d->flags != ACL_RT_MEM_ACCESS_FLAGS_READWRITE)
-		return fake_refuse(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-				   "access flags %d: only READWRITE is supported", (int)d->flags);
-	if (d->location.type == ACL_MEM_LOCATION_TYPE_HOST)
-		return d->location.id == 0 ? ACL_SUCCESS
-					   : fake_refuse(ACL_ERROR_INVALID_PARAM,
-							 "a host location's id must be 0");
-	if (d->location.type == ACL_MEM_LOCATION_TYPE_DEVICE)
-		return fake_device_valid((int32_t)d->location.id)
-			       ? ACL_SUCCESS
-			       : fake_refuse(ACL_ERROR_RT_INVALID_DEVICEID, "no device %u",
-					     d->location.id);
-	return fake_refuse(ACL_ERROR_INVALID_PARAM, "location type %d: HOST or DEVICE only",
-			   (int)d->location.type);
+	struct drv_access_desc d;
+
+	memcpy(&d, (const char *)desc + i * sizeof(d), sizeof(d));
+	return d;
 }
 
-/* Every descriptor is checked before any is applied. The range must be one
- * whole mapping: access before map fails. */
+/* devmm_access_desc_check: every descriptor before any is applied. */
+static aclError check_desc(const struct drv_access_desc *d, size_t i)
+{
+	if (d->type == 0 || d->type == DRV_ACCESS_READ)
+		return fake_refuse(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+				   "Not support type. (index=%zu; type=%u)", i, d->type);
+	if (d->type != DRV_ACCESS_READWRITE)
+		return fake_refuse(ACL_ERROR_INVALID_PARAM, "Invalid type. (index=%zu; type=%u)",
+				   i, d->type);
+	if (d->side == ACL_MEM_LOCATION_TYPE_HOST)
+		return d->id == 0 ? ACL_SUCCESS
+				  : fake_refuse(ACL_ERROR_INVALID_PARAM, "Invalid host id. (id=%u)",
+						d->id);
+	if (d->side == ACL_MEM_LOCATION_TYPE_DEVICE)
+		return fake_logic_valid((int32_t)d->id)
+			       ? ACL_SUCCESS
+			       : fake_refuse(ACL_ERROR_RT_INVALID_DEVICEID, "no device %u", d->id);
+	return fake_refuse(ACL_ERROR_INVALID_PARAM, "Invalid side. (side=%u)", d->side);
+}
+
+/* svm_mem_set_access and devmm_mem_config_access for host memory: a host
+ * entry is skipped where the memory was allocated, refused where it was
+ * imported ("h2h map"); a device reaches host memory over HCCS only
+ * (devmm_d2h_access_mmap). The id is the driver's logical device, not the
+ * user's ordinal. Nothing is rolled back. */
+static aclError apply_desc(struct fake_range *m, const struct drv_access_desc *d)
+{
+	const struct fake_handle *h = fake_handle_find(m->handle);
+
+	if (d->side == ACL_MEM_LOCATION_TYPE_HOST && h && h->origin == FAKE_IMPORTED)
+		return fake_refuse(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+				   "h2h map: a host entry on imported host memory");
+	if (d->side == ACL_MEM_LOCATION_TYPE_HOST)
+		return ACL_SUCCESS;
+	if (!fake.cfg.hccs)
+		return fake_refuse(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+				   "Only support hccs connect: device %u reaches host memory over "
+				   "PCIe (hccs=0)", d->id);
+	m->devices |= 1u << d->id;
+	return ACL_SUCCESS;
+}
+
+/* The range must be one whole mapping: access before map fails. */
 static aclError set_access(uintptr_t start, size_t size, const aclrtMemAccessDesc *desc,
 			   size_t n)
 {
 	struct fake_range *m = fk_slot_at(FK_TABLE(fake.mappings), start);
+	struct drv_access_desc d;
 	aclError rc = ACL_SUCCESS;
 
 	if (!desc || !n)
@@ -190,15 +234,13 @@ static aclError set_access(uintptr_t start, size_t size, const aclrtMemAccessDes
 		return fake_refuse(ACL_ERROR_RT_PARAM_INVALID,
 				   "%#lx + %zu is not what aclrtMapMem mapped", (unsigned long)start,
 				   size);
-	for (size_t i = 0; i < n && rc == ACL_SUCCESS; i++)
-		rc = check_desc(&desc[i]);
 	for (size_t i = 0; i < n && rc == ACL_SUCCESS; i++) {
-		if (desc[i].location.type == ACL_MEM_LOCATION_TYPE_DEVICE)
-			m->devices |= 1u << desc[i].location.id;
-		else if (!m->host_access && mprotect((void *)start, size, PROT_READ | PROT_WRITE))
-			rc = fake_refuse(ACL_ERROR_RT_INTERNAL_ERROR, "mprotect failed");
-		else
-			m->host_access = 1;
+		d = drv_desc(desc, i);
+		rc = check_desc(&d, i);
+	}
+	for (size_t i = 0; i < n && rc == ACL_SUCCESS; i++) {
+		d = drv_desc(desc, i);
+		rc = apply_desc(m, &d);
 	}
 	return rc;
 }

@@ -10,7 +10,16 @@
  * "copies_skipped" says why nothing was measured, which is not a failure.
  *
  *   npu_check share ascend|memfd SIZE REPS
- * SSEG_ASCEND_FABRIC=0 keeps the ascend backend on the in-server handle. */
+ * SSEG_ASCEND_FABRIC=0 keeps the ascend backend on the in-server handle.
+ *
+ *   npu_check stack
+ * The raw runtime calls the backend's choices rest on (docs/ascend.md,
+ * findings 1-4), each answer printed, whatever it is: aclrtMemSetAccess
+ * with two descriptors and with one, a host entry on the owner and on a
+ * peer, device access to host memory (HCCS or PCIe), and a peer's V1 and
+ * V2 import of host memory. The peer is forked before either process uses
+ * ACL (it does not work in a forked child). Exit 0 when every call
+ * answered as the backend now expects. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <setjmp.h>
@@ -240,15 +249,245 @@ static int rank_main(const char *backend, size_t size, int reps, int rank)
 	return rp.verified && !rp.error[0] ? 0 : 1;
 }
 
+/* ---- npu_check stack ---- */
+
+static struct {
+	int (*get_granularity)(void *, int, size_t *);
+	int (*malloc_physical)(void **, size_t, const void *, uint64_t);
+	int (*free_physical)(void *);
+	int (*reserve)(void **, size_t, size_t, void *, uint64_t);
+	int (*release)(void *);
+	int (*map)(void *, size_t, size_t, void *, uint64_t);
+	int (*unmap)(void *);
+	int (*set_access)(void *, size_t, void *, size_t);
+	int (*export_v1)(void *, int, uint64_t, uint64_t *);
+	int (*set_pid)(uint64_t, int32_t *, size_t);
+	int (*import_v1)(uint64_t, int32_t, void **);
+	int (*import_v2)(void *, int, uint64_t, void **);
+	int (*bare_tgid)(int32_t *);
+	const char *(*recent)(void);
+} vmm;
+
+/* The layouts of acl_rt.h (src/driver/acl_abi.h). */
+struct access_desc {
+	int flags;
+	uint32_t id;
+	int type;
+	unsigned char rsv[12];
+};
+
+struct mem_prop {
+	int handle_type, allocation_type, attr;
+	uint32_t id;
+	int type;
+	uint64_t reserve;
+};
+
+#define LOC_HOST 0
+#define LOC_DEVICE 1
+#define LOC_HOST_NUMA 4
+#define ATTR_DDR_HUGE 2
+#define READWRITE 3
+#define SHARE_DEFAULT 1
+
+static int load_vmm(char *why, size_t len)
+{
+	const char *path = getenv("SSEG_ACL_LIBRARY");
+	void *lib = dlopen(path && *path ? path : "libascendcl.so", RTLD_NOW | RTLD_GLOBAL);
+	const char *names[] = { "aclrtMemGetAllocationGranularity", "aclrtMallocPhysical",
+				"aclrtFreePhysical", "aclrtReserveMemAddress",
+				"aclrtReleaseMemAddress", "aclrtMapMem", "aclrtUnmapMem",
+				"aclrtMemSetAccess", "aclrtMemExportToShareableHandle",
+				"aclrtMemSetPidToShareableHandle",
+				"aclrtMemImportFromShareableHandle",
+				"aclrtMemImportFromShareableHandleV2", "aclrtDeviceGetBareTgid",
+				"aclGetRecentErrMsg" };
+	void **fns = (void **)&vmm;
+
+	if (!lib)
+		return snprintf(why, len, "no ACL runtime: %s", dlerror()), -1;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!(fns[i] = dlsym(lib, names[i])))
+			return snprintf(why, len, "the ACL runtime lacks %s", names[i]), -1;
+	*(void **)&acl.init = dlsym(lib, "aclInit");
+	*(void **)&acl.set_device = dlsym(lib, "aclrtSetDevice");
+	if (!acl.init || !acl.set_device)
+		return snprintf(why, len, "the ACL runtime lacks aclInit/aclrtSetDevice"), -1;
+	acl.init(NULL); /* 0, or ACL_ERROR_REPEAT_INITIALIZE */
+	return 0;
+}
+
+/* One answer of the runtime, as a JSON line; 1 when it is not the one the
+ * backend expects. */
+static int answer(const char *check, int rc, int expect_ok, const char *means)
+{
+	char msg[256];
+
+	snprintf(msg, sizeof(msg), "%s", rc ? vmm.recent() : "");
+	json_safe(msg);
+	printf("{\"check\": \"%s\", \"acl\": %d, \"as_expected\": %s, \"means\": \"%s\", "
+	       "\"message\": \"%s\"}\n", check, rc, (rc == 0) == expect_ok ? "true" : "false",
+	       means, msg);
+	fflush(stdout);
+	return (rc == 0) != expect_ok;
+}
+
+static struct access_desc desc_of(int type)
+{
+	struct access_desc d = { .flags = READWRITE, .type = type };
+
+	return d;
+}
+
+/* Owner or peer: reserve and map h; *va, or 0 with the answer printed. */
+static int map_it(void *h, size_t size, void **va, const char *who)
+{
+	char check[64];
+	int rc = vmm.reserve(va, size, 0, NULL, 0);
+
+	if (!rc)
+		rc = vmm.map(*va, size, 0, h, 0);
+	snprintf(check, sizeof(check), "stack-%s-map", who);
+	return answer(check, rc, 1, "reserve and map");
+}
+
+/* What the owner hands the peer. */
+struct offer {
+	uint64_t shareable;
+	uint64_t size;
+};
+
+static int stack_owner(int to_peer, int from_peer)
+{
+	struct mem_prop prop = { .attr = ATTR_DDR_HUGE, .type = LOC_HOST_NUMA };
+	struct access_desc two[2] = { desc_of(LOC_HOST), desc_of(LOC_DEVICE) };
+	struct offer offer = { 0 };
+	size_t gran = 0;
+	void *h = NULL, *va = NULL;
+	int32_t peer = 0;
+	int bad = 0, rc;
+	char done;
+
+	rc = vmm.get_granularity(&prop, 0, &gran);
+	if (!rc && vmm.malloc_physical(&h, gran, &prop, 0)) {
+		prop.type = LOC_HOST; /* older drivers: no HOST_NUMA */
+		rc = vmm.malloc_physical(&h, gran, &prop, 0);
+	}
+	if (answer("stack-owner-allocate", rc, 1, "HOST_NUMA node 0, else HOST"))
+		return 1;
+	bad += map_it(h, gran, &va, "owner");
+	bad += answer("stack-f1-two-descriptors", vmm.set_access(va, gran, two, 2), 0,
+		      "finding 1: a second descriptor is read at byte 20 and refused");
+	bad += answer("stack-f3-host-owner", vmm.set_access(va, gran, &two[0], 1), 1,
+		      "finding 3: a host entry on the owner is skipped");
+	bad += answer("stack-f2-device-owner", vmm.set_access(va, gran, &two[1], 1), 1,
+		      "finding 2: refused on a PCIe-attached NPU (HCCS only)");
+	rc = vmm.export_v1(h, 0, 0, &offer.shareable);
+	bad += answer("stack-export", rc, 1, "in-server handle, pid validation on");
+	if (read(from_peer, &peer, sizeof(peer)) == sizeof(peer) && !rc)
+		bad += answer("stack-set-pid", vmm.set_pid(offer.shareable, &peer, 1), 1,
+			      "the peer's pid on the trust list");
+	offer.size = rc ? 0 : gran;
+	if (write(to_peer, &offer, sizeof(offer)) != sizeof(offer) ||
+	    read(from_peer, &done, 1) != 1)
+		bad++;
+	vmm.unmap(va);
+	vmm.release(va);
+	vmm.free_physical(h);
+	return bad != 0;
+}
+
+static int stack_peer_mapped(void *h, size_t size)
+{
+	struct access_desc host = desc_of(LOC_HOST), dev = desc_of(LOC_DEVICE);
+	void *va = NULL;
+	int bad = map_it(h, size, &va, "peer");
+
+	if (bad)
+		return bad;
+	bad += answer("stack-f3-host-peer", vmm.set_access(va, size, &host, 1), 0,
+		      "finding 3: a host entry on imported host memory is refused (h2h map)");
+	bad += answer("stack-f2-device-peer", vmm.set_access(va, size, &dev, 1), 1,
+		      "finding 2: refused on a PCIe-attached NPU (HCCS only)");
+	printf("{\"check\": \"stack-peer-cpu\", \"cpu_access\": %d}\n", cpu_can_touch(va));
+	fflush(stdout);
+	vmm.unmap(va);
+	vmm.release(va);
+	return bad;
+}
+
+static int stack_peer(int to_owner, int from_owner)
+{
+	struct offer offer = { 0 };
+	void *h1 = NULL, *h2 = NULL;
+	int32_t tgid = 0;
+	int bad = 0, rc;
+
+	vmm.bare_tgid(&tgid);
+	if (write(to_owner, &tgid, sizeof(tgid)) != sizeof(tgid) ||
+	    read(from_owner, &offer, sizeof(offer)) != sizeof(offer) || !offer.size)
+		return 1;
+	rc = vmm.import_v1(offer.shareable, 0, &h1);
+	answer("stack-f4-import-v1", rc, 0,
+	       "finding 4: V1 enables P2P with the host's id as a device (informative)");
+	if (!rc)
+		vmm.free_physical(h1);
+	rc = vmm.import_v2(&offer.shareable, SHARE_DEFAULT, 0, &h2);
+	bad += answer("stack-f4-import-v2-default", rc, 1,
+		      "finding 4: V2 skips EnableP2P for host memory");
+	if (!rc) {
+		bad += stack_peer_mapped(h2, offer.size);
+		vmm.free_physical(h2);
+	}
+	if (write(to_owner, "d", 1) != 1)
+		bad++;
+	return bad != 0;
+}
+
+static int stack_main(void)
+{
+	int down[2], up[2], st = 0, bad;
+	char why[256];
+	pid_t peer;
+
+	if (pipe(down) || pipe(up))
+		return 2;
+	fflush(stdout);
+	peer = fork(); /* before either process uses ACL */
+	if (peer == 0) {
+		close(down[1]);
+		close(up[0]);
+		if (load_vmm(why, sizeof(why)) || acl.set_device(0)) {
+			fprintf(stderr, "peer: %s\n", why);
+			_exit(1);
+		}
+		_exit(stack_peer(up[1], down[0]));
+	}
+	close(down[0]);
+	close(up[1]);
+	if (load_vmm(why, sizeof(why)) || acl.set_device(0)) {
+		fprintf(stderr, "owner: %s\n", why);
+		close(down[1]);
+		waitpid(peer, &st, 0);
+		return 1;
+	}
+	bad = stack_owner(down[1], up[0]);
+	close(down[1]);
+	waitpid(peer, &st, 0);
+	return bad || !WIFEXITED(st) || WEXITSTATUS(st);
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t size = 0;
 	pid_t pids[RANKS];
 	int failed = 0;
 
+	if (argc == 2 && !strcmp(argv[1], "stack"))
+		return stack_main();
 	if (argc != 5 || strcmp(argv[1], "share") || sseg_parse_size(argv[3], &size) ||
 	    atoi(argv[4]) < 1) {
-		fprintf(stderr, "usage: npu_check share ascend|memfd SIZE REPS\n");
+		fprintf(stderr, "usage: npu_check share ascend|memfd SIZE REPS | stack\n");
 		return 2;
 	}
 	for (int r = 0; r < RANKS; r++) {

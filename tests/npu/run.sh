@@ -3,7 +3,10 @@
 # shellcheck disable=SC2317 # the steps are functions run through bash -c
 # The checks that need a real Ascend NPU (Atlas A2/A3), prepared but never
 # run on one: nothing in this project has run on NPU hardware yet. One
-# short run: the environment, the probe, the ABI against the toolkit's
+# short run: the environment, first the raw runtime calls the backend's
+# choices rest on (docs/ascend.md, findings 1-4: two access descriptors, a
+# host entry on owner and peer, device access to host memory over HCCS or
+# PCIe, V1 and V2 import of host memory), the probe, the ABI against the toolkit's
 # acl_rt.h, a 4-rank demo with each handle type (fabric where the runtime
 # makes one, then the in-server handle with its pid trust list), two
 # processes sharing with copy bandwidth against an aclrtMallocHost buffer
@@ -157,6 +160,8 @@ summary() {
 			"this says the checks run, nothing about hardware"
 	fi
 	others=$(grep -v -e '"outcome": "pass"' -e '"check": "summary"' "$out" | cut -c1-400)
+	echo "the runtime's answers to the stack checks (findings 1-4):"
+	grep -o '{"check": "stack-[^}]*}' "$out" | sed 's/^/   /'
 	echo "refused, failed or skipped:"
 	echo "${others:-   nothing}"
 	grep -o '"copies_skipped": "[^"]\+"' "$out" | sort -u | sed 's/^/   not measured: /'
@@ -179,6 +184,9 @@ if [ ! -x "$build/sharedseg" ]; then
 	summary
 	echo "the build failed: nothing else can run (see $out)"
 	exit 1
+fi
+if [ -x "$build/sseg_npu_check" ]; then
+	step stack "$build/sseg_npu_check" stack
 fi
 step probe "$build/sharedseg" probe --json
 step abi abi
