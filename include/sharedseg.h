@@ -27,7 +27,8 @@
  *   -ENOENT      no such entry, where a caller walks a list: a backend
  *                number (sseg_probe_backend), a device index past the last
  *                (sseg_probe_device), a layout block, a pointer no segment
- *                holds
+ *                holds; memory the ACL runtime says is not registered
+ *   -EEXIST      memory the ACL runtime says is registered already
  *   -EBADMSG     a blob that is not an intact sharedseg blob: other bytes
  *                (magic), cut (declared size), corrupted (checksum, layout
  *                length); the exchange did not pass what create wrote
@@ -41,7 +42,9 @@
  *                received memfd without its seals
  *   -ETIMEDOUT   a rank did not arrive within timeout_ms (named)
  *   -EINTR       opts.interrupt said stop
- *   -ENOMEM, -EIO  out of memory; a driver call failed (named)
+ *   -ENOMEM, -EIO  out of memory (the kernel's, or a driver's: CUDA's and
+ *                ACL's out-of-memory codes); another driver call failed
+ *                (named, with the driver's own code)
  * The rarer ones (-EBUSY, -EALREADY, -EINPROGRESS, -E2BIG, -EOVERFLOW) are
  * told at the function that returns them. */
 #ifndef SHAREDSEG_H

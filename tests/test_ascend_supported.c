@@ -35,6 +35,24 @@ static int no_runtime(void *arg)
 	return 0;
 }
 
+/* A library that is not the runtime (the fake CUDA driver): it lacks the
+ * first entry point, which is what this machine cannot do too. */
+static int entry_missing(void *arg)
+{
+	unsigned char blob[SSEG_BLOB_SIZE];
+	SSEG_OPTS(o, .name = "no-entry", .size = 4096, .world_size = 1,
+		  .backend = SSEG_BACKEND_ASCEND);
+	sseg_t *seg = NULL;
+
+	(void)arg;
+	setenv("SSEG_ACL_LIBRARY", tu_build_file("libsseg_fake_cuda.so"), 1);
+	CHECK_RC(sseg_supported(SSEG_BACKEND_ASCEND, SSEG_PAGES_AUTO), -EOPNOTSUPP);
+	CHECK_ERR_HAS("the ACL runtime lacks aclInit");
+	CHECK_RC(sseg_create(&o, &seg, blob), -EOPNOTSUPP);
+	CHECK_ERR_HAS("the ACL runtime lacks aclInit");
+	return 0;
+}
+
 static int init_fails(void *arg)
 {
 	(void)arg;
@@ -158,6 +176,7 @@ int main(void)
 	int zero = 0, one = 1;
 
 	run("no runtime", no_runtime, NULL);
+	run("an entry point missing", entry_missing, NULL);
 	run("aclInit fails", init_fails, NULL);
 	run("initialized before", initialized_before, NULL);
 	run("no device", no_device, NULL);

@@ -88,7 +88,7 @@ static int resolve_all(void *lib)
 		void *fn = dlsym(lib, entries[i].name);
 
 		if (!fn && entries[i].group == REQUIRED)
-			return fail(-ENOSYS, "the ACL runtime lacks %s", entries[i].name);
+			return fail(-EOPNOTSUPP, "the ACL runtime lacks %s", entries[i].name);
 		if (!fn)
 			missing[entries[i].group] = true;
 		memcpy((char *)&table + entries[i].offset, &fn, sizeof(fn));
