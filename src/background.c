@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* populate=background: complete returns once every rank has mapped, and a
- * thread of the owner's populates the copy in steps, with populate_threads
- * workers a step, asking between steps whether destroy wants it to stop.
+/* populate=background: complete returns once every rank has mapped, and
+ * populate_threads workers of the owner's populate the copy, each its
+ * slice in steps, asking between steps whether destroy wants them to stop.
  * Every rank can watch the copy become resident (the backend counts the
  * pages of its file, whoever faulted them) and wait for it; the owner's
  * wait also returns the work's error, which the log callback has reported
@@ -24,6 +24,7 @@
  * workers' start costs nothing next to it. */
 #define BACKGROUND_STEP (64ull << 20)
 #define WAIT_POLL_MS 20
+#define BACKGROUND_WORKERS 64
 
 struct sseg_background {
 	pthread_t thread;
@@ -38,41 +39,93 @@ struct sseg_background {
 	double started, seconds; /* seconds: the work's, once finished (under lock) */
 };
 
-/* The work's steps. sseg_os_populate's errors are per step; the thread's
- * own sentence (thread-local) is copied out for the waiting caller. */
+/* One worker's slice, in steps; the first error stops every worker. The
+ * sentence is thread-local: the failing worker copies it out. */
+struct worker {
+	struct sseg *seg;
+	uint64_t start, end;
+	int threads; /* workers in all; worker 0 starts the others */
+	pthread_t tid;
+};
+
+static bool step_done(struct sseg_background *bg, uint64_t n, int rc)
+{
+	bool go;
+
+	pthread_mutex_lock(&bg->lock);
+	if (rc && !bg->rc) {
+		bg->rc = rc;
+		snprintf(bg->why, sizeof(bg->why), "%s", sseg_last_error());
+	}
+	if (!rc)
+		bg->done += n;
+	go = !bg->stop && !bg->rc;
+	pthread_mutex_unlock(&bg->lock);
+	return go;
+}
+
+static void *populate_slice(void *arg)
+{
+	struct worker *w = arg;
+	struct sseg *seg = w->seg;
+	uint64_t off = w->start;
+	bool go = true;
+
+	while (go && off < w->end) {
+		uint64_t n = w->end - off < BACKGROUND_STEP ? w->end - off : BACKGROUND_STEP;
+		int rc = sseg_os_populate(seg->base, off, n, seg->page_size, 1, !seg->readonly);
+
+		go = step_done(seg->background, n, rc);
+		off += n;
+	}
+	return NULL;
+}
+
+/* Slices of whole pages, one a worker; the caller's interrupt check is not
+ * asked here: it belongs to the thread that waits (a Python binding takes
+ * the GIL in it). */
+static int start_workers(struct sseg *seg, struct worker *w, int n)
+{
+	uint64_t pages = seg->mapped_size / seg->page_size;
+	int started = 1;
+
+	for (int i = 0; i < n; i++)
+		w[i] = (struct worker){ seg, pages * (uint64_t)i / (uint64_t)n * seg->page_size,
+					pages * (uint64_t)(i + 1) / (uint64_t)n * seg->page_size,
+					n, 0 };
+	for (; started < n; started++)
+		if (pthread_create(&w[started].tid, NULL, populate_slice, &w[started]))
+			break;
+	return started;
+}
+
 static void *populate_in_background(void *arg)
 {
 	struct sseg *seg = arg;
 	struct sseg_background *bg = seg->background;
-	int threads = seg->opts.populate_threads, stop = 0, rc = 0;
+	int threads = seg->opts.populate_threads, started;
+	struct worker w[BACKGROUND_WORKERS];
 
-	/* The caller's interrupt check is not asked here: it belongs to the
-	 * thread that waits (a Python binding takes the GIL in it). */
 	if (threads <= 0)
 		threads = sseg_os_cpu_count() < 4 ? sseg_os_cpu_count() : 4;
-
-	while (!rc && !stop && bg->done < seg->mapped_size) {
-		uint64_t n = seg->mapped_size - bg->done;
-
-		if (n > BACKGROUND_STEP)
-			n = BACKGROUND_STEP;
-		rc = sseg_os_populate(seg->base, bg->done, n, seg->page_size, threads,
-				      !seg->readonly);
-		pthread_mutex_lock(&bg->lock);
-		if (!rc)
-			bg->done += n;
-		stop = bg->stop;
-		pthread_mutex_unlock(&bg->lock);
-	}
-	if (rc)
+	if (threads > BACKGROUND_WORKERS)
+		threads = BACKGROUND_WORKERS;
+	if ((uint64_t)threads > seg->mapped_size / seg->page_size)
+		threads = 1;
+	started = start_workers(seg, w, threads);
+	populate_slice(&w[0]);
+	/* A worker that could not start leaves its slice to this thread. */
+	for (int i = started; i < threads; i++)
+		populate_slice(&w[i]);
+	for (int i = 1; i < started; i++)
+		pthread_join(w[i].tid, NULL);
+	/* No lock held while logging: the callback may ask about the segment. */
+	if (bg->rc)
 		sseg_log(SSEG_LOG_ERROR, "segment '%s': background population stopped with %llu of "
 			 "%llu bytes resident: %s", seg->name, (unsigned long long)bg->done,
-			 (unsigned long long)seg->mapped_size, sseg_last_error());
+			 (unsigned long long)seg->mapped_size, bg->why);
 	pthread_mutex_lock(&bg->lock);
-	bg->rc = rc;
 	bg->seconds = sseg_now() - bg->started;
-	if (rc)
-		snprintf(bg->why, sizeof(bg->why), "%s", sseg_last_error());
 	bg->finished = 1;
 	pthread_cond_broadcast(&bg->cond);
 	pthread_mutex_unlock(&bg->lock);
