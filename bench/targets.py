@@ -552,7 +552,7 @@ def background_usable(rows):
                    "populated (populate=lazy), at any size", _ratio_line(items), met, why)
 
 
-def background_resident(rows):
+def background_resident(rows, cores):
     items, why, ratios = [], [], []
     for size, ranks, kind in _bg_cases(rows):
         bg, fg = _bg_pair(rows, "resident", size, ranks, kind)
@@ -565,6 +565,11 @@ def background_resident(rows):
             reader = ", with the first peer reading the segment meanwhile" if ranks > 1 else ""
             why.append(f"{_case_text(bg)}: background {bg['median'] * 1e3:.0f} ms, foreground "
                        f"(2 threads) {fg['median'] * 1e3:.0f} ms{reader}")
+    if why:
+        why.append(f"with a reader, the owner's {min(cores, 4)} workers and the reader share "
+                   f"this machine's {cores} cores, and the reader faults in the pages the "
+                   f"workers have not reached yet, at the speed of population; alone (1 rank) "
+                   f"the work runs as fast as the foreground's")
     met = None if not ratios else max(ratios) <= 1.1
     return Verdict("Background: resident within 1.1x the foreground time (owner, 2 threads)",
                    _ratio_line(items), met, why)
@@ -597,4 +602,4 @@ def evaluate(rows, cores):
             first_read(rows), steady_read(rows), gather(rows), peer_complete(rows),
             vllm_ready(rows, cores, huge=True), vllm_ready(rows, cores, huge=False),
             vllm_memory(rows), resident_base(rows, cores), background_usable(rows),
-            background_resident(rows), background_reads(rows)]
+            background_resident(rows, cores), background_reads(rows)]
