@@ -4,7 +4,10 @@
  * mapping with 1 and 2 threads (what the owner does), and fallocate() on
  * the file (pages allocated without page tables), each followed by a
  * second mapping's first read (what a peer's first touch then costs: its
- * page tables, and whatever the first pass left undone). */
+ * page tables, and whatever the first pass left undone). Then, on the
+ * populated memfd, a peer's page tables made up front by
+ * MADV_POPULATE_READ and its read after that, against the first read that
+ * faults them (with the kernel's fault-around) as it goes. */
 #define _GNU_SOURCE /* fallocate, memfd_create */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +20,9 @@
 #include "kernels.h"
 #include "report.h"
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
@@ -66,9 +72,32 @@ static void *map_fd(int fd, uint64_t len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* A third mapping of the populated file: MADV_POPULATE_READ's seconds,
+ * and a read's after it. */
+static int prefaulted(int fd, uint64_t len, double *advice, double *read)
+{
+	char *p = map_fd(fd, len);
+	double t0 = now_s();
+	int err;
+
+	if (!p)
+		return ENOMEM;
+	err = madvise(p, len, MADV_POPULATE_READ) ? errno : 0;
+	*advice = now_s() - t0;
+	if (!err)
+		*read = time_read(p, len);
+	munmap(p, len);
+	return err;
+}
+
+struct peer_tables {
+	double advice, read;
+};
+
 /* One repetition of one way: *first its seconds, *then a second mapping's
- * first read after it. */
-static int one_way(enum way w, uint64_t len, double *first, double *then)
+ * first read after it; with tables, a third mapping's prefaulted read. */
+static int one_way(enum way w, uint64_t len, double *first, double *then,
+		   struct peer_tables *tables)
 {
 	int fd = memfd_create("sseg-bench-alt", MFD_CLOEXEC), err = 0;
 	char *owner = NULL, *peer = NULL;
@@ -90,6 +119,8 @@ static int one_way(enum way w, uint64_t len, double *first, double *then)
 	*first = now_s() - t0;
 	if (!err)
 		*then = time_read(peer, len);
+	if (!err && tables)
+		err = prefaulted(fd, len, &tables->advice, &tables->read);
 out:
 	if (owner)
 		munmap(owner, len);
@@ -108,22 +139,40 @@ static void print_way(const struct bench_case *bc, const char *bench, enum way w
 	row_end(stdout);
 }
 
+/* A peer's page tables on populated memory, each way. */
+static void print_tables(const struct bench_case *bc, const char *way, double *seconds, int n)
+{
+	struct row r = { "peer_tables_4k", way, 1, bc->size, "base", "base", "s" };
+
+	row_begin(stdout, &r, seconds, n);
+	row_end(stdout);
+}
+
 int alternatives_run(const struct bench_case *bc)
 {
 	double first[WAYS][ROW_MAX_REPS], then[WAYS][ROW_MAX_REPS], ignore;
+	double advice[ROW_MAX_REPS], read[ROW_MAX_REPS];
+	struct peer_tables t;
 	int err;
 
 	/* Untimed: the machine hands back memory it holds for the first. */
-	if ((err = one_way(WAY_POPULATE_2, bc->size, &ignore, &ignore)))
+	if ((err = one_way(WAY_POPULATE_2, bc->size, &ignore, &ignore, NULL)))
 		goto fail;
-	for (int i = 0; i < bc->reps; i++)
+	for (int i = 0; i < bc->reps; i++) {
 		for (int w = 0; w < WAYS; w++)
-			if ((err = one_way((enum way)w, bc->size, &first[w][i], &then[w][i])))
+			if ((err = one_way((enum way)w, bc->size, &first[w][i], &then[w][i],
+					   w == WAY_POPULATE_2 ? &t : NULL)))
 				goto fail;
+		advice[i] = t.advice;
+		read[i] = t.advice + t.read;
+	}
 	for (int w = 0; w < WAYS; w++) {
 		print_way(bc, "resident_4k", (enum way)w, first[w], bc->reps);
 		print_way(bc, "first_read_after", (enum way)w, then[w], bc->reps);
 	}
+	print_tables(bc, "populate_read", advice, bc->reps);
+	print_tables(bc, "populate_read_then_read", read, bc->reps);
+	print_tables(bc, "first_read_faulting", then[WAY_POPULATE_2], bc->reps);
 	return 0;
 fail:
 	fprintf(stderr, "sseg_bench: alternatives at %llu bytes: %s\n",

@@ -321,7 +321,20 @@ def alternatives_section(rows):
             "after it pays the clearing the population skipped: the owner keeps "
             "MADV_POPULATE_WRITE.\n\n"
             + table(["size", "way", "resident (min-max)", "then a peer's first read",
-                     "both"], lines))
+                     "both"], lines) + _peer_tables(rows))
+
+
+def _peer_tables(rows):
+    got = select(rows, bench="peer_tables_4k", section="background")
+    if not got:
+        return ""
+    names = {"first_read_faulting": "nothing: the first read faults them (fault-around)",
+             "populate_read": "MADV_POPULATE_READ alone",
+             "populate_read_then_read": "MADV_POPULATE_READ, then the read"}
+    lines = [(size_text(r["size"]), names.get(r["mechanism"], r["mechanism"]), spread_text(r))
+             for r in sorted(got, key=lambda r: (r["size"], r["mechanism"]))]
+    return ("\nA peer's page tables on the populated memfd, until its first read of the whole "
+            "segment is done:\n\n" + table(["size", "way", "seconds (min-max)"], lines))
 
 
 def python_section(rows, figs):

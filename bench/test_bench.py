@@ -109,7 +109,9 @@ def test_background_rows():
     got = driver("alternatives", "--size", SIZE, "--reps", 2)
     assert {(r["bench"], r["mechanism"]) for r in got} == {
         (b, w) for b in ("resident_4k", "first_read_after")
-        for w in ("populate_write_1_thread", "populate_write_2_threads", "fallocate")}
+        for w in ("populate_write_1_thread", "populate_write_2_threads", "fallocate")} | {
+        ("peer_tables_4k", w)
+        for w in ("populate_read", "populate_read_then_read", "first_read_faulting")}
     for r in got:
         r["section"] = "background"
     rows += got
