@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Every code block of README.md and docs/integrations.md is checked against
-what runs: each fenced block is preceded by a marker comment saying how.
+"""Every code block of README.md and of every docs/*.md is checked against
+what runs: each fenced block is preceded by a marker comment saying how, and
+a block without one fails the check.
 
   <!-- check: file PATH -->      the block is PATH, whole (PATH is built and
                                   run by the test named in PATH's header)
@@ -24,12 +25,19 @@ what runs: each fenced block is preceded by a marker comment saying how.
 
 Usage: readme.py SOURCE_DIR BUILD_DIR (exit 0 pass, 1 fail)."""
 import fcntl
+import glob
 import os
 import re
 import subprocess
 import sys
 
-DOCUMENTS = ("README.md", "docs/integrations.md")
+
+def documents(source):
+    """README.md, then every docs/*.md, as paths relative to source."""
+    docs = sorted(glob.glob(os.path.join(source, "docs", "*.md")))
+    return ["README.md"] + [os.path.relpath(d, source) for d in docs]
+
+
 MARK = re.compile(r"<!-- check: (\w+)(?: (.*?))? -->\s*$")
 
 
@@ -173,7 +181,8 @@ def check(marker, lang, body, source, build, doc):
 def main():
     source, build = sys.argv[1], sys.argv[2]
     problems, n = [], 0
-    for doc in DOCUMENTS:
+    docs = documents(source)
+    for doc in docs:
         text = open(f"{source}/{doc}", encoding="utf-8").read()
         for marker, lang, body, line in blocks(text):
             n += 1
@@ -185,7 +194,8 @@ def main():
                 problems.append(f"{doc}:{line}: {why}")
     for p in problems:
         print(p)
-    print(f"readme: {n} code blocks, {'all checked' if not problems else f'{len(problems)} problem(s)'}")
+    verdict = f"{len(problems)} problem(s)" if problems else "all checked"
+    print(f"readme: {n} code blocks in {len(docs)} documents, {verdict}")
     return 1 if problems else 0
 
 

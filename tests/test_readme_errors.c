@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The error sentences the README shows, produced for real: a declaration
+/* The error sentences docs/c-api.md shows, produced for real: a declaration
  * that differs, layouts that differ, a HugeTLB pool too small, memory that
  * cannot back a segment, an owner that is gone. With --print the sentences
- * go to stdout for tests/readme.py, which checks the README's block
+ * go to stdout for tests/readme.py, which checks that document's block
  * against them (numbers aside). */
 #include <string.h>
 

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# README.md's Python install on Debian 12, the lines as they stand there
-# (tests/readme.py checks the README blocks against them); run by
+# docs/python.md's install on Debian 12, the lines as they stand there
+# (tests/readme.py checks that document's blocks against them); run by
 # test_readme_python.py with HOME in a temporary folder.
 set -e
 make wheel

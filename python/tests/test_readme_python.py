@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-"""README.md's Python section runs as written: its install lines
-(readme_install.sh), its call (readme_call.py, run by the gloo ranks) and
+"""docs/python.md runs as written: its install lines (readme_install.sh),
+its call (readme_call.py, run by the gloo ranks; README.md shows it too) and
 the errors it shows (ERRORS below, produced here for real). tests/readme.py
-checks that the README's blocks are these lines."""
+checks that the documents' blocks are these lines."""
 import errno
 import os
 import subprocess
@@ -41,7 +41,7 @@ def said(e):
     return f"{type(e).__name__}: {e}"
 
 
-def test_the_errors_the_readme_shows():
+def test_the_errors_the_docs_show():
     def transposed(r, gather):
         shape = (512, 16) if r == 2 else (16, 512)
         return create_shared_segment("vllm_sparse_kv", {"k": dict(count=2, shape=shape,
