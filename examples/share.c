@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Every rank of a group maps one segment: run `share RANK WORLD` once per
- * rank on one host (the README builds and runs it; tests/readme_c.sh
+ * rank on one host (the README builds and runs it; tests/readme/c_example.sh
  * does the same). The all-gather here is the library's local exchange; an
  * engine passes its own group's (MPI_Allgather, torch.distributed, ...). */
 #include <sharedseg.h>

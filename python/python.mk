@@ -27,7 +27,7 @@ test-python: python
 	SSEG_BUILD_DIR=$(abspath $(BUILD)) SSEG_TEST_LEG=$(SSEG_TEST_LEG) \
 		$(PYTHON) -m pytest -q python/tests $(PYTEST_ARGS)
 
-# mpi4py and the README's install are Debian's: those run on the Debian leg only.
+# mpi4py and the install of docs/python.md are Debian's: those run on the Debian leg only.
 test-python-pypi:
 	@test -x $(PYPI_VENV)/bin/python || \
 		{ echo "no PyPI test environment in $(PYPI_VENV): run make deps" >&2; exit 1; }

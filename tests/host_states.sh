@@ -5,7 +5,7 @@
 # Python examples (the whole Python suite in the last) under three states,
 # then puts back what it found:
 #   none     no HugeTLB pages, shmem_enabled=never (a fresh machine)
-#   some     256 free 2 MiB pages (the README's advice for a small segment
+#   some     256 free 2 MiB pages (docs/cli.md's advice for a small segment
 #            gives at least 138), shmem_enabled=advise
 #   plenty   1400 free 2 MiB pages and two 1 GiB pages, shmem_enabled=always
 # The 2 MiB size's own shmem_enabled knob (kernels >= 6.8), which overrides
