@@ -181,7 +181,7 @@ SSEG_API int sseg_open(const struct sseg_opts *opts, sseg_allgather_fn allgather
  * not released again (its state is unknown): that destroy returns the
  * error, sseg_abandoned_handles() counts it, and the next destroy goes on
  * with the stages after it. After the third consecutive failure the library
- * takes the segment over (see sseg_cleanup_pending), the handle is gone and
+ * takes the segment over (see sseg_pending_count), the handle is gone and
  * -EINPROGRESS is returned. -EBUSY while pinned. NULL is a no-op. */
 SSEG_API int sseg_destroy(sseg_t *seg);
 
@@ -251,9 +251,15 @@ SSEG_API int sseg_populate_wait(sseg_t *seg, int timeout_ms);
 /* The thread-local sentence that explains this thread's last failure. */
 SSEG_API const char *sseg_last_error(void);
 
-/* 0 when this system can create segments with this backend and page kind
- * (AUTO: any), else a negative errno with sseg_last_error() saying why
- * (-EOPNOTSUPP: this machine cannot; -ENODEV: its driver has no device). */
+/* Checks that this system can create segments with this backend and page
+ * kind (AUTO: any): 0 when it can, else a negative errno with
+ * sseg_last_error() saying why (-EOPNOTSUPP: this machine cannot; -ENODEV:
+ * its driver has no device; -EINVAL: not a backend or page kind). Like every
+ * int call here, 0 is the success: `if (sseg_check_support(b, p))` is the
+ * branch where segments cannot be made. */
+SSEG_API int sseg_check_support(enum sseg_backend backend, enum sseg_pages pages);
+/* The name sseg_check_support had up to 0.2 (the same answer: 0 when
+ * supported, which the name reads the other way round). */
 SSEG_API int sseg_supported(enum sseg_backend backend, enum sseg_pages pages);
 
 /* ---- groups spanning hosts ---- */
@@ -414,7 +420,10 @@ struct sseg_lookup_result {
 SSEG_API int sseg_lookup(const void *addr, size_t len, struct sseg_lookup_result *res);
 SSEG_API int sseg_pin(sseg_t *seg);
 SSEG_API int sseg_unpin(sseg_t *seg);
-/* Segments whose teardown kept failing and that the library retries. */
+/* How many segments the library holds whose teardown kept failing (it
+ * retries them at each create); it only counts, never cleans up. */
+SSEG_API int sseg_pending_count(void);
+/* The name sseg_pending_count had up to 0.2; the same count. */
 SSEG_API int sseg_cleanup_pending(void);
 /* Driver handles whose release call failed and that the library will not
  * release again (their state is unknown), since the process started. */
@@ -441,7 +450,14 @@ typedef void (*sseg_log_fn)(enum sseg_log_level level, const char *message, void
  * connections) are rate-limited whichever receives them. */
 SSEG_API void sseg_set_log(sseg_log_fn fn, void *ctx);
 /* The most verbose level delivered (SSEG_LOG_OFF: none). The default comes
- * from the environment: SSEG_LOG=off|error|warn|info|debug, else warn. */
+ * from the environment: SHAREDSEG_LOG=off|error|warn|info|debug, else warn.
+ *
+ * Every environment variable the library reads is spelled SHAREDSEG_...:
+ * SHAREDSEG_LOG, SHAREDSEG_CUDA_LIBRARY and SHAREDSEG_ACL_LIBRARY (another
+ * driver library to load, honoured only when the real and effective ids
+ * agree), SHAREDSEG_CUDA_HOST_NUMA_MIN_DRIVER, SHAREDSEG_ASCEND_FABRIC.
+ * Up to 0.2 these were spelled SSEG_...; the old spelling is still read
+ * where the new one is unset, and logged once (warn) as deprecated. */
 SSEG_API void sseg_set_log_level(enum sseg_log_level level);
 SSEG_API enum sseg_log_level sseg_log_level(void);
 

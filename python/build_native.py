@@ -46,7 +46,7 @@ def _headers_mtime():
 
 
 def _compile(cc, source, obj, include):
-    # The project's folders first: src/object.h must win over Python's object.h.
+    # The project's folders first, so a project header wins over a same-named system one.
     argv = cc + ["-c", os.path.join(ROOT, source), "-o", obj, "-O2", "-g", "-fPIC"] + [
         f"-I{os.path.join(ROOT, d)}" for d in INCLUDE_DIRS] + [f"-I{include}"] + CFLAGS
     done = subprocess.run(argv, capture_output=True, text=True)

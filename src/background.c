@@ -16,7 +16,7 @@
 
 #include "background.h"
 #include "backend/backend.h"
-#include "object.h"
+#include "segment_types.h"
 #include "os/host.h"
 #include "os/populate.h"
 

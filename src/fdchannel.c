@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include "fdchannel.h"
-#include "object.h"
 #include "os/accept.h"
 #include "os/sock.h"
+#include "segment_types.h"
 
 #define HELLO_MAGIC 0x4f4c4548u /* "HELO" */
 #define REPLY_MAGIC 0x44484546u /* "FEHD" */

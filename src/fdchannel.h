@@ -14,7 +14,7 @@
 #include "internal.h"
 
 struct sseg;
-struct sseg_channel; /* its state inside the segment: object.h */
+struct sseg_channel; /* its state inside the segment: segment_types.h */
 
 SSEG_HIDDEN void sseg_channel_init(struct sseg_channel *ch);
 /* Owner, in create: open the socket (SSEG_HELD_CHANNEL). */

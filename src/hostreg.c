@@ -16,7 +16,7 @@
 #include "backend/backend.h"
 #include "hostreg.h"
 #include "layout.h"
-#include "object.h"
+#include "segment_types.h"
 
 #define DEFAULT_CHUNK (64ull << 30)
 

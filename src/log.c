@@ -23,9 +23,67 @@ static struct sseg_ratelimit *held_list; /* causes with lines held back */
 
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
 
+/* The user-facing environment: SHAREDSEG_<name>. Releases up to 0.2 read
+ * some as SSEG_<name>; that spelling still counts, with one warning. */
+static const char *const env_names[] = { "LOG", "CUDA_LIBRARY", "ACL_LIBRARY",
+					 "CUDA_HOST_NUMA_MIN_DRIVER", "ASCEND_FABRIC" };
+enum { ENV_LOG = 0 }; /* env_names[ENV_LOG] */
+static int env_warned[ARRAY_SIZE(env_names)];
+static int log_env_old = -1; /* read_level found the old spelling: ENV_LOG */
+
+#define ENV_PREFIX "SHAREDSEG_"
+#define ENV_OLD_PREFIX "SSEG_"
+
+static const char *env_value(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : NULL;
+}
+
+/* The value and, where the old spelling is set, its index in env_names;
+ * never logs (the log level itself is read through here). */
+static const char *env_read(const char *name, int *old)
+{
+	const char *v = env_value(name), *suffix, *was;
+	char old_name[64];
+
+	*old = -1;
+	if (strncmp(name, ENV_PREFIX, strlen(ENV_PREFIX)))
+		return v;
+	suffix = name + strlen(ENV_PREFIX);
+	for (size_t i = 0; i < ARRAY_SIZE(env_names); i++) {
+		if (strcmp(suffix, env_names[i]))
+			continue;
+		snprintf(old_name, sizeof(old_name), ENV_OLD_PREFIX "%s", suffix);
+		was = env_value(old_name);
+		if (was)
+			*old = (int)i;
+		return v ? v : was;
+	}
+	return v;
+}
+
+static void env_warn(int i)
+{
+	if (i < 0 || __atomic_exchange_n(&env_warned[i], 1, __ATOMIC_RELAXED))
+		return;
+	sseg_log(SSEG_LOG_WARN, ENV_OLD_PREFIX "%s is deprecated: set " ENV_PREFIX "%s instead "
+		 "(which wins where both are set)", env_names[i], env_names[i]);
+}
+
+const char *sseg_env(const char *name)
+{
+	int old;
+	const char *v = env_read(name, &old);
+
+	env_warn(old);
+	return v;
+}
+
 static void read_level(void)
 {
-	const char *env = getenv("SSEG_LOG");
+	const char *env = env_read(ENV_PREFIX "LOG", &log_env_old);
 
 	if (!env)
 		return;
@@ -49,6 +107,9 @@ void sseg_set_log_level(enum sseg_log_level level)
 enum sseg_log_level sseg_log_level(void)
 {
 	pthread_once(&level_once, read_level);
+	/* Told here, not in read_level: the warning itself asks for the level. */
+	if (log_env_old == ENV_LOG)
+		env_warn(ENV_LOG);
 	return (enum sseg_log_level)__atomic_load_n(&max_level, __ATOMIC_RELAXED);
 }
 

@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Messages (log.c): through the application's callback (sseg_set_log), or
- * to stderr without ever blocking; SSEG_LOG=off|error|warn|info|debug. */
+ * to stderr without ever blocking; SHAREDSEG_LOG=off|error|warn|info|debug. */
 #ifndef SSEG_LOG_H
 #define SSEG_LOG_H
 
 #include "hidden.h"
 #include "sharedseg.h"
 #include "util.h"
+
+/* The environment variable name (SHAREDSEG_...), NULL where unset or empty.
+ * For a name a release up to 0.2 spelled SSEG_..., that spelling is read
+ * too where the new one is unset, and its use is logged once (warn). */
+SSEG_HIDDEN const char *sseg_env(const char *name);
 
 SSEG_HIDDEN void sseg_log(enum sseg_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -5,8 +5,8 @@
 
 #include "backend/backend.h"
 #include "layout.h"
-#include "object.h"
 #include "options.h"
+#include "segment_types.h"
 
 /* Bytes of the first release's struct sseg_opts: callers built against it
  * keep working when the struct grows. */

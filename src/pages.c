@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "object.h"
+#include "segment_types.h"
 #include "os/hugepage.h"
 #include "os/host.h"
 #include "os/memory.h"

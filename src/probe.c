@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What this system can do: the facts behind `sharedseg probe` and
- * sseg_supported(). */
+ * sseg_check_support(). */
 #include <stdio.h>
 #include <string.h>
 #include <sys/utsname.h>
@@ -158,7 +158,7 @@ int sseg_probe_device(enum sseg_backend backend, int index, struct sseg_probe_de
 	return sseg_backend_probe_device(ops, index, facts);
 }
 
-int sseg_supported(enum sseg_backend backend, enum sseg_pages pages)
+int sseg_check_support(enum sseg_backend backend, enum sseg_pages pages)
 {
 	const struct sseg_backend_ops *ops = sseg_backend_get(backend);
 	struct sseg_probe_backend facts = { .sz = sizeof(facts) };
@@ -174,4 +174,9 @@ int sseg_supported(enum sseg_backend backend, enum sseg_pages pages)
 		return sseg_err(rc, "backend %s: %s", ops->name, facts.reason);
 	/* The same decision as the owner's create, for the smallest segment. */
 	return sseg_backend_choose_pages(ops, pages, 0, &choice);
+}
+
+int sseg_supported(enum sseg_backend backend, enum sseg_pages pages)
+{
+	return sseg_check_support(backend, pages);
 }

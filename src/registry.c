@@ -11,7 +11,7 @@
 #include "backend/backend.h"
 #include "fdchannel.h"
 #include "layout.h"
-#include "object.h"
+#include "segment_types.h"
 #include "registry.h"
 #include "tag.h"
 #include "release.h"
@@ -267,7 +267,7 @@ void sseg_registry_retry_pending(void)
 	sseg_err_clear();
 }
 
-int sseg_cleanup_pending(void)
+int sseg_pending_count(void)
 {
 	int n;
 
@@ -275,6 +275,11 @@ int sseg_cleanup_pending(void)
 	n = npending;
 	pthread_mutex_unlock(&registry_lock);
 	return n;
+}
+
+int sseg_cleanup_pending(void)
+{
+	return sseg_pending_count();
 }
 
 void sseg_registry_abandoned(void)

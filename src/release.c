@@ -5,7 +5,7 @@
 #include "fdchannel.h"
 #include "hostreg.h"
 #include "layout.h"
-#include "object.h"
+#include "segment_types.h"
 #include "release.h"
 #include "tag.h"
 

@@ -8,10 +8,10 @@
 #include "background.h"
 #include "backend/backend.h"
 #include "fdchannel.h"
-#include "host.h"
+#include "host_identity.h"
 #include "hostreg.h"
 #include "layout.h"
-#include "object.h"
+#include "segment_types.h"
 #include "options.h"
 #include "os/sock.h"
 #include "registry.h"
@@ -248,7 +248,7 @@ int sseg_destroy(sseg_t *seg)
 	sseg_registry_defer(seg, rc, "destroy");
 	return sseg_err(-EINPROGRESS,
 			"segment '%s' failed to tear down %d times; the library retries it on later "
-			"creates (see sseg_cleanup_pending)",
+			"creates (see sseg_pending_count)",
 			name, DESTROY_TRIES);
 }
 

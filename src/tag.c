@@ -6,8 +6,8 @@
 #include <stdio.h>
 
 #include "backend/backend.h"
-#include "object.h"
 #include "os/window.h"
+#include "segment_types.h"
 #include "tag.h"
 
 void sseg_tag_name(const struct sseg *seg, bool tag_page, char *buf, size_t len)

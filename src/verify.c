@@ -10,8 +10,8 @@
 #include "backend/backend.h"
 #include "blob.h"
 #include "layout.h"
-#include "object.h"
 #include "os/host.h"
+#include "segment_types.h"
 #include "verify.h"
 
 static const char *flag_text(uint32_t flags, char *buf, size_t len)

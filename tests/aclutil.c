@@ -14,7 +14,7 @@ void ta_fake_load(const char *config, struct ta_fake *fake)
 		"live_mappings", "live_registrations", "live_devices", "bugs",
 		"registration", "trusted", "reset", "mapping", "init_config",
 	};
-	void *lib = tu_fake_open(ta_fake_path(), "SSEG_ACL_LIBRARY", "SSEG_FAKE_ACL", config,
+	void *lib = tu_fake_open(ta_fake_path(), "SHAREDSEG_ACL_LIBRARY", "SSEG_FAKE_ACL", config,
 				 SSEG_BACKEND_ASCEND);
 
 	_Static_assert(sizeof(names) / sizeof(names[0]) * sizeof(void *) == sizeof(*fake),

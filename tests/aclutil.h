@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the ascend paths: the fake ACL runtime loaded through the
- * library's real loading path (SSEG_ACL_LIBRARY), and its control API. */
+ * library's real loading path (SHAREDSEG_ACL_LIBRARY), and its control API. */
 #ifndef SSEG_ACLUTIL_H
 #define SSEG_ACLUTIL_H
 
@@ -25,8 +25,8 @@ struct ta_fake {
 
 /* build/libsseg_fake_acl.so (SSEG_BUILD_DIR); exits 1 when unset. */
 const char *ta_fake_path(void);
-/* Points SSEG_ACL_LIBRARY at the fake with this configuration (before the
- * library's first use of ACL), loads it through sseg_supported() and fills
+/* Points SHAREDSEG_ACL_LIBRARY at the fake with this configuration (before the
+ * library's first use of ACL), loads it through sseg_check_support() and fills
  * the control table. Exits 1 when the fake cannot be loaded. */
 void ta_fake_load(const char *config, struct ta_fake *fake);
 /* Nothing held in the fake and no rule broken; else says what. */

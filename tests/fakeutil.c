@@ -15,7 +15,7 @@ void tu_fake_load(const char *config, struct tu_fake *fake)
 		"registration", "granted", "reset",
 	};
 	const char *path = tu_build_file("libsseg_fake_cuda.so");
-	void *lib = tu_fake_open(path, "SSEG_CUDA_LIBRARY", "SSEG_FAKE_CUDA", config,
+	void *lib = tu_fake_open(path, "SHAREDSEG_CUDA_LIBRARY", "SSEG_FAKE_CUDA", config,
 				 SSEG_BACKEND_CUDA);
 	int (*proc)(const char *, void **, int, unsigned long long);
 

@@ -24,8 +24,8 @@ struct tu_fake {
 	int (*ctx_get_current)(void **ctx);
 };
 
-/* Points SSEG_CUDA_LIBRARY at the fake with this configuration (before the
- * library's first use of CUDA), loads it through sseg_supported() and fills
+/* Points SHAREDSEG_CUDA_LIBRARY at the fake with this configuration (before the
+ * library's first use of CUDA), loads it through sseg_check_support() and fills
  * the control table. Exits 1 when the fake is missing. */
 void tu_fake_load(const char *config, struct tu_fake *fake);
 /* Nothing alive in the driver and no rule broken. */

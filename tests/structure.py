@@ -3,7 +3,8 @@
 """The shape of src/, checked: the core never names a backend or a driver,
 the include graph has no cycle, OS primitives and drivers include no core
 header beyond the base, no .c file declares another file's function, and
-the version script lists every public function by name, each once.
+the version script lists every public function by name, each once, and no
+file name is taken twice by the core and src/os/ nor shadows a Python header.
 
 Usage: structure.py SOURCE_DIR (exit 0 pass, 1 fail)."""
 import os
@@ -113,6 +114,23 @@ LICENSED_NAMES = ("CMakeLists.txt", "Makefile", "run")
 SKIPPED_DIRS = (".git", "__pycache__", "dist", ".pytest_cache", "corpus")
 
 
+# Python's own headers that the extension's build sees beside src/ (the
+# extension compiles every src/ file with both on the include path).
+PYTHON_HEADERS = {"Python.h", "object.h", "objimpl.h", "abstract.h", "pyport.h", "pymem.h",
+                  "pystate.h", "import.h", "structmember.h", "warnings.h", "traceback.h"}
+
+
+def file_names(files):
+    """A core file and an OS primitive never share a name (one host.c per
+    layer), and no src/ header is named like one of Python's."""
+    core = {p for p in files if "/" not in p}
+    bad = [f"{p} and os/{p}: one name in two layers" for p in sorted(core)
+           if f"os/{p}" in files]
+    bad += [f"{p}: named like Python's {os.path.basename(p)}" for p in sorted(files)
+            if os.path.basename(p) in PYTHON_HEADERS]
+    return bad
+
+
 def project_files(root):
     """The licence, changelog and SPDX line every file carries, and what
     .gitignore keeps out of a commit."""
@@ -143,7 +161,8 @@ def main():
     files = dict(sources(src))
     header = open(os.path.join(root, "include", "sharedseg.h"), encoding="utf-8").read()
     problems = (core_names_no_backend(files) + layers(files) + cycles(graph(files)) +
-                foreign_prototypes(files) + version_script(src, header) + project_files(root))
+                foreign_prototypes(files) + version_script(src, header) + file_names(files) +
+                project_files(root))
     for p in problems:
         print(p)
     print(f"structure: {len(files)} files, {'ok' if not problems else f'{len(problems)} problem(s)'}")

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The `sharedseg` command line with the fake ACL runtime, as a user would
  * point it at a runtime: `make` built build/libsseg_fake_acl.so; with
- * SSEG_ACL_LIBRARY naming it, `probe --json` reports the ascend backend
+ * SHAREDSEG_ACL_LIBRARY naming it, `probe --json` reports the ascend backend
  * available, and a 4-rank demo shares one 256 MiB copy and verifies it,
  * with the in-server handle and with fabric handles; a memfd demo pins its
  * ranks' mappings through aclrtHostRegister. */
@@ -76,11 +76,11 @@ static void demo(const char *config)
 static void host_register(void)
 {
 	setenv("SSEG_FAKE_ACL", "devices=2", 1);
-	setenv("SSEG_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
+	setenv("SHAREDSEG_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
 	CHECK(sharedseg("demo --ranks 2 --size 64MiB --pages base --host-register --gpus 2 "
 			"--json") == 0);
 	CHECK(!strncmp(field("\"ranks\"", "verified"), "true", 4));
-	unsetenv("SSEG_CUDA_LIBRARY");
+	unsetenv("SHAREDSEG_CUDA_LIBRARY");
 }
 
 int main(void)
@@ -88,7 +88,7 @@ int main(void)
 	const char *fake = ta_fake_path();
 
 	CHECK(access(fake, R_OK) == 0); /* `make` built it */
-	setenv("SSEG_ACL_LIBRARY", fake, 1);
+	setenv("SHAREDSEG_ACL_LIBRARY", fake, 1);
 	setenv("SSEG_FAKE_ACL", "devices=2;version=1.15.0", 1);
 	probe();
 	demo("devices=2");

@@ -84,7 +84,7 @@ int main(void)
 	struct sseg_probe_backend facts = { .sz = sizeof(facts) };
 
 	/* No CUDA driver here, whatever the machine has: AUTO must find ACL. */
-	setenv("SSEG_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
+	setenv("SHAREDSEG_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
 	ta_fake_load("devices=2", &fake);
 	CHECK_RC(sseg_probe_backend(SSEG_BACKEND_ASCEND, &facts), 0);
 	CHECK(facts.host_register == 1);

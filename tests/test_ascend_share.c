@@ -11,7 +11,7 @@
 
 #include "aclutil.h"
 #include "blob.h"
-#include "host.h"
+#include "host_identity.h"
 #include "testutil.h"
 
 #define RANKS 4
@@ -23,7 +23,7 @@ struct scenario {
 	const char *hosts[RANKS];  /* simulated hosts; NULL: this one */
 	const char *handle_type;   /* what every rank must report */
 	const char *error;         /* or what the failing ranks must say */
-	int no_fabric_env;         /* SSEG_ASCEND_FABRIC=0 */
+	int no_fabric_env;         /* SHAREDSEG_ASCEND_FABRIC=0 */
 	int tgid_offset;           /* the runtime's pid is getpid() plus this */
 };
 
@@ -115,7 +115,7 @@ static int rank_main(void *arg)
 	sseg_t *seg = NULL;
 
 	if (j->sc->no_fabric_env)
-		setenv("SSEG_ASCEND_FABRIC", "0", 1);
+		setenv("SHAREDSEG_ASCEND_FABRIC", "0", 1);
 	ta_fake_load(j->sc->config, &fake);
 	sseg_test_host(j->sc->hosts[j->rank]);
 	CHECK_RC(sseg_local_group_open(j->name, j->rank, RANKS, 10000, &group), 0);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What sseg_supported, the probe and create say about the ascend backend,
+/* What sseg_check_support, the probe and create say about the ascend backend,
  * each case in a child with its own runtime: no runtime, a failing aclInit,
  * one a framework initialized first, no device, the facts of a working one
  * (version, devices, real create-and-export probes), and the requests the
@@ -23,8 +23,8 @@ static int no_runtime(void *arg)
 	sseg_t *seg = NULL;
 
 	(void)arg;
-	setenv("SSEG_ACL_LIBRARY", "/nonexistent/libascendcl.so", 1);
-	CHECK_RC(sseg_supported(SSEG_BACKEND_ASCEND, SSEG_PAGES_AUTO), -EOPNOTSUPP);
+	setenv("SHAREDSEG_ACL_LIBRARY", "/nonexistent/libascendcl.so", 1);
+	CHECK_RC(sseg_check_support(SSEG_BACKEND_ASCEND, SSEG_PAGES_AUTO), -EOPNOTSUPP);
 	CHECK_ERR_HAS("backend ascend: not available: no ACL runtime");
 	CHECK_RC(sseg_create(&o, &seg, blob), -EOPNOTSUPP);
 	CHECK_ERR_HAS("no ACL runtime");
@@ -45,8 +45,8 @@ static int entry_missing(void *arg)
 	sseg_t *seg = NULL;
 
 	(void)arg;
-	setenv("SSEG_ACL_LIBRARY", tu_build_file("libsseg_fake_cuda.so"), 1);
-	CHECK_RC(sseg_supported(SSEG_BACKEND_ASCEND, SSEG_PAGES_AUTO), -EOPNOTSUPP);
+	setenv("SHAREDSEG_ACL_LIBRARY", tu_build_file("libsseg_fake_cuda.so"), 1);
+	CHECK_RC(sseg_check_support(SSEG_BACKEND_ASCEND, SSEG_PAGES_AUTO), -EOPNOTSUPP);
 	CHECK_ERR_HAS("the ACL runtime lacks aclInit");
 	CHECK_RC(sseg_create(&o, &seg, blob), -EOPNOTSUPP);
 	CHECK_ERR_HAS("the ACL runtime lacks aclInit");
@@ -56,9 +56,9 @@ static int entry_missing(void *arg)
 static int init_fails(void *arg)
 {
 	(void)arg;
-	setenv("SSEG_ACL_LIBRARY", ta_fake_path(), 1);
+	setenv("SHAREDSEG_ACL_LIBRARY", ta_fake_path(), 1);
 	setenv("SSEG_FAKE_ACL_FAIL", "aclInit:1:ACL_ERROR_INVALID_PARAM", 1);
-	CHECK_RC(sseg_supported(SSEG_BACKEND_ASCEND, SSEG_PAGES_AUTO), -ENODEV);
+	CHECK_RC(sseg_check_support(SSEG_BACKEND_ASCEND, SSEG_PAGES_AUTO), -ENODEV);
 	CHECK_ERR_HAS("aclInit failed: ACL_ERROR_INVALID_PARAM (100000)");
 	return 0;
 }
@@ -73,17 +73,17 @@ static int initialized_before(void *arg)
 	CHECK(lib);
 	*(void **)&init = dlsym(lib, "aclInit");
 	CHECK(init && init(NULL) == 0);
-	setenv("SSEG_ACL_LIBRARY", ta_fake_path(), 1);
-	CHECK_RC(sseg_supported(SSEG_BACKEND_ASCEND, SSEG_PAGES_AUTO), 0);
+	setenv("SHAREDSEG_ACL_LIBRARY", ta_fake_path(), 1);
+	CHECK_RC(sseg_check_support(SSEG_BACKEND_ASCEND, SSEG_PAGES_AUTO), 0);
 	return 0;
 }
 
 static int no_device(void *arg)
 {
 	(void)arg;
-	setenv("SSEG_ACL_LIBRARY", ta_fake_path(), 1);
+	setenv("SHAREDSEG_ACL_LIBRARY", ta_fake_path(), 1);
 	setenv("SSEG_FAKE_ACL", "devices=0", 1);
-	CHECK_RC(sseg_supported(SSEG_BACKEND_ASCEND, SSEG_PAGES_AUTO), -ENODEV);
+	CHECK_RC(sseg_check_support(SSEG_BACKEND_ASCEND, SSEG_PAGES_AUTO), -ENODEV);
 	CHECK_ERR_HAS("the ACL runtime sees no device");
 	return 0;
 }
@@ -131,10 +131,10 @@ static int refusals(void *arg)
 
 	(void)arg;
 	ta_fake_load("devices=2", &fake);
-	CHECK_RC(sseg_supported(SSEG_BACKEND_ASCEND, SSEG_PAGES_THP), -EOPNOTSUPP);
+	CHECK_RC(sseg_check_support(SSEG_BACKEND_ASCEND, SSEG_PAGES_THP), -EOPNOTSUPP);
 	CHECK_ERR_HAS("the kernel's THP and HugeTLB pool cannot be asked for");
-	CHECK_RC(sseg_supported(SSEG_BACKEND_ASCEND, SSEG_PAGES_HUGETLB_2M), -EOPNOTSUPP);
-	CHECK_RC(sseg_supported(SSEG_BACKEND_ASCEND, SSEG_PAGES_BASE), 0);
+	CHECK_RC(sseg_check_support(SSEG_BACKEND_ASCEND, SSEG_PAGES_HUGETLB_2M), -EOPNOTSUPP);
+	CHECK_RC(sseg_check_support(SSEG_BACKEND_ASCEND, SSEG_PAGES_BASE), 0);
 	o.flags = SSEG_F_READONLY_PEERS;
 	create_fails(&o, -EOPNOTSUPP, "READWRITE is the one flag supported");
 	o.flags = 0;

@@ -20,7 +20,7 @@
 
 #include "blob.h"
 #include "hostcheck.h"
-#include "object.h"
+#include "segment_types.h"
 #include "testutil.h"
 #include "verify.h"
 

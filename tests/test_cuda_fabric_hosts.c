@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "fakeutil.h"
-#include "host.h"
+#include "host_identity.h"
 #include "testutil.h"
 
 #define SZ (4u << 20)

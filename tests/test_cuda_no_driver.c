@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What this machine cannot do answers -EOPNOTSUPP on every path that asks
  * the CUDA driver, as host registration always has: no driver at all, or
- * one without an entry point the library needs; sseg_supported, create
+ * one without an entry point the library needs; sseg_check_support, create
  * with backend=cuda, sseg_probe_device and SSEG_F_HOST_REGISTER alike. A
  * driver that loads but brings up no device is -ENODEV. Each case in a
  * child: the driver is loaded once per process. */
@@ -19,7 +19,7 @@ static void refused_everywhere(int err, const char *why)
 		  .backend = SSEG_BACKEND_CUDA);
 	sseg_t *seg = NULL;
 
-	CHECK_RC(sseg_supported(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO), err);
+	CHECK_RC(sseg_check_support(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO), err);
 	CHECK_ERR_HAS(why);
 	CHECK_RC(sseg_create(&o, &seg, blob), err);
 	CHECK_ERR_HAS(why);
@@ -35,7 +35,7 @@ static void refused_everywhere(int err, const char *why)
 static int no_driver(void *arg)
 {
 	(void)arg;
-	setenv("SSEG_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
+	setenv("SHAREDSEG_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
 	refused_everywhere(-EOPNOTSUPP, "no CUDA driver: /nonexistent/libcuda.so.1");
 	return 0;
 }
@@ -44,7 +44,7 @@ static int no_driver(void *arg)
 static int entry_missing(void *arg)
 {
 	(void)arg;
-	setenv("SSEG_CUDA_LIBRARY", tu_build_file("libsseg_fake_cuda.so"), 1);
+	setenv("SHAREDSEG_CUDA_LIBRARY", tu_build_file("libsseg_fake_cuda.so"), 1);
 	setenv("SSEG_FAKE_CUDA_FAIL", "cuGetProcAddress:1-:CUDA_ERROR_NOT_FOUND", 1);
 	refused_everywhere(-EOPNOTSUPP, "the CUDA driver lacks cuGetErrorName");
 	return 0;
@@ -53,7 +53,7 @@ static int entry_missing(void *arg)
 static int no_device(void *arg)
 {
 	(void)arg;
-	setenv("SSEG_CUDA_LIBRARY", tu_build_file("libsseg_fake_cuda.so"), 1);
+	setenv("SHAREDSEG_CUDA_LIBRARY", tu_build_file("libsseg_fake_cuda.so"), 1);
 	setenv("SSEG_FAKE_CUDA", "devices=0", 1);
 	refused_everywhere(-ENODEV, "cuInit failed: CUDA_ERROR_NO_DEVICE");
 	return 0;

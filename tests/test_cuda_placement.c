@@ -39,7 +39,7 @@ static void pages_and_population(void)
 		CHECK_RC(with_pages(refused[i], SSEG_POPULATE_OWNER, &info), -EOPNOTSUPP);
 		CHECK_ERR_HAS("the cuda backend allocates pinned VMM host memory");
 		CHECK_ERR_HAS("pages must be auto");
-		CHECK_RC(sseg_supported(SSEG_BACKEND_CUDA, refused[i]), -EOPNOTSUPP);
+		CHECK_RC(sseg_check_support(SSEG_BACKEND_CUDA, refused[i]), -EOPNOTSUPP);
 	}
 	CHECK_RC(with_pages(SSEG_PAGES_AUTO, SSEG_POPULATE_OWNER, &info), 0);
 	CHECK(info.pages == SSEG_PAGES_AUTO && info.page_size == (2u << 20) && info.pinned == 1);
@@ -110,18 +110,18 @@ int main(void)
 	CHECK_ERR_HAS("granularity 3145728 is not a power of two");
 	CHECK(fake.configure("granularity=2097152") == 0);
 
-	/* sseg_supported says why the backend cannot run. */
+	/* sseg_check_support says why the backend cannot run. */
 	CHECK(fake.configure("vmm=0") == 0);
-	CHECK_RC(sseg_supported(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO), -EOPNOTSUPP);
+	CHECK_RC(sseg_check_support(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO), -EOPNOTSUPP);
 	CHECK_ERR_HAS("device 0 does not support VMM");
 	CHECK(fake.configure("vmm=1;host_numa_vmm=0") == 0);
-	CHECK_RC(sseg_supported(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO), -EOPNOTSUPP);
+	CHECK_RC(sseg_check_support(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO), -EOPNOTSUPP);
 	CHECK_ERR_HAS("cannot allocate VMM host memory");
 	CHECK(fake.configure("host_numa_vmm=1;devices=0") == 0);
-	CHECK_RC(sseg_supported(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO), -ENODEV);
+	CHECK_RC(sseg_check_support(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO), -ENODEV);
 	CHECK_ERR_HAS("no CUDA device");
 	CHECK(fake.configure("devices=2") == 0);
-	CHECK_RC(sseg_supported(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO), 0);
+	CHECK_RC(sseg_check_support(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO), 0);
 	CHECK(tu_fake_clean(&fake));
 	printf("cuda_placement: ok\n");
 	return 0;

@@ -4,7 +4,7 @@
  * import + release, each under the device's primary context, whatever
  * context the caller has (none here). Attribute 141 unknown (drivers 12.2
  * to 12.8) is not "no"; drivers before 12.6 are refused unless the knob
- * says otherwise; a container that blocks HOST_NUMA makes sseg_supported
+ * says otherwise; a container that blocks HOST_NUMA makes sseg_check_support
  * say "not available" and names CAP_SYS_NICE; a probe handle whose release
  * fails is counted as abandoned. Each case is a child with
  * its own driver configuration (the driver version is read once). */
@@ -101,16 +101,22 @@ static int case_old_driver(void *arg)
 	struct sseg_info info;
 	struct tu_fake fake;
 
-	setenv("SSEG_CUDA_HOST_NUMA_MIN_DRIVER", "12050", 1);
+	setenv("SHAREDSEG_CUDA_HOST_NUMA_MIN_DRIVER", "12050", 1);
 	tu_fake_load("devices=1;driver=12050", &fake); /* loads with the knob set */
-	unsetenv("SSEG_CUDA_HOST_NUMA_MIN_DRIVER");
-	CHECK_RC(sseg_supported(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO), -EOPNOTSUPP);
+	unsetenv("SHAREDSEG_CUDA_HOST_NUMA_MIN_DRIVER");
+	CHECK_RC(sseg_check_support(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO), -EOPNOTSUPP);
 	CHECK_ERR_HAS("driver 12.5: VMM host memory (HOST_NUMA) is used from driver 12.6 on");
-	CHECK_ERR_HAS("SSEG_CUDA_HOST_NUMA_MIN_DRIVER=12050 accepts this driver");
+	CHECK_ERR_HAS("SHAREDSEG_CUDA_HOST_NUMA_MIN_DRIVER=12050 accepts this driver");
 	CHECK_RC(solo(0, &info), -EOPNOTSUPP);
-	setenv("SSEG_CUDA_HOST_NUMA_MIN_DRIVER", "12050", 1);
-	CHECK_RC(sseg_supported(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO), 0);
+	setenv("SHAREDSEG_CUDA_HOST_NUMA_MIN_DRIVER", "12050", 1);
+	CHECK_RC(sseg_check_support(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO), 0);
 	CHECK_RC(solo(0, &info), 0);
+	/* The spelling of 0.2 and before still counts. */
+	unsetenv("SHAREDSEG_CUDA_HOST_NUMA_MIN_DRIVER");
+	setenv("SSEG_CUDA_HOST_NUMA_MIN_DRIVER", "12050", 1);
+	CHECK_RC(sseg_check_support(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO), 0);
+	unsetenv("SSEG_CUDA_HOST_NUMA_MIN_DRIVER");
+	CHECK_RC(sseg_check_support(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO), -EOPNOTSUPP);
 	CHECK(tu_fake_clean(&fake));
 	return 0;
 }
@@ -131,7 +137,7 @@ static int case_blocked(void *arg)
 	CHECK_ERR_HAS("CAP_SYS_NICE");
 	CHECK_ERR_HAS("get_mempolicy");
 	sseg_cuda_forget_probes();
-	CHECK_RC(sseg_supported(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO), -EOPNOTSUPP);
+	CHECK_RC(sseg_check_support(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO), -EOPNOTSUPP);
 	CHECK_ERR_HAS("HOST_NUMA cuMemCreate on node 0 failed: CUDA_ERROR_OPERATING_SYSTEM");
 	CHECK_ERR_HAS("CAP_SYS_NICE");
 	CHECK_RC(sseg_probe_backend(SSEG_BACKEND_CUDA, &b), 0);

@@ -256,9 +256,9 @@ static void check_hugetlb_refused(struct result *r)
 	 * the help says. */
 	CHECK(expect(r, 2, "hugetlb-1G"));
 	CHECK(strstr(r->err, "HugeTLB"));
-	setenv("SSEG_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
+	setenv("SHAREDSEG_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
 	run("demo --ranks 2 --size 8MiB --backend cuda", r);
-	unsetenv("SSEG_CUDA_LIBRARY");
+	unsetenv("SHAREDSEG_CUDA_LIBRARY");
 	CHECK(expect(r, 2, "backend cuda without a driver"));
 	CHECK(strstr(r->err, "no CUDA driver"));
 }
@@ -305,7 +305,7 @@ static void check_cuda_fake(struct result *r)
 
 	snprintf(path, sizeof(path), "%s", tu_build_file("libsseg_fake_cuda.so"));
 	CHECK(access(path, R_OK) == 0);
-	setenv("SSEG_CUDA_LIBRARY", path, 1);
+	setenv("SHAREDSEG_CUDA_LIBRARY", path, 1);
 	setenv("SSEG_FAKE_CUDA", "devices=2;numa=0,0;fabric=1;fabric_works=0", 1);
 	run("probe --json", r);
 	CHECK(expect(r, 0, "probe --json with the fake driver"));
@@ -320,7 +320,7 @@ static void check_cuda_fake(struct result *r)
 	CHECK(strstr(r->out, "\"backend\": \"cuda\"") && strstr(r->out, "\"verified\": true"));
 	CHECK(json_number(r->out, "host_bytes_used", &used));
 	CHECK(used >= (256ll << 20) * 9 / 10 && used <= (256ll << 20) * 11 / 10);
-	unsetenv("SSEG_CUDA_LIBRARY");
+	unsetenv("SHAREDSEG_CUDA_LIBRARY");
 	unsetenv("SSEG_FAKE_CUDA");
 }
 

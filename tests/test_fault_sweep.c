@@ -153,7 +153,7 @@ int main(void)
 
 			run_one(s, call, &o);
 			ok = !o.mute && o.took < 2.0 * TIMEOUT_MS / 1000 + 1.0 && !clean_group() &&
-			     sseg_cleanup_pending() == 0 && tu_count_fds() == fds &&
+			     sseg_pending_count() == 0 && tu_count_fds() == fds &&
 			     tu_maps_same(maps, tu_maps());
 			/* munmap fails in destroy: the group itself completed. */
 			if (strcmp(s->site, "munmap"))

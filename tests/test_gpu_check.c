@@ -21,7 +21,7 @@ static int run_script(const char *driver)
 	char env[1024];
 
 	snprintf(env, sizeof(env),
-		 "SSEG_GPU_BUILD='%s' SSEG_CUDA_LIBRARY='%s' "
+		 "SSEG_GPU_BUILD='%s' SHAREDSEG_CUDA_LIBRARY='%s' "
 		 "SSEG_FAKE_CUDA='devices=3;numa=0,0;nopeer=0-2' "
 		 "SSEG_GPU_SIZE=16MiB SSEG_GPU_REG_SIZE=8MiB SSEG_GPU_REPS=2 "
 		 "SSEG_GPU_RANKS=2 SSEG_GPU_POOL=0 SSEG_GPU_PAGES=base SSEG_GPU_BUDGET=120",

@@ -3,7 +3,7 @@
  * host owner's copy; a rank naming an owner on another host is refused. */
 #include <string.h>
 
-#include "host.h"
+#include "host_identity.h"
 #include "os/host.h"
 #include "os/memory.h"
 #include "testutil.h"

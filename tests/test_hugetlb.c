@@ -79,7 +79,7 @@ int main(void)
 	CHECK(strstr(info.pages_reason, "HugeTLB 2 MiB pool"));
 	tu_destroy_all(r, 2);
 
-	/* A pool with pages but none free: sseg_supported and create give the
+	/* A pool with pages but none free: sseg_check_support and create give the
 	 * same answer (supported used to look at the total alone). */
 	{
 		struct sseg_hugetlb_pool pool;
@@ -89,14 +89,14 @@ int main(void)
 		int fd;
 		void *p;
 
-		CHECK_RC(sseg_supported(SSEG_BACKEND_MEMFD, SSEG_PAGES_HUGETLB_2M), 0);
+		CHECK_RC(sseg_check_support(SSEG_BACKEND_MEMFD, SSEG_PAGES_HUGETLB_2M), 0);
 		CHECK_RC(sseg_os_hugetlb_pool(2u << 20, &pool), 0);
 		take = (pool.free - pool.reserved) * (2u << 20);
 		CHECK(pool.total > 0 && take > 0);
 		CHECK_RC(sseg_os_memfd_create("drain", take, 2u << 20, &fd), 0);
 		p = mmap(NULL, take, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
 		CHECK(p != MAP_FAILED);
-		CHECK_RC(sseg_supported(SSEG_BACKEND_MEMFD, SSEG_PAGES_HUGETLB_2M), -ENOMEM);
+		CHECK_RC(sseg_check_support(SSEG_BACKEND_MEMFD, SSEG_PAGES_HUGETLB_2M), -ENOMEM);
 		CHECK_ERR_HAS("HugeTLB pool has 0 free pages, 1 needed");
 		{
 			SSEG_OPTS(o, .name = "drained", .size = 2u << 20, .world_size = 1,
@@ -107,7 +107,7 @@ int main(void)
 		}
 		munmap(p, take);
 		close(fd);
-		CHECK_RC(sseg_supported(SSEG_BACKEND_MEMFD, SSEG_PAGES_HUGETLB_2M), 0);
+		CHECK_RC(sseg_check_support(SSEG_BACKEND_MEMFD, SSEG_PAGES_HUGETLB_2M), 0);
 	}
 	printf("hugetlb: ok\n");
 	return 0;

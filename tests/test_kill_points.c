@@ -361,7 +361,7 @@ static int set_up_pages(enum sseg_pages pages)
 		return TU_SKIP;
 	if (access(THP_KNOB_2M, W_OK) == 0 && tu_knob_set(THP_KNOB_2M, "inherit"))
 		return TU_SKIP;
-	return sseg_supported(SSEG_BACKEND_MEMFD, SSEG_PAGES_THP) ? TU_SKIP : 0;
+	return sseg_check_support(SSEG_BACKEND_MEMFD, SSEG_PAGES_THP) ? TU_SKIP : 0;
 }
 
 static int run_pages(enum sseg_pages pages, int repeat, int *cases, int *survived)

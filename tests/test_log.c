@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Messages belong to the application: sseg_set_log routes them, the level
- * filters them (SSEG_LOG=off silences the default writer), and what a
+ * filters them (SHAREDSEG_LOG=off silences the default writer), and what a
  * stranger can cause comes at most once per interval with a count, told
  * even when the flood stops. The default writer never blocks, not even on
  * a full pipe. */
@@ -133,9 +133,40 @@ static void held_back_told(void)
  * environment read at first use. */
 static int child_writes(void *arg)
 {
+	setenv("SHAREDSEG_LOG", (const char *)arg, 1);
+	sseg_log(SSEG_LOG_WARN, "a warning");
+	sseg_log(SSEG_LOG_ERROR, "an error");
+	return 0;
+}
+
+/* The same under the spelling of 0.2 and before: still read, and its use
+ * told once. */
+static int child_writes_old_name(void *arg)
+{
 	setenv("SSEG_LOG", (const char *)arg, 1);
 	sseg_log(SSEG_LOG_WARN, "a warning");
 	sseg_log(SSEG_LOG_ERROR, "an error");
+	sseg_log(SSEG_LOG_WARN, "another warning");
+	return 0;
+}
+
+/* Both set: the new name wins, the old one is still told. */
+static int child_writes_both_names(void *arg)
+{
+	setenv("SHAREDSEG_LOG", (const char *)arg, 1);
+	setenv("SSEG_LOG", "off", 1);
+	sseg_log(SSEG_LOG_WARN, "a warning");
+	return 0;
+}
+
+/* A driver library named under the old spelling is still loaded (the
+ * error names the path it tried), and the old name is told. */
+static int child_old_driver_name(void *arg)
+{
+	setenv("SSEG_CUDA_LIBRARY", (const char *)arg, 1);
+	if (sseg_check_support(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO) == 0)
+		return 1;
+	fprintf(stderr, "%s\n", sseg_last_error());
 	return 0;
 }
 
@@ -148,6 +179,17 @@ static int child_holds_back(void *arg)
 	for (int i = 0; i < 3; i++)
 		sseg_log_limited(&rl, 60.0, SSEG_LOG_WARN, "refused connection %d", i);
 	exit(0);
+}
+
+static char child_output[1024]; /* what the last child wrote */
+
+static int count_of(const char *text, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
+		n++;
+	return n;
 }
 
 static void default_writer(int (*child)(void *), const char *env, const char *expect_absent,
@@ -164,6 +206,7 @@ static void default_writer(int (*child)(void *), const char *env, const char *ex
 	close(fds[1]);
 	n = read(fds[0], buf, sizeof(buf) - 1);
 	buf[n > 0 ? n : 0] = '\0';
+	memcpy(child_output, buf, sizeof(child_output));
 	close(fds[0]);
 	close(saved);
 	if (expect)
@@ -236,11 +279,23 @@ static void full_stderr(void)
 
 int main(void)
 {
-	/* First: the children must read SSEG_LOG themselves, which they do
+	/* First: the children must read SHAREDSEG_LOG themselves, which they do
 	 * only if this process has not logged yet. */
 	default_writer(child_writes, "off", "sharedseg", NULL);
 	default_writer(child_writes, "error", "a warning", "]: error: an error");
 	default_writer(child_writes, "warn", NULL, "]: warning: a warning");
+	default_writer(child_writes_old_name, "error", "a warning", "]: error: an error");
+	default_writer(child_writes_old_name, "off", "sharedseg", NULL);
+	default_writer(child_writes_old_name, "warn", NULL,
+		       "]: warning: SSEG_LOG is deprecated: set SHAREDSEG_LOG instead");
+	CHECK(count_of(child_output, "deprecated") == 1);
+	CHECK(strstr(child_output, "another warning"));
+	default_writer(child_writes_both_names, "warn", NULL, "SSEG_LOG is deprecated");
+	default_writer(child_writes_both_names, "warn", NULL, "]: warning: a warning");
+	default_writer(child_old_driver_name, "/nonexistent/old-name/libcuda.so.1", NULL,
+		       "/nonexistent/old-name/libcuda.so.1");
+	default_writer(child_old_driver_name, "/nonexistent/old-name/libcuda.so.1", NULL,
+		       "SSEG_CUDA_LIBRARY is deprecated: set SHAREDSEG_CUDA_LIBRARY instead");
 	default_writer(child_holds_back, "warn", NULL,
 		       "]: warning: refused connection 2 (2 like it in the last ");
 	callback_and_level();

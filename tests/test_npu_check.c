@@ -20,7 +20,7 @@ static int run_script(const char *runtime)
 	char env[1024];
 
 	snprintf(env, sizeof(env),
-		 "SSEG_NPU_BUILD='%s' SSEG_ACL_LIBRARY='%s' SSEG_FAKE_ACL='devices=2;fabric=1' "
+		 "SSEG_NPU_BUILD='%s' SHAREDSEG_ACL_LIBRARY='%s' SSEG_FAKE_ACL='devices=2;fabric=1' "
 		 "ASCEND_TOOLKIT_HOME=/nonexistent SSEG_NPU_SIZE=8MiB SSEG_NPU_REPS=1 "
 		 "SSEG_NPU_STEP_S=60 SSEG_NPU_BUDGET=120",
 		 getenv("SSEG_BUILD_DIR"), runtime);

@@ -85,8 +85,14 @@ static void supported_and_probe(void)
 {
 	struct sseg_probe p = { .sz = sizeof(p) };
 
+	CHECK_RC(sseg_check_support(SSEG_BACKEND_MEMFD, SSEG_PAGES_BASE), 0);
+	CHECK_RC(sseg_check_support(SSEG_BACKEND_AUTO, SSEG_PAGES_AUTO), 0);
+	CHECK_RC(sseg_check_support(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO), -EOPNOTSUPP);
+	CHECK_ERR_HAS("backend cuda: not available: no CUDA driver");
+	CHECK_RC(sseg_check_support((enum sseg_backend)99, SSEG_PAGES_AUTO), -EINVAL);
+	CHECK_ERR_HAS("backend=99 is not a backend");
+	/* The 0.1 name gives the same answers. */
 	CHECK_RC(sseg_supported(SSEG_BACKEND_MEMFD, SSEG_PAGES_BASE), 0);
-	CHECK_RC(sseg_supported(SSEG_BACKEND_AUTO, SSEG_PAGES_AUTO), 0);
 	CHECK_RC(sseg_supported(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO), -EOPNOTSUPP);
 	CHECK_ERR_HAS("backend cuda: not available: no CUDA driver");
 	CHECK_RC(sseg_probe(0, &p), 0);
@@ -136,7 +142,7 @@ static void register_without_driver(void)
 int main(void)
 {
 	/* No driver, whatever this machine has: the answer is fixed at first use. */
-	setenv("SSEG_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
+	setenv("SHAREDSEG_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
 	register_without_driver();
 	bad_options();
 	bigger_struct();

@@ -89,7 +89,7 @@ static void knob_off(void)
 	CHECK(strstr(r[0].error, "shmem_enabled"));
 	CHECK(strstr(r[1].error, "rank 0 failed in sseg_create"));
 	tu_destroy_all(r, 2);
-	CHECK_RC(sseg_supported(SSEG_BACKEND_MEMFD, SSEG_PAGES_THP), -EOPNOTSUPP);
+	CHECK_RC(sseg_check_support(SSEG_BACKEND_MEMFD, SSEG_PAGES_THP), -EOPNOTSUPP);
 	CHECK_ERR_HAS("shmem_enabled");
 
 	ranks(r, SSEG_PAGES_AUTO, SSEG_POPULATE_OWNER);

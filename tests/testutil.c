@@ -216,7 +216,7 @@ int tu_hugetlb_reserve(unsigned n)
 #include <stdint.h>
 #include <pthread.h>
 
-#include "host.h"
+#include "host_identity.h"
 
 struct inproc {
 	struct tu_rank *rank;
@@ -402,7 +402,7 @@ static void unrelated_creates(const struct tu_pending *p)
 	for (int i = 0; i < 3; i++) {
 		sseg_t *other = tu_one_rank("unrelated", i == 1 ? p->backend : SSEG_BACKEND_MEMFD);
 
-		CHECK(sseg_cleanup_pending() == 1);
+		CHECK(sseg_pending_count() == 1);
 		p->fail(NULL, 0, 0, 0);
 		CHECK_RC(sseg_destroy(other), 0);
 		p->fail(p->entry, 1, -1, p->err);
@@ -422,9 +422,9 @@ void tu_pending_contract(const struct tu_pending *p, char *first, size_t len)
 	CHECK_RC(sseg_destroy(seg), -EIO);
 	CHECK_ERR_HAS(p->failure);
 	CHECK_RC(sseg_destroy(seg), -EIO);
-	CHECK(sseg_cleanup_pending() == 0);
+	CHECK(sseg_pending_count() == 0);
 	CHECK_RC(sseg_destroy(seg), -EINPROGRESS);
-	CHECK(sseg_cleanup_pending() == 1);
+	CHECK(sseg_pending_count() == 1);
 	unrelated_creates(p);
 	fflush(stderr);
 	dup2(saved, 2);
@@ -433,7 +433,7 @@ void tu_pending_contract(const struct tu_pending *p, char *first, size_t len)
 	/* The driver recovers: the next create finishes the teardown. */
 	p->fail(NULL, 0, 0, 0);
 	CHECK_RC(sseg_destroy(tu_one_rank("after", SSEG_BACKEND_MEMFD)), 0);
-	CHECK(sseg_cleanup_pending() == 0);
+	CHECK(sseg_pending_count() == 0);
 	close(saved);
 	close(fd);
 	unlink(log);
@@ -459,7 +459,7 @@ void *tu_fake_open(const char *path, const char *lib_env, const char *config_env
 
 	setenv(lib_env, path, 1);
 	setenv(config_env, config, 1);
-	if (sseg_supported(backend, SSEG_PAGES_AUTO)) {
+	if (sseg_check_support(backend, SSEG_PAGES_AUTO)) {
 		fprintf(stderr, "the backend does not load %s: %s\n", path, sseg_last_error());
 		exit(1);
 	}

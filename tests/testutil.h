@@ -90,8 +90,8 @@ void tu_pending_contract(const struct tu_pending *p, char *first, size_t len);
  * (SSEG_BUILD_DIR); exits 1 when that is not set. */
 const char *tu_build_file(const char *file);
 /* Loads the fake at path through the library's real loading path: lib_env
- * (SSEG_CUDA_LIBRARY) points at it, config_env carries config, and
- * sseg_supported(backend) loads it. Returns the instance the library
+ * (SHAREDSEG_CUDA_LIBRARY) points at it, config_env carries config, and
+ * sseg_check_support(backend) loads it. Returns the instance the library
  * loaded, for dlsym; exits 1 when it cannot. */
 void *tu_fake_open(const char *path, const char *lib_env, const char *config_env,
 		   const char *config, enum sseg_backend backend);

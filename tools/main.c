@@ -51,7 +51,7 @@ static void main_help(FILE *out)
 		"\n"
 		"Exit status: 0 success, 1 a failure (the library's error is printed),\n"
 		"2 a bad argument or a page kind/backend this machine does not offer.\n"
-		"SSEG_LOG=off|error|warn|info|debug sets the library's log level (default warn).\n");
+		"SHAREDSEG_LOG=off|error|warn|info|debug sets the library's log level (default warn).\n");
 }
 
 static int help_command(int argc, char **argv)

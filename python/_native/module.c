@@ -304,7 +304,7 @@ static PyObject *py_supported(PyObject *self, PyObject *args)
 	if (!PyArg_ParseTuple(args, "ii:supported", &backend, &pages))
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
-	rc = sseg_supported((enum sseg_backend)backend, (enum sseg_pages)pages);
+	rc = sseg_check_support((enum sseg_backend)backend, (enum sseg_pages)pages);
 	Py_END_ALLOW_THREADS
 	sseg_py_log_drain();
 	return Py_BuildValue("(Os)", rc ? Py_False : Py_True, rc ? sseg_last_error() : "");

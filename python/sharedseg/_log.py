@@ -21,8 +21,10 @@ def _deliver(level: int, text: str) -> None:
 
 def sync_level() -> None:
     """The library delivers what the logger would show: its level follows
-    the logger's, unless SSEG_LOG (off, error, warn, info, debug) set it."""
-    if os.environ.get("SSEG_LOG"):
+    the logger's, unless SHAREDSEG_LOG (off, error, warn, info, debug) set
+    it. The library also reads SSEG_LOG, the name of 0.2 and before, and
+    says once through this logger that it is deprecated."""
+    if os.environ.get("SHAREDSEG_LOG") or os.environ.get("SSEG_LOG"):
         return
     level = logger.getEffectiveLevel()
     if level <= logging.DEBUG:

@@ -48,9 +48,9 @@ def share(rank, world, group, ask):
 
 def rank_main(rank, world, port, outdir, runtime, ask):
     # Read by the library at its first use of ACL (of CUDA), in this process.
-    os.environ["SSEG_ACL_LIBRARY"] = runtime
+    os.environ["SHAREDSEG_ACL_LIBRARY"] = runtime
     os.environ["SSEG_FAKE_ACL"] = "devices=2"
-    os.environ["SSEG_CUDA_LIBRARY"] = "/nonexistent/libcuda.so.1"
+    os.environ["SHAREDSEG_CUDA_LIBRARY"] = "/nonexistent/libcuda.so.1"
     import torch.distributed as dist
 
     group = gloo_ranks.init_gloo(rank, world, port)
@@ -95,13 +95,13 @@ def test_mmap_false_takes_ascend_where_cuda_is_absent():
     code = "from sharedseg.segment import _policy; print(_policy(False, None))"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, env=env_with_package(
-                             SSEG_ACL_LIBRARY=fake_runtime(),
-                             SSEG_CUDA_LIBRARY="/nonexistent/libcuda.so.1"))
+                             SHAREDSEG_ACL_LIBRARY=fake_runtime(),
+                             SHAREDSEG_CUDA_LIBRARY="/nonexistent/libcuda.so.1"))
     assert run.stdout.strip() == "ascend", run.stdout + run.stderr
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, env=env_with_package(
-                             SSEG_ACL_LIBRARY="/nonexistent/libascendcl.so",
-                             SSEG_CUDA_LIBRARY="/nonexistent/libcuda.so.1"))
+                             SHAREDSEG_ACL_LIBRARY="/nonexistent/libascendcl.so",
+                             SHAREDSEG_CUDA_LIBRARY="/nonexistent/libcuda.so.1"))
     assert run.stdout.strip() == "cuda", run.stdout + run.stderr
 
 
@@ -141,8 +141,8 @@ def test_the_npu_is_synchronised_before_an_ascend_segment_goes():
 
     run = subprocess.run([sys.executable, "-c", NPU_QUIESCE], capture_output=True, text=True,
                          timeout=120, env=env_with_package(
-                             SSEG_ACL_LIBRARY=fake_runtime(), SSEG_FAKE_ACL="devices=2",
-                             SSEG_CUDA_LIBRARY="/nonexistent/libcuda.so.1"))
+                             SHAREDSEG_ACL_LIBRARY=fake_runtime(), SSEG_FAKE_ACL="devices=2",
+                             SHAREDSEG_CUDA_LIBRARY="/nonexistent/libcuda.so.1"))
     assert run.returncode == 0, run.stdout + run.stderr
     lines = dict(line.split(" ", 1) for line in run.stdout.splitlines())
     assert lines["closed-now"] == "False"  # the view holds the pages

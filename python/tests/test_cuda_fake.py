@@ -33,7 +33,7 @@ def fake_driver():
 
 
 def test_vmm_segment_and_host_registration_through_the_fake_driver():
-    env = env_with_package(SSEG_CUDA_LIBRARY=fake_driver(), SSEG_FAKE_CUDA="devices=2;numa=0,0")
+    env = env_with_package(SHAREDSEG_CUDA_LIBRARY=fake_driver(), SSEG_FAKE_CUDA="devices=2;numa=0,0")
     run = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True,
                          timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
@@ -72,7 +72,7 @@ print("plain-synced", len(synced))
 
 
 def test_the_device_is_synchronised_before_a_registered_segment_goes():
-    env = env_with_package(SSEG_CUDA_LIBRARY=fake_driver(), SSEG_FAKE_CUDA="devices=2;numa=0,0")
+    env = env_with_package(SHAREDSEG_CUDA_LIBRARY=fake_driver(), SSEG_FAKE_CUDA="devices=2;numa=0,0")
     run = subprocess.run([sys.executable, "-c", QUIESCE], env=env, capture_output=True,
                          text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr

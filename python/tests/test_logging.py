@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The C library's messages reach logging.getLogger("sharedseg") (queued by
 a callback that never takes the GIL, handed over after each call), the
-queue is bounded and counts what it dropped, SSEG_LOG=off silences it, and
+queue is bounded and counts what it dropped, SHAREDSEG_LOG=off silences it, and
 nothing is written to stderr behind logging's back."""
 import logging
 import subprocess
@@ -69,8 +69,27 @@ def test_messages_go_through_logging_not_stderr():
     assert done.stderr == "", done.stderr
 
 
-def test_sseg_log_off_silences_the_library():
+def test_sharedseg_log_off_silences_the_library():
+    done = run({"SHAREDSEG_LOG": "off"})
+    assert done.returncode == 0, done.stderr
+    assert "sharedseg:" not in done.stdout and done.stderr == "", done.stdout + done.stderr
+
+
+def test_the_old_sseg_log_is_still_read_and_told_once():
     done = run({"SSEG_LOG": "off"})
+    assert done.returncode == 0, done.stderr
+    assert "sharedseg:" not in done.stdout and done.stderr == "", done.stdout + done.stderr
+    done = run({"SSEG_LOG": "debug"})
+    assert done.returncode == 0, done.stderr
+    told = [line for line in done.stdout.splitlines() if "deprecated" in line]
+    assert told == ["sharedseg:WARNING:SSEG_LOG is deprecated: set SHAREDSEG_LOG instead "
+                    "(which wins where both are set)"], done.stdout
+    assert "sharedseg:DEBUG:" in done.stdout
+    assert done.stderr == "", done.stderr
+
+
+def test_the_new_name_wins_over_the_old_one():
+    done = run({"SHAREDSEG_LOG": "off", "SSEG_LOG": "debug"})
     assert done.returncode == 0, done.stderr
     assert "sharedseg:" not in done.stdout and done.stderr == "", done.stdout + done.stderr
 

@@ -24,8 +24,8 @@ for kwargs in (dict(backend="cuda"), dict(backend="ascend"),
 
 
 def test_no_driver_is_eopnotsupp_everywhere():
-    env = env_with_package(SSEG_CUDA_LIBRARY="/nonexistent/libcuda.so.1",
-                           SSEG_ACL_LIBRARY="/nonexistent/libascendcl.so")
+    env = env_with_package(SHAREDSEG_CUDA_LIBRARY="/nonexistent/libcuda.so.1",
+                           SHAREDSEG_ACL_LIBRARY="/nonexistent/libascendcl.so")
     done = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -12,10 +12,10 @@
 #include <unistd.h>
 
 #include "backend/ascend_device.h"
-#include "object.h"
 #include "os/numa.h"
 #include "pages.h"
 #include "registry.h"
+#include "segment_types.h"
 
 static int device_count(const struct sseg_acl *acl, uint32_t *count)
 {
@@ -422,11 +422,11 @@ static bool probe_cached_run(const struct sseg_acl *acl, enum probe_kind kind, i
 	return works;
 }
 
-/* SSEG_ASCEND_FABRIC=0 keeps fabric handles off (the in-server handle and
+/* SHAREDSEG_ASCEND_FABRIC=0 keeps fabric handles off (the in-server handle and
  * its trust list, one host only) where the runtime could make them. */
 static bool fabric_wanted(void)
 {
-	const char *env = getenv("SSEG_ASCEND_FABRIC");
+	const char *env = sseg_env("SHAREDSEG_ASCEND_FABRIC");
 
 	return !env || strcmp(env, "0") != 0;
 }

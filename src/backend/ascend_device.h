@@ -56,7 +56,7 @@ SSEG_HIDDEN int sseg_ascend_logic_device(const struct sseg_acl *acl, int device,
 SSEG_HIDDEN int sseg_ascend_grant(const struct sseg_acl *acl, void *ptr, size_t size, int device);
 /* Whether a fabric handle can be made on the current device for host node
  * `node`: what a segment does, on one granule (A3 only, per the
- * reference), cached per (device, node); false when SSEG_ASCEND_FABRIC=0.
+ * reference), cached per (device, node); false when SHAREDSEG_ASCEND_FABRIC=0.
  * Needs the device's context current. */
 SSEG_HIDDEN bool sseg_ascend_fabric_works(const struct sseg_acl *acl, int device, int node);
 /* 0 when aclrtHostRegister may pin memory this library maps (a memfd

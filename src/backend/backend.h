@@ -10,8 +10,8 @@
 #define SSEG_BACKEND_H
 
 #include "blob.h"
-#include "object.h"
 #include "pages.h"
+#include "segment_types.h"
 
 /* Capability bits. */
 enum sseg_backend_caps {
@@ -53,7 +53,7 @@ struct sseg_backend_ops {
 	uint32_t caps;                          /* enum sseg_backend_caps */
 	const struct sseg_hostreg_ops *hostreg; /* NULL: cannot pin memfd segments */
 
-	/* ---- facts (sseg_probe_backend, sseg_probe_device, sseg_supported) ---- */
+	/* ---- facts (sseg_probe_backend, sseg_probe_device, sseg_check_support) ---- */
 	/* Fills facts; 0 when the backend can create segments here, else
 	 * -errno with facts->reason saying why not. */
 	int (*probe)(struct sseg_probe_backend *facts);

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "backend/cuda_device.h"
-#include "object.h"
 #include "os/numa.h"
+#include "segment_types.h"
 
 int sseg_cuda_attribute(const struct sseg_cuda *cu, CUdevice dev, int attr)
 {
@@ -48,13 +48,13 @@ static int require(const struct sseg_cuda *cu, CUdevice dev, int ordinal, int at
 
 /* HOST_NUMA VMM memory from driver 12.6 on by default, as NCCL enables
  * its cuMem host allocations (src/misc/cudawrap.cc: off below 12.2, on by
- * default from 12.6); SSEG_CUDA_HOST_NUMA_MIN_DRIVER lowers or raises the
+ * default from 12.6); SHAREDSEG_CUDA_HOST_NUMA_MIN_DRIVER lowers or raises the
  * bar (12020 is the first driver that has HOST_NUMA locations at all). */
 #define HOST_NUMA_MIN_DRIVER 12060
 
 static int host_numa_min_driver(void)
 {
-	const char *env = getenv("SSEG_CUDA_HOST_NUMA_MIN_DRIVER");
+	const char *env = sseg_env("SHAREDSEG_CUDA_HOST_NUMA_MIN_DRIVER");
 	char *end;
 	long v;
 
@@ -78,7 +78,7 @@ static int need_vmm_host(const struct sseg_cuda *cu, CUdevice dev, int ordinal)
 	if (cu->version < min)
 		return sseg_err(-EOPNOTSUPP,
 				"driver %d.%d: VMM host memory (HOST_NUMA) is used from driver "
-				"%d.%d on, as NCCL does (SSEG_CUDA_HOST_NUMA_MIN_DRIVER=%d accepts "
+				"%d.%d on, as NCCL does (SHAREDSEG_CUDA_HOST_NUMA_MIN_DRIVER=%d accepts "
 				"this driver)",
 				cu->version / 1000, cu->version % 1000 / 10, min / 1000,
 				min % 1000 / 10, cu->version);

@@ -2,7 +2,7 @@
 /* Loading the ACL runtime: dlopen("libascendcl.so") once (pthread_once),
  * every entry point resolved with dlsym into one table, then aclInit only
  * where the runtime needs it.
- * SSEG_ACL_LIBRARY may name another library (the tests' fake runtime); it is
+ * SHAREDSEG_ACL_LIBRARY may name another library (the tests' fake runtime); it is
  * honoured only when the real and effective ids agree. */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -71,7 +71,7 @@ static char load_why[SSEG_ERR_MAX];
 
 static const char *library_path(void)
 {
-	return sseg_driver_path("SSEG_ACL_LIBRARY", "libascendcl.so");
+	return sseg_driver_path("SHAREDSEG_ACL_LIBRARY", "libascendcl.so");
 }
 
 static int fail(int err, const char *fmt, const char *arg)

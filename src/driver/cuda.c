@@ -2,7 +2,7 @@
 /* Loading the CUDA driver: dlopen("libcuda.so.1") once (pthread_once),
  * dlsym of cuGetProcAddress only, every other entry point resolved through it
  * and pinned to the ABI version this code was written against.
- * SSEG_CUDA_LIBRARY may name another library (the tests' fake driver); it
+ * SHAREDSEG_CUDA_LIBRARY may name another library (the tests' fake driver); it
  * is honoured only when the real and effective ids agree. */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -63,7 +63,7 @@ static char load_why[SSEG_ERR_MAX];
 
 static const char *library_path(void)
 {
-	return sseg_driver_path("SSEG_CUDA_LIBRARY", "libcuda.so.1");
+	return sseg_driver_path("SHAREDSEG_CUDA_LIBRARY", "libcuda.so.1");
 }
 
 struct resolver {

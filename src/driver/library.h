@@ -5,8 +5,8 @@
 
 #include "internal.h"
 
-/* The library named by the environment variable env (the tests' fake
- * drivers), honoured only when the real and effective user and group ids
+/* The library named by the environment variable env (SHAREDSEG_..., read
+ * through sseg_env: the tests' fake drivers), honoured only when the real and effective user and group ids
  * agree, so that a set-id program cannot be made to load one; else
  * fallback. */
 SSEG_HIDDEN const char *sseg_driver_path(const char *env, const char *fallback);

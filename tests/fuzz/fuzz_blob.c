@@ -14,7 +14,7 @@
 
 #include "blob.h"
 #include "fuzz.h"
-#include "object.h"
+#include "segment_types.h"
 #include "testutil.h"
 #include "verify.h"
 

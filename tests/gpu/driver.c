@@ -13,7 +13,7 @@ struct cu_driver cu;
 
 static const char *library_path(void)
 {
-	const char *env = getenv("SSEG_CUDA_LIBRARY");
+	const char *env = getenv("SHAREDSEG_CUDA_LIBRARY");
 
 	if (env && *env && getuid() == geteuid() && getgid() == getegid())
 		return env;

@@ -177,10 +177,10 @@ static void env_os(void)
 }
 
 /* What the library itself concludes from its real probes (a create under
- * the primary context per device and node) and sseg_supported. */
+ * the primary context per device and node) and sseg_check_support. */
 static void library_probe(void)
 {
-	int rc = sseg_supported(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO);
+	int rc = sseg_check_support(SSEG_BACKEND_CUDA, SSEG_PAGES_AUTO);
 	char why[512];
 	struct json j;
 

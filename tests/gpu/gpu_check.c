@@ -2,7 +2,7 @@
 /* Checks for a machine with an NVIDIA GPU, run by tests/gpu/run.sh. Every
  * subcommand prints JSON lines and goes on past a refusal: what the driver
  * or a sandbox refuses is a result, reported with the driver's error name.
- * The driver is loaded the way the library loads it (SSEG_CUDA_LIBRARY may
+ * The driver is loaded the way the library loads it (SHAREDSEG_CUDA_LIBRARY may
  * name the project's fake driver, honoured only when uid == euid), so
  * test_gpu_check runs every subcommand without a GPU.
  *

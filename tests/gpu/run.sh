@@ -26,7 +26,7 @@
 # (with and without READ_ONLY); device pointers without DEVICEMAP;
 # cuCtxSynchronize with and without a context; the driver in a forked
 # child. "library_probe" lines give host_vmm_works, fabric_works and
-# sseg_supported as the library decides them.
+# sseg_check_support as the library decides them.
 #
 # Environment (all optional):
 #   OUT                JSON lines go to $OUT/gpu.jsonl
@@ -38,7 +38,7 @@
 #   SSEG_GPU_BUILD     an existing build directory instead of building one
 #   SSEG_GPU_POOL=0    never touch /proc/sys/vm/nr_hugepages
 #   CUDA_HOME          where to look for cuda.h first
-#   SSEG_CUDA_LIBRARY  another driver library (the fake, in test_gpu_check)
+#   SHAREDSEG_CUDA_LIBRARY  another driver library (the fake, in test_gpu_check)
 set -u -o pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)

@@ -10,7 +10,7 @@
  * "copies_skipped" says why nothing was measured, which is not a failure.
  *
  *   npu_check share ascend|memfd SIZE REPS
- * SSEG_ASCEND_FABRIC=0 keeps the ascend backend on the in-server handle.
+ * SHAREDSEG_ASCEND_FABRIC=0 keeps the ascend backend on the in-server handle.
  *
  *   npu_check stack
  * The raw runtime calls the backend's choices rest on (docs/ascend.md,
@@ -62,7 +62,7 @@ struct report {
 
 static int load_acl(char *why, size_t len)
 {
-	const char *path = getenv("SSEG_ACL_LIBRARY");
+	const char *path = getenv("SHAREDSEG_ACL_LIBRARY");
 	void *lib = dlopen(path && *path ? path : "libascendcl.so", RTLD_NOW | RTLD_GLOBAL);
 
 	if (!lib) {
@@ -292,7 +292,7 @@ struct mem_prop {
 
 static int load_vmm(char *why, size_t len)
 {
-	const char *path = getenv("SSEG_ACL_LIBRARY");
+	const char *path = getenv("SHAREDSEG_ACL_LIBRARY");
 	void *lib = dlopen(path && *path ? path : "libascendcl.so", RTLD_NOW | RTLD_GLOBAL);
 	const char *names[] = { "aclrtMemGetAllocationGranularity", "aclrtMallocPhysical",
 				"aclrtFreePhysical", "aclrtReserveMemAddress",

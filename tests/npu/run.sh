@@ -17,7 +17,7 @@
 # ./npu.jsonl), then a summary line; what was refused is printed at the
 # end. The exit status is 1 when a step failed.
 #
-# Through the project's fake ACL runtime (SSEG_ACL_LIBRARY, as
+# Through the project's fake ACL runtime (SHAREDSEG_ACL_LIBRARY, as
 # test_npu_check runs it) every line says "fake_runtime": true: such a run
 # shows that the script and npu_check work, nothing about an NPU.
 #
@@ -34,7 +34,7 @@
 #   SSEG_NPU_BUILD       an existing build directory (sharedseg and
 #                        sseg_npu_check) instead of building build-npu
 #   ASCEND_TOOLKIT_HOME  where acl/acl_rt.h is looked for
-#   SSEG_ACL_LIBRARY     another ACL runtime (the fake, in test_npu_check)
+#   SHAREDSEG_ACL_LIBRARY     another ACL runtime (the fake, in test_npu_check)
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out_dir=${OUT:-.}
@@ -53,7 +53,7 @@ trap 'rm -rf "$work"' EXIT
 # The fake ACL runtime exports its control functions: a run through it
 # must never read as a run on an NPU.
 fake_runtime=false
-if [ -n "${SSEG_ACL_LIBRARY:-}" ] && grep -qa sseg_fake_acl_ "$SSEG_ACL_LIBRARY" 2>/dev/null; then
+if [ -n "${SHAREDSEG_ACL_LIBRARY:-}" ] && grep -qa sseg_fake_acl_ "$SHAREDSEG_ACL_LIBRARY" 2>/dev/null; then
 	fake_runtime=true
 fi
 
@@ -125,7 +125,7 @@ environment() {
 		"$(uname -r)" "$(command -v npu-smi >/dev/null && echo true || echo false)" \
 		"${ASCEND_TOOLKIT_HOME:-}" \
 		"$(ldconfig -p 2>/dev/null | grep -m1 -o '/[^ ]*libascendcl.so' || true)" \
-		"${SSEG_ACL_LIBRARY:-}" "$fake_runtime"
+		"${SHAREDSEG_ACL_LIBRARY:-}" "$fake_runtime"
 	if command -v npu-smi >/dev/null; then
 		npu-smi info >&2
 	fi
@@ -156,7 +156,7 @@ summary() {
 	echo
 	echo "== summary: $fails failed, $skips skipped, $((SECONDS - started)) s; results in $out"
 	if [ "$fake_runtime" = true ]; then
-		echo "through the project's fake ACL runtime ($SSEG_ACL_LIBRARY): no NPU took part;" \
+		echo "through the project's fake ACL runtime ($SHAREDSEG_ACL_LIBRARY): no NPU took part;" \
 			"this says the checks run, nothing about hardware"
 	fi
 	others=$(grep -v -e '"outcome": "pass"' -e '"check": "summary"' "$out" | cut -c1-400)
@@ -191,13 +191,13 @@ fi
 step probe "$build/sharedseg" probe --json
 step abi abi
 step demo-default-handle "$build/sharedseg" demo --backend ascend --ranks 4 --size "$size" --json
-step demo-trust-list env SSEG_ASCEND_FABRIC=0 \
+step demo-trust-list env SHAREDSEG_ASCEND_FABRIC=0 \
 	"$build/sharedseg" demo --backend ascend --ranks 4 --size "$size" --json
 step demo-host-register "$build/sharedseg" demo --ranks 4 --size "$size" --pages base \
 	--host-register --json
 if [ -x "$build/sseg_npu_check" ]; then
 	step share-default-handle "$build/sseg_npu_check" share ascend "$size" "$reps"
-	step share-trust-list env SSEG_ASCEND_FABRIC=0 \
+	step share-trust-list env SHAREDSEG_ASCEND_FABRIC=0 \
 		"$build/sseg_npu_check" share ascend "$size" "$reps"
 	step share-host-register "$build/sseg_npu_check" share memfd "$size" "$reps"
 else

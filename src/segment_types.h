@@ -2,8 +2,8 @@
 /* The segment object: what every part of the library knows of a segment.
  * Only types and inline accessors live here; each unit that acts on a
  * segment has its own header. */
-#ifndef SSEG_OBJECT_H
-#define SSEG_OBJECT_H
+#ifndef SSEG_SEGMENT_TYPES_H
+#define SSEG_SEGMENT_TYPES_H
 
 #include "blob.h"
 #include "internal.h"

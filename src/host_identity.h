@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* This process's sharing domain (host.c): boot, network namespace, uid. */
-#ifndef SSEG_HOST_H
-#define SSEG_HOST_H
+/* This process's sharing domain (host_identity.c): boot, network namespace, uid. */
+#ifndef SSEG_HOST_IDENTITY_H
+#define SSEG_HOST_IDENTITY_H
 
 #include "internal.h"
 #include "os/host.h"

@@ -2,7 +2,7 @@
 /* Host identity for callers that pick one owner per host. */
 #include <string.h>
 
-#include "host.h"
+#include "host_identity.h"
 
 static __thread char host_override[16];
 static __thread bool host_overridden;
