@@ -10,7 +10,7 @@
 
 static const char *sharedseg_refuses(enum sseg_pages kind)
 {
-	return sseg_supported(SSEG_BACKEND_MEMFD, kind) ? sseg_last_error() : NULL;
+	return sseg_check_support(SSEG_BACKEND_MEMFD, kind) ? sseg_last_error() : NULL;
 }
 
 static int exchange_and_complete(const struct mech_ctx *c, struct mech_map *m,
