@@ -33,8 +33,8 @@ _log.install()
 def probe(size: Union[int, str] = 0) -> Dict[str, Any]:
     """What this host can do, as the C library sees it: the object that
     `sharedseg probe --json` prints (sseg_probe_json), parsed. Its "schema"
-    field is the version of this layout; README.md ("Probe") lists the
-    keys. size: the segment size pages="auto" is decided for, in bytes or
+    field is the version of this layout; docs/python.md ("Host facts,
+    messages") lists the keys. size: the segment size pages="auto" is decided for, in bytes or
     as text ("64GiB"); 0: 1 GiB."""
     if isinstance(size, str):
         size = _native.parse("size", size)

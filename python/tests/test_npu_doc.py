@@ -24,7 +24,7 @@ def test_the_npu_lines_run_as_written(tmp_path):
     assert len(words) == 2 and words[0].startswith("OUT="), run
     build = os.path.dirname(built("sharedseg", "the CLI"))
     env = env_with_package(OUT=str(tmp_path), SSEG_NPU_BUILD=build,
-                           SSEG_ACL_LIBRARY=built("libsseg_fake_acl.so", "the fake ACL runtime"),
+                           SHAREDSEG_ACL_LIBRARY=built("libsseg_fake_acl.so", "the fake ACL runtime"),
                            SSEG_FAKE_ACL="devices=2;fabric=1", ASCEND_TOOLKIT_HOME="/nonexistent",
                            SSEG_NPU_SIZE="8MiB", SSEG_NPU_REPS="1", SSEG_NPU_STEP_S="60",
                            SSEG_NPU_BUDGET="120")

@@ -60,10 +60,21 @@ struct report {
 	int device_addr; /* the segment has a device address */
 };
 
-static int load_acl(char *why, size_t len)
+/* The runtime the library would load: SHAREDSEG_ACL_LIBRARY, else the
+ * name before 0.3, else the system's. */
+static const char *acl_library(void)
 {
 	const char *path = getenv("SHAREDSEG_ACL_LIBRARY");
-	void *lib = dlopen(path && *path ? path : "libascendcl.so", RTLD_NOW | RTLD_GLOBAL);
+
+	if (!path || !*path)
+		path = getenv("SSEG_ACL_LIBRARY");
+	return path && *path ? path : "libascendcl.so";
+}
+
+static int load_acl(char *why, size_t len)
+{
+	const char *path = acl_library();
+	void *lib = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
 
 	if (!lib) {
 		snprintf(why, len, "no ACL runtime: %s", dlerror());
@@ -292,8 +303,8 @@ struct mem_prop {
 
 static int load_vmm(char *why, size_t len)
 {
-	const char *path = getenv("SHAREDSEG_ACL_LIBRARY");
-	void *lib = dlopen(path && *path ? path : "libascendcl.so", RTLD_NOW | RTLD_GLOBAL);
+	const char *path = acl_library();
+	void *lib = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
 	const char *names[] = { "aclrtMemGetAllocationGranularity", "aclrtMallocPhysical",
 				"aclrtFreePhysical", "aclrtReserveMemAddress",
 				"aclrtReleaseMemAddress", "aclrtMapMem", "aclrtUnmapMem",

@@ -50,6 +50,11 @@ log=$work/step
 : >"$out"
 trap 'rm -rf "$work"' EXIT
 
+# SSEG_ACL_LIBRARY is the name before 0.3, still read (as the library does).
+if [ -z "${SHAREDSEG_ACL_LIBRARY:-}" ] && [ -n "${SSEG_ACL_LIBRARY:-}" ]; then
+	export SHAREDSEG_ACL_LIBRARY=$SSEG_ACL_LIBRARY
+fi
+
 # The fake ACL runtime exports its control functions: a run through it
 # must never read as a run on an NPU.
 fake_runtime=false
