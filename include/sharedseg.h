@@ -228,7 +228,9 @@ SSEG_API int sseg_info(const sseg_t *seg, struct sseg_info *info);
 /* Bytes of the segment's pages that are resident now (*resident; whoever
  * faulted them: the owner's population, any rank's first touch) out of
  * mapped_size (*total). Counts pages, not this rank's page tables: a rank
- * maps a resident page at its own first touch, without allocating. A
+ * maps a resident page at its own first touch, without allocating. (One
+ * exception: a HugeTLB segment outside populate=background counts what
+ * this rank has mapped, as mincore() reports HugeTLB pages.) A
  * device backend's pages are resident from create. Any completed segment,
  * any populate mode; either pointer may be NULL. */
 SSEG_API int sseg_populate_progress(const sseg_t *seg, uint64_t *resident, uint64_t *total);

@@ -1,72 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What `sharedseg ls` sees (list.c): the segments live on this host, from
- * /proc. sseg_list_json is the public form; the scan is here for tests.
+/* What `sharedseg ls` sees (list.c scans, list_store.c holds, list_json.c
+ * renders): the segments live on this host, from /proc. sseg_list_json is
+ * the public form; the scan is here for tests.
  * Every process may be hostile: only whole mapping lines of its smaps
  * count, a tag names the rank of the mapping its window starts with, and
  * what is said of a process (uid, command) is read once, at scan time. */
 #ifndef SSEG_LIST_H
 #define SSEG_LIST_H
 
-#include "internal.h"
+#include "list_store.h"
 
-/* What one listing holds at most; past that, what is found is left out
- * and the document says "truncated": true. */
-#define SSEG_LIST_MAX_SEGMENTS 65536
-#define SSEG_LIST_MAX_HOLDERS 262144
-
-/* One process that maps a segment or holds its memfd. */
-struct sseg_holder {
-	uint64_t mapped;     /* bytes of its mappings of the memfd */
-	uint64_t resident;   /* Rss + HugeTLB pages of those mappings */
-	uint64_t thp;        /* ShmemPmdMapped */
-	uint64_t page_size;  /* KernelPageSize */
-	int process;         /* index into the list's processes */
-	int rank;            /* from its window's tag; -1 unknown */
-	int next;            /* the segment's next holder; -1 */
-	bool readonly;
-	bool fd;             /* holds the memfd as a descriptor */
-};
-
-/* A process that holds something, as /proc showed it when it was scanned. */
-struct sseg_listed_process {
-	int pid;
-	int64_t uid;         /* effective, from its status; -1 unknown */
-	char comm[16];
-};
-
-/* One memfd, by (device, inode); or one segment of driver memory, by the
- * uid of its ranks and the name, size, group and pages their tags give
- * (dev and ino 0). */
-struct sseg_listed {
-	char name[SSEG_NAME_MAX + 1];
-	char backend[16];    /* "memfd", or a tag's backend= */
-	char pages[16];      /* a tag's pages=; "" for a memfd (seen from its mappings) */
-	uint64_t page_size;  /* a tag's page= */
-	uint64_t dev, ino;
-	uint64_t size;       /* from a descriptor's fstat; 0 when none */
-	uint64_t allocated;  /* its allocated blocks */
-	uint64_t numa_nodes;
-	uint64_t key;        /* its hash in the index */
-	int64_t uid;         /* driver memory: its ranks' */
-	char group[24];      /* driver memory: the owner's pid and create nonce */
-	int world, owner_rank;
-	int first, last;     /* its holders, a list through sseg_holder.next; -1 */
-};
-
-struct sseg_list {
-	struct sseg_listed *segs;
-	struct sseg_holder *holders;
-	struct sseg_listed_process *procs;
-	int n, cap, nholders, holders_cap, nprocs, procs_cap;
-	int *index;          /* open addressing: segment + 1, 0 empty */
-	size_t index_cap;    /* a power of two, or 0 */
-	bool truncated;      /* a cap was reached */
-	bool nomem;
-};
-
+/* Fills l from /proc; sseg_list_free (list_store.h) releases it. */
 SSEG_HIDDEN int sseg_list_scan(struct sseg_list *l);
-/* The document of a scan, as sseg_list_json writes it. */
-SSEG_HIDDEN int sseg_list_render(const struct sseg_list *l, char *buf, size_t len);
-SSEG_HIDDEN void sseg_list_free(struct sseg_list *l);
 
 #endif

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "fakeutil.h"
-#include "list.h"
+#include "list_json.h"
 #include "testutil.h"
 
 #define NOBODY 65534
