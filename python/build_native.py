@@ -18,8 +18,10 @@ import sys
 import sysconfig
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SOURCE_DIRS = ("python/_native", "src", "src/os", "src/backend", "src/driver")
-INCLUDE_DIRS = ["include", "src", "python/_native"]
+SOURCE_DIRS = ("python/_native", "src", "src/os", "src/backend", "src/driver", "tools")
+INCLUDE_DIRS = ["include", "src", "python/_native", "tools"]
+# The command line is the C tool's (tools/), without its main().
+EXCLUDED = ("tools/main.c",)
 # Only PyInit__native leaves the object: the library's symbols stay private,
 # so another copy of libsharedseg in the process cannot clash.
 CFLAGS = ["-std=gnu11", "-fvisibility=hidden", "-DSSEG_API=", "-Wall", "-Wextra",
@@ -27,6 +29,19 @@ CFLAGS = ["-std=gnu11", "-fvisibility=hidden", "-DSSEG_API=", "-Wall", "-Wextra"
           "-Wno-cast-function-type", "-Wno-format-truncation"]
 LDFLAGS = ["-Wl,--exclude-libs,ALL"]
 LIBRARIES = ["dl", "pthread"]
+# One abi3 extension for CPython 3.11 and later (the buffer protocol joined
+# the limited API in 3.11); an older interpreter builds the same source on
+# its full API.
+LIMITED_API = 0x030B0000
+if sys.version_info >= (3, 11):
+    CFLAGS.append(f"-DPy_LIMITED_API={LIMITED_API:#010x}")
+
+
+def ext_suffix():
+    """.abi3.so on the limited API, else the interpreter's own suffix."""
+    if sys.version_info >= (3, 11):
+        return ".abi3.so"
+    return sysconfig.get_config_var("EXT_SUFFIX")
 
 
 def sources():
@@ -35,7 +50,7 @@ def sources():
     found = []
     for folder in SOURCE_DIRS:
         found += sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, folder, "*.c")))
-    return found
+    return [f for f in found if f not in EXCLUDED]
 
 
 def _headers_mtime():
@@ -88,7 +103,7 @@ def build(output, build_dir, jobs):
 
 
 def main():
-    tag = sysconfig.get_config_var("EXT_SUFFIX")
+    tag = ext_suffix()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--output", default=os.path.join(ROOT, "python", "sharedseg", "_native" + tag),
                     help="the extension to write (default: in place, under python/sharedseg/)")

@@ -22,6 +22,7 @@ struct cli_command {
 	const char *summary;
 	int (*run)(int argc, char **argv); /* argv[0] is the command name */
 	void (*help)(FILE *out);
+	bool forks; /* runs ranks in forked processes */
 };
 
 int probe_main(int argc, char **argv);

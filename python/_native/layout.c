@@ -11,11 +11,17 @@ struct layout_object {
 	struct sseg_layout *layout;
 };
 
+PyTypeObject *sseg_py_layout_type;
+
 const struct sseg_layout *sseg_py_layout_get(PyObject *obj)
 {
-	if (!PyObject_TypeCheck(obj, &sseg_py_layout_type)) {
-		PyErr_Format(PyExc_TypeError, "layout must be a sharedseg._native.Layout, not %s",
-			     Py_TYPE(obj)->tp_name);
+	if (!PyObject_TypeCheck(obj, sseg_py_layout_type)) {
+		PyObject *type = PyObject_GetAttrString((PyObject *)Py_TYPE(obj), "__name__");
+
+		if (type)
+			PyErr_Format(PyExc_TypeError,
+				     "layout must be a sharedseg._native.Layout, not %S", type);
+		Py_XDECREF(type);
 		return NULL;
 	}
 	return ((struct layout_object *)obj)->layout;
@@ -34,7 +40,7 @@ static int parse_block(PyObject *item, struct sseg_block_desc *desc)
 		return -1;
 	desc->shape = NULL;
 	if (shape != Py_None) {
-		desc->shape = PyUnicode_AsUTF8(shape);
+		desc->shape = PyUnicode_AsUTF8AndSize(shape, NULL);
 		if (!desc->shape)
 			return -1;
 	}
@@ -45,7 +51,9 @@ static struct sseg_block_desc *parse_blocks(PyObject *seq, Py_ssize_t *n)
 {
 	struct sseg_block_desc *descs;
 
-	*n = PySequence_Fast_GET_SIZE(seq);
+	*n = PySequence_Size(seq);
+	if (*n < 0)
+		return NULL;
 	if (*n < 1 || *n > 256) {
 		PyErr_Format(PyExc_ValueError, "a layout has 1 to 256 blocks, not %zd", *n);
 		return NULL;
@@ -54,7 +62,10 @@ static struct sseg_block_desc *parse_blocks(PyObject *seq, Py_ssize_t *n)
 	if (!descs)
 		return (struct sseg_block_desc *)PyErr_NoMemory();
 	for (Py_ssize_t i = 0; i < *n; i++) {
-		if (parse_block(PySequence_Fast_GET_ITEM(seq, i), &descs[i]) < 0) {
+		/* Borrowed: seq (a list or a tuple) keeps the item and its strings. */
+		PyObject *item = PyList_Check(seq) ? PyList_GetItem(seq, i) : PyTuple_GetItem(seq, i);
+
+		if (!item || parse_block(item, &descs[i]) < 0) {
 			PyMem_Free(descs);
 			return NULL;
 		}
@@ -102,9 +113,12 @@ static int layout_init(PyObject *self_obj, PyObject *args, PyObject *kwargs)
 static void layout_dealloc(PyObject *self_obj)
 {
 	struct layout_object *self = (struct layout_object *)self_obj;
+	PyTypeObject *type = Py_TYPE(self_obj);
+	freefunc tp_free = (freefunc)PyType_GetSlot(type, Py_tp_free);
 
 	sseg_layout_destroy(self->layout);
-	Py_TYPE(self_obj)->tp_free(self_obj);
+	tp_free(self_obj);
+	Py_DECREF(type); /* a heap type's instance holds a reference to it */
 }
 
 static struct sseg_layout *ready(PyObject *self_obj)
@@ -122,7 +136,7 @@ static int block_index(struct sseg_layout *l, PyObject *block)
 	int b;
 
 	if (PyUnicode_Check(block)) {
-		const char *name = PyUnicode_AsUTF8(block);
+		const char *name = PyUnicode_AsUTF8AndSize(block, NULL);
 
 		if (!name)
 			return -1;
@@ -200,7 +214,8 @@ static PyObject *layout_offsets(PyObject *self, PyObject *block)
 			Py_CLEAR(list);
 			break;
 		}
-		PyList_SET_ITEM(list, (Py_ssize_t)i, num);
+		if (PyList_SetItem(list, (Py_ssize_t)i, num) < 0) /* steals num */
+			Py_CLEAR(list);
 	}
 	return list;
 }
@@ -249,16 +264,28 @@ static PyGetSetDef layout_getset[] = {
 	{ NULL, NULL, NULL, NULL, NULL },
 };
 
-PyTypeObject sseg_py_layout_type = {
-	PyVarObject_HEAD_INIT(NULL, 0)
-	.tp_name = "sharedseg._native.Layout",
-	.tp_doc = "Layout(blocks, order=LAYOUT_INTERLEAVED, align=0): blocks are\n"
-		  "(name, count, bytes, align, shape) tuples; align 0 means 4096.",
-	.tp_basicsize = sizeof(struct layout_object),
-	.tp_flags = Py_TPFLAGS_DEFAULT,
-	.tp_new = PyType_GenericNew,
-	.tp_init = layout_init,
-	.tp_dealloc = layout_dealloc,
-	.tp_methods = layout_methods,
-	.tp_getset = layout_getset,
+static PyType_Slot layout_slots[] = {
+	{ Py_tp_doc, (void *)"Layout(blocks, order=LAYOUT_INTERLEAVED, align=0): blocks are\n"
+			     "(name, count, bytes, align, shape) tuples; align 0 means 4096." },
+	{ Py_tp_new, (void *)PyType_GenericNew },
+	{ Py_tp_init, (void *)layout_init },
+	{ Py_tp_dealloc, (void *)layout_dealloc },
+	{ Py_tp_methods, layout_methods },
+	{ Py_tp_getset, layout_getset },
+	{ 0, NULL },
 };
+
+static PyType_Spec layout_spec = {
+	.name = "sharedseg._native.Layout",
+	.basicsize = sizeof(struct layout_object),
+	.flags = Py_TPFLAGS_DEFAULT,
+	.slots = layout_slots,
+};
+
+PyObject *sseg_py_layout_type_new(void)
+{
+	PyObject *type = PyType_FromSpec(&layout_spec);
+
+	sseg_py_layout_type = (PyTypeObject *)type;
+	return type;
+}

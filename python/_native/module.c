@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* sharedseg._native: module functions (names, parsing, host identity,
- * probe, supported) and the error type. The segment and the layout types
+ * probe, supported, cli) and the error type. The segment and the layout types
  * live in segment.c and layout.c. */
 #include <errno.h>
 #include <string.h>
@@ -332,6 +332,13 @@ PyDoc_STRVAR(log_level_doc, "log_level() -> int: the library's current level.");
 PyDoc_STRVAR(queue_log_doc, "_queue_log(level, text, count): queues count lines as the\n"
 			    "library would (tests of the queue's bound).");
 
+PyDoc_STRVAR(cli_doc, "cli(args: list[str | bytes]) -> int: the C tool's command line (sharedseg\n"
+		       "ARGS...) in this process, without the GIL; prints to file descriptors\n"
+		       "1 and 2 (flush sys.stdout first) and returns the exit status. The\n"
+		       "commands that fork (cli_forks) are a ValueError: run the C tool.");
+PyDoc_STRVAR(cli_forks_doc, "cli_forks(command) -> bool: the command forks processes that run\n"
+			    "the library (demo, bench), which only the C tool may do.");
+
 static PyMethodDef module_methods[] = {
 	{ "parse", py_parse, METH_VARARGS, parse_doc },
 	{ "name", py_name, METH_VARARGS, name_doc },
@@ -348,6 +355,8 @@ static PyMethodDef module_methods[] = {
 	{ "set_log_level", sseg_py_set_log_level, METH_O, set_log_level_doc },
 	{ "log_level", sseg_py_log_level, METH_NOARGS, log_level_doc },
 	{ "_queue_log", sseg_py_queue_log, METH_VARARGS, queue_log_doc },
+	{ "cli", sseg_py_cli, METH_O, cli_doc },
+	{ "cli_forks", sseg_py_cli_forks, METH_O, cli_forks_doc },
 	{ NULL, NULL, 0, NULL },
 };
 
@@ -378,12 +387,13 @@ static int add_error_type(PyObject *m)
 	return PyModule_AddObject(m, "SharedSegmentError", sseg_py_error);
 }
 
-static int add_type(PyObject *m, const char *name, PyTypeObject *type)
+/* type (a new reference, kept by the extension's global too) as m.name. */
+static int add_type(PyObject *m, const char *name, PyObject *type)
 {
-	if (PyType_Ready(type) < 0)
+	if (!type)
 		return -1;
 	Py_INCREF(type);
-	if (PyModule_AddObject(m, name, (PyObject *)type) < 0) {
+	if (PyModule_AddObject(m, name, type) < 0) {
 		Py_DECREF(type);
 		return -1;
 	}
@@ -411,9 +421,9 @@ PyMODINIT_FUNC PyInit__native(void)
 
 	if (!m)
 		return NULL;
-	if (add_error_type(m) < 0 || add_type(m, "Layout", &sseg_py_layout_type) < 0 ||
-	    add_type(m, "Segment", &sseg_py_segment_type) < 0 ||
-	    add_type(m, "Pin", &sseg_py_pin_type) < 0 || add_constants(m) < 0) {
+	if (add_error_type(m) < 0 || add_type(m, "Layout", sseg_py_layout_type_new()) < 0 ||
+	    add_type(m, "Segment", sseg_py_segment_type_new()) < 0 ||
+	    add_type(m, "Pin", sseg_py_pin_type_new()) < 0 || add_constants(m) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* sharedseg._native: the CPython face of libsharedseg. Shared declarations
- * of the extension's parts (module.c, segment.c, layout.c). */
+ * of the extension's parts (module.c, segment.c, layout.c, log.c, cli.c). */
 #ifndef SSEG_PY_NATIVE_H
 #define SSEG_PY_NATIVE_H
 
@@ -34,17 +34,27 @@ PyObject *sseg_py_queue_log(PyObject *module, PyObject *args);
 /* The NUMA node numbers set in mask, as a list. */
 PyObject *sseg_py_node_list(uint64_t mask);
 
+/* The extension's types are heap types (PyType_FromSpec), made at import:
+ * the same source builds on the limited API (abi3, 3.11+) and without it. */
+
 /* The Layout type: wraps a struct sseg_layout. */
-extern PyTypeObject sseg_py_layout_type;
+extern PyTypeObject *sseg_py_layout_type;
+PyObject *sseg_py_layout_type_new(void);
 /* The layout behind a Layout object, or NULL with TypeError set. */
 const struct sseg_layout *sseg_py_layout_get(PyObject *obj);
 
 /* The Segment type and the Pin type (a buffer that keeps it mapped). */
-extern PyTypeObject sseg_py_segment_type;
-extern PyTypeObject sseg_py_pin_type;
+extern PyTypeObject *sseg_py_segment_type;
+extern PyTypeObject *sseg_py_pin_type;
+PyObject *sseg_py_segment_type_new(void);
+PyObject *sseg_py_pin_type_new(void);
 /* _native.create(...) */
 PyObject *sseg_py_create(PyObject *module, PyObject *args, PyObject *kwargs);
 /* _native.lookup(addr, length): the registry's exact-range lookup. */
 PyObject *sseg_py_lookup(PyObject *module, PyObject *args);
+
+/* _native.cli(args) and _native.cli_forks(command) (cli.c). */
+PyObject *sseg_py_cli(PyObject *module, PyObject *args);
+PyObject *sseg_py_cli_forks(PyObject *module, PyObject *arg);
 
 #endif

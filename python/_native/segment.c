@@ -8,6 +8,7 @@
  * export at once and keeps a reference to the object instead), so every
  * tensor made from a Pin keeps the pages mapped. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "native.h"
@@ -40,6 +41,27 @@ struct pin_object {
 	PyObject_HEAD
 	struct segment_object *segment;
 };
+
+PyTypeObject *sseg_py_segment_type;
+PyTypeObject *sseg_py_pin_type;
+
+/* Drops the reference held in *slot and puts value (a new one) there. */
+static void replace_ref(PyObject **slot, PyObject *value)
+{
+	PyObject *old = *slot;
+
+	*slot = value;
+	Py_XDECREF(old);
+}
+
+/* A heap type's instance holds a reference to its type. */
+static void free_instance(PyObject *obj)
+{
+	PyTypeObject *type = Py_TYPE(obj);
+
+	PyObject_Free(obj);
+	Py_DECREF(type);
+}
 
 /* The quiesce callable runs before the pages go: with host registration it
  * synchronises the device, so no DMA still runs when they are unregistered
@@ -181,7 +203,7 @@ static PyObject *wrap_segment(sseg_t *seg, struct waiting *waiting)
 
 	if (sseg_info(seg, &info))
 		return sseg_py_raise(sseg_py_error, -EINVAL);
-	self = PyObject_New(struct segment_object, &sseg_py_segment_type);
+	self = PyObject_New(struct segment_object, sseg_py_segment_type);
 	if (!self)
 		return NULL;
 	self->seg = seg;
@@ -283,7 +305,7 @@ static PyObject *segment_complete(PyObject *self_obj, PyObject *args)
 				    "complete needs world_size blobs of %u bytes, joined; got %zd bytes",
 				    SSEG_BLOB_SIZE, blobs.len);
 	}
-	Py_XSETREF(w->watch, watch == Py_None ? NULL : (Py_INCREF(watch), watch));
+	replace_ref(&w->watch, watch == Py_None ? NULL : (Py_INCREF(watch), watch));
 	self->busy = 1;
 	Py_BEGIN_ALLOW_THREADS
 	rc = sseg_complete(self->seg, blobs.buf);
@@ -418,7 +440,7 @@ static PyObject *segment_set_quiesce(PyObject *self_obj, PyObject *fn)
 
 	if (fn != Py_None && !PyCallable_Check(fn))
 		return PyErr_Format(PyExc_TypeError, "set_quiesce: fn must be callable or None");
-	Py_XSETREF(self->quiesce, fn == Py_None ? NULL : (Py_INCREF(fn), fn));
+	replace_ref(&self->quiesce, fn == Py_None ? NULL : (Py_INCREF(fn), fn));
 	Py_RETURN_NONE;
 }
 
@@ -431,7 +453,7 @@ static PyObject *segment_pin(PyObject *self_obj, PyObject *unused)
 		return NULL;
 	if (!self->completed)
 		return PyErr_Format(sseg_py_error, "pin: the segment is not complete yet");
-	pin = PyObject_New(struct pin_object, &sseg_py_pin_type);
+	pin = PyObject_New(struct pin_object, sseg_py_pin_type);
 	if (!pin)
 		return NULL;
 	Py_INCREF(self_obj);
@@ -451,7 +473,7 @@ static void segment_dealloc(PyObject *self_obj)
 	/* The library no longer holds the pointer once the segment is gone. */
 	if (!self->seg)
 		waiting_free(self->waiting);
-	PyObject_Free(self_obj);
+	free_instance(self_obj);
 }
 
 /* ---- buffer protocol ---- */
@@ -485,11 +507,6 @@ static void segment_releasebuffer(PyObject *self_obj, Py_buffer *view)
 	self->exports--;
 	release_quietly(self);
 }
-
-static PyBufferProcs segment_buffer = {
-	.bf_getbuffer = segment_getbuffer,
-	.bf_releasebuffer = segment_releasebuffer,
-};
 
 static PyObject *segment_base(PyObject *self_obj, void *closure)
 {
@@ -550,17 +567,33 @@ static PyGetSetDef segment_getset[] = {
 	{ NULL, NULL, NULL, NULL, NULL },
 };
 
-PyTypeObject sseg_py_segment_type = {
-	PyVarObject_HEAD_INIT(NULL, 0)
-	.tp_name = "sharedseg._native.Segment",
-	.tp_doc = "One segment (sseg_t); made by create().",
-	.tp_basicsize = sizeof(struct segment_object),
-	.tp_flags = Py_TPFLAGS_DEFAULT,
-	.tp_dealloc = segment_dealloc,
-	.tp_methods = segment_methods,
-	.tp_getset = segment_getset,
-	.tp_as_buffer = &segment_buffer,
+/* Not made from Python: create() makes them. */
+#define NATIVE_ONLY (Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION)
+
+static PyType_Slot segment_slots[] = {
+	{ Py_tp_doc, (void *)"One segment (sseg_t); made by create()." },
+	{ Py_tp_dealloc, (void *)segment_dealloc },
+	{ Py_tp_methods, segment_methods },
+	{ Py_tp_getset, segment_getset },
+	{ Py_bf_getbuffer, (void *)segment_getbuffer },
+	{ Py_bf_releasebuffer, (void *)segment_releasebuffer },
+	{ 0, NULL },
 };
+
+static PyType_Spec segment_spec = {
+	.name = "sharedseg._native.Segment",
+	.basicsize = sizeof(struct segment_object),
+	.flags = NATIVE_ONLY,
+	.slots = segment_slots,
+};
+
+PyObject *sseg_py_segment_type_new(void)
+{
+	PyObject *type = PyType_FromSpec(&segment_spec);
+
+	sseg_py_segment_type = (PyTypeObject *)type;
+	return type;
+}
 
 /* ---- Pin ---- */
 
@@ -572,7 +605,7 @@ static void pin_dealloc(PyObject *self_obj)
 	seg->pins--;
 	release_quietly(seg);
 	Py_DECREF(seg);
-	PyObject_Free(self_obj);
+	free_instance(self_obj);
 }
 
 static int pin_getbuffer(PyObject *self_obj, Py_buffer *view, int flags)
@@ -581,19 +614,27 @@ static int pin_getbuffer(PyObject *self_obj, Py_buffer *view, int flags)
 	return fill_buffer(((struct pin_object *)self_obj)->segment, self_obj, view, flags);
 }
 
-static PyBufferProcs pin_buffer = {
-	.bf_getbuffer = pin_getbuffer,
+static PyType_Slot pin_slots[] = {
+	{ Py_tp_doc, (void *)"A buffer over a segment that keeps it mapped while it lives." },
+	{ Py_tp_dealloc, (void *)pin_dealloc },
+	{ Py_bf_getbuffer, (void *)pin_getbuffer },
+	{ 0, NULL },
 };
 
-PyTypeObject sseg_py_pin_type = {
-	PyVarObject_HEAD_INIT(NULL, 0)
-	.tp_name = "sharedseg._native.Pin",
-	.tp_doc = "A buffer over a segment that keeps it mapped while it lives.",
-	.tp_basicsize = sizeof(struct pin_object),
-	.tp_flags = Py_TPFLAGS_DEFAULT,
-	.tp_dealloc = pin_dealloc,
-	.tp_as_buffer = &pin_buffer,
+static PyType_Spec pin_spec = {
+	.name = "sharedseg._native.Pin",
+	.basicsize = sizeof(struct pin_object),
+	.flags = NATIVE_ONLY,
+	.slots = pin_slots,
 };
+
+PyObject *sseg_py_pin_type_new(void)
+{
+	PyObject *type = PyType_FromSpec(&pin_spec);
+
+	sseg_py_pin_type = (PyTypeObject *)type;
+	return type;
+}
 
 /* ---- the registry ---- */
 

@@ -1,14 +1,20 @@
 # SPDX-License-Identifier: Apache-2.0
-"""`python -m sharedseg` and the wheel's `sharedseg` command: probe runs over
-the extension and prints the C tool's JSON (one schema); demo, bench and
-ls run the C tool when there is one, else say where it is."""
+"""`python -m sharedseg` and the wheel's `sharedseg` command run the C
+tool's command line inside the interpreter (_native.cli): help, probe and
+ls print what the C tool prints, byte for byte, with its exit codes. demo
+and bench fork their ranks, so they run the C tool when there is one, else
+say where it is."""
 import json
 import os
+import re
 import subprocess
 import sys
 
+import pytest
+
 import sharedseg
 from conftest import built, env_with_package
+from sharedseg import _native
 
 
 def c_tool():
@@ -20,40 +26,81 @@ def cli(*argv, **env):
                           text=True, timeout=120, env=env_with_package(**env))
 
 
-def shape(value):
-    """The keys and value kinds of a JSON document, values left out."""
-    if isinstance(value, dict):
-        return {k: shape(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [shape(v) for v in value[:1]]
-    return type(value).__name__ if value is not None else "null"
+def tool(*argv):
+    return subprocess.run([c_tool(), *argv], capture_output=True, text=True, timeout=120)
 
 
-def test_probe_json_is_the_c_tools_and_the_functions():
-    ours = cli("probe", "--json", "--size", "64MiB")
-    assert ours.returncode == 0, ours.stderr
-    theirs = subprocess.run([c_tool(), "probe", "--json", "--size", "64MiB"], capture_output=True,
-                            text=True, timeout=60)
-    mine, c = json.loads(ours.stdout), json.loads(theirs.stdout)
-    assert mine["schema"] == c["schema"] == 1
-    assert shape(mine) == shape(c)
-    assert shape(sharedseg.probe("64MiB")) == shape(c)
-    assert mine["auto"]["size"] == 64 << 20 and mine["kernel"] == c["kernel"]
+def both(*argv):
+    """The Python command's run and the C tool's, of the same arguments."""
+    return cli(*argv), tool(*argv)
 
 
-def test_probe_text():
-    done = cli("probe")
-    assert done.returncode == 0, done.stderr
-    assert "pages=auto for 1.0 GiB:" in done.stdout and "\nbackends\n" in done.stdout
-    assert "  memfd   yes" in done.stdout
+@pytest.mark.parametrize("argv", [[], ["--help"], ["--version"], ["help"], ["help", "ls"],
+                                  ["help", "nope"], ["frobnicate"], ["probe", "--help"],
+                                  ["probe", "--size", "lots"], ["probe", "--frob"],
+                                  ["ls", "--help"], ["ls", "--frob"], ["ls", "stray"]])
+def test_help_and_errors_are_the_c_tools(argv):
+    ours, theirs = both(*argv)
+    assert (ours.returncode, ours.stdout, ours.stderr) == \
+        (theirs.returncode, theirs.stdout, theirs.stderr)
 
 
-def test_bad_arguments_exit_2():
+def test_version_and_bad_arguments_exit_codes():
     assert cli("probe", "--size", "lots").returncode == 2
     assert cli("frobnicate").returncode == 2
     assert cli().returncode == 2
     version = cli("--version")
     assert version.returncode == 0 and sharedseg.__version__ in version.stdout
+
+
+def counts_masked(text):
+    """The host's free pages and memory move while a test runs; every number
+    reads N, so what is compared is the wording and the layout."""
+    return re.sub(r"\d+", "N", text)
+
+
+@pytest.mark.parametrize("argv", [["probe"], ["probe", "--size", "64MiB"]])
+def test_probe_text_is_the_c_tools(argv):
+    ours, theirs = both(*argv)
+    assert ours.returncode == theirs.returncode == 0, ours.stderr
+    assert counts_masked(ours.stdout) == counts_masked(theirs.stdout)
+    assert ours.stderr == theirs.stderr
+    assert "pages=auto for" in ours.stdout and "\nbackends\n" in ours.stdout
+
+
+def test_probe_json_is_the_c_tools_and_the_functions():
+    ours, theirs = both("probe", "--json", "--size", "64MiB")
+    assert ours.returncode == theirs.returncode == 0, ours.stderr
+    assert counts_masked(ours.stdout) == counts_masked(theirs.stdout)
+    mine, c = json.loads(ours.stdout), json.loads(theirs.stdout)
+    assert mine["schema"] == c["schema"] == 1
+    assert mine["auto"] == c["auto"] and mine["auto"]["size"] == 64 << 20
+    assert mine["kernel"] == c["kernel"] and mine["backends"] == c["backends"]
+    assert sorted(sharedseg.probe("64MiB")) == sorted(c)
+
+
+def test_python_output_written_before_comes_first():
+    """sys.stdout is flushed before the C code writes to the same descriptor."""
+    code = ("import sys; from sharedseg import cli\n"
+            "print('before'); rc = cli.main(['--version']); print('after', rc)")
+    env = env_with_package()
+    env.pop("PYTHONUNBUFFERED", None)  # a pipe: sys.stdout holds its text until flushed
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["before", f"sharedseg {_native.LIBRARY_VERSION}",
+                                        "after 0"], done.stdout
+
+
+def test_the_commands_that_fork_are_not_run_in_the_interpreter():
+    assert _native.cli_forks("demo") and _native.cli_forks("bench")
+    assert not _native.cli_forks("ls") and not _native.cli_forks("probe")
+    with pytest.raises(ValueError, match="run the C tool"):
+        _native.cli(["demo", "--ranks", "2"])
+    with pytest.raises(TypeError):
+        _native.cli(("ls",))
+    with pytest.raises(ValueError, match="NUL"):
+        _native.cli(["ls\0"])
 
 
 def test_c_commands_without_the_c_tool_say_where_it_is():
@@ -69,43 +116,110 @@ def test_c_commands_run_the_c_tool():
     assert "2 private copies would use" in done.stdout, done.stdout
 
 
-def test_ls_lists_a_live_segment_with_its_rank_and_pid():
-    """list_segments() and `sharedseg ls` read /proc, as the C tool's ls:
-    a segment this process maps is found, with this pid as rank 0."""
-    seg = sharedseg.create_shared_segment("py-ls-live", size="4MiB", world_size=1,
-                                          pages="base")
+def table_of(text, name):
+    """The lines of one segment in the ls table: its line and its processes'."""
+    lines, inside = [], False
+    for line in text.splitlines():
+        if not line.startswith(" "):
+            inside = line.startswith(name + "  ")
+        if inside:
+            lines.append(line)
+    return lines
+
+
+def listed(text, name):
+    return [s for s in json.loads(text)["segments"] if s["name"] == name]
+
+
+def assert_ls_is_the_c_tools(name):
+    """Other tests on this host add and drop segments between two listings:
+    what is compared is this segment's part of each."""
+    ours, theirs = both("ls")
+    assert ours.returncode == theirs.returncode == 0, ours.stderr
+    mine = table_of(ours.stdout, name)
+    assert mine and mine == table_of(theirs.stdout, name), ours.stdout + theirs.stdout
+    ours_json, theirs_json = both("ls", "--json")
+    assert ours_json.returncode == theirs_json.returncode == 0, ours_json.stderr
+    entry = listed(ours_json.stdout, name)
+    assert len(entry) == 1 and entry == listed(theirs_json.stdout, name)
+    return mine, entry[0]
+
+
+def test_ls_lists_a_live_segment_as_the_c_tool_does():
+    name = f"py-ls-live-{os.getpid()}"
+    seg = sharedseg.create_shared_segment(name, size="4MiB", world_size=1, pages="base")
     try:
-        mine = [s for s in sharedseg.list_segments() if s["name"] == "py-ls-live"]
-        assert len(mine) == 1, mine
-        s = mine[0]
-        assert s["size"] == 4 << 20 and s["pages"] == "base" and s["world_size"] == 1
-        assert s["owner_pid"] == os.getpid() and not s["unmapped"]
-        assert [(p["pid"], p["rank"]) for p in s["processes"]] == [(os.getpid(), 0)]
-        table = cli("ls")
-        assert table.returncode == 0 and "py-ls-live  4.0 MiB, base pages" in table.stdout, \
-            table.stdout
-        assert f"pid {os.getpid():<8} rank 0" in table.stdout, table.stdout
-        doc = json.loads(cli("ls", "--json").stdout)
-        theirs = json.loads(subprocess.run([c_tool(), "ls", "--json"], capture_output=True,
-                                           text=True, timeout=60).stdout)
-        assert doc["schema"] == theirs["schema"] == 1
-        assert [x for x in doc["segments"] if x["name"] == "py-ls-live"][0]["owner_pid"] == \
-            os.getpid()
+        s = [s for s in sharedseg.list_segments() if s["name"] == name]
+        assert len(s) == 1 and s[0]["owner_pid"] == os.getpid(), s
+        table, entry = assert_ls_is_the_c_tools(name)
+        assert table[0].startswith(f"{name}  4.0 MiB, base pages"), table
+        assert table[1].startswith(f"    pid {os.getpid():<8} rank 0"), table
+        assert entry["owner_pid"] == os.getpid() and entry["size"] == 4 << 20
     finally:
         seg.close()
-    assert not [s for s in sharedseg.list_segments() if s["name"] == "py-ls-live"]
-    assert cli("ls", "--frob").returncode == 2
+    assert not [s for s in sharedseg.list_segments() if s["name"] == name]
 
 
-def test_ls_text_shows_a_driver_segment_whose_resident_bytes_are_unknown():
-    """cuda and ascend segments come from tag pages: resident bytes null."""
-    from sharedseg import cli
+HOLDER = '''
+import sys
+import sharedseg
 
-    seg = dict(name="kv", inode=None, backend="cuda", size=8 << 20, pages="auto",
-               page_size=2 << 20, resident_bytes=None, numa_nodes=[], world_size=2,
-               owner_rank=0, owner_pid=11, unmapped=False,
-               processes=[dict(pid=11, uid=0, comm="engine", rank=0, mapped_bytes=8 << 20,
-                               resident_bytes=None, holds_fd=False, readonly=False)])
-    text = cli._ls_text([seg])
-    assert "kv  8.0 MiB, auto pages, ? (cuda driver memory) resident" in text, text
-    assert "mapped 8.0 MiB     resident ?" in text, text
+seg = sharedseg.create_shared_segment(sys.argv[1], size="4MiB", world_size=1, mmap=False,
+                                      device_id=0)
+print(seg.info["backend"], flush=True)
+sys.stdin.read()
+seg.close()
+'''
+
+
+def test_ls_shows_a_cuda_segment_as_the_c_tool_does():
+    """A cuda segment (the fake driver's) has no resident count: the table
+    says so, as the C tool's does (the Python table once raised here)."""
+    name = f"py-ls-cuda-{os.getpid()}"
+    env = env_with_package(SHAREDSEG_CUDA_LIBRARY=built("libsseg_fake_cuda.so",
+                                                        "the fake CUDA driver"),
+                           SSEG_FAKE_CUDA="devices=2;numa=0,0")
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, name], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert holder.stdout.readline() == "cuda\n", holder.communicate(timeout=60)
+        table, entry = assert_ls_is_the_c_tools(name)
+        assert "4.0 MiB, auto pages, ? (cuda driver memory) resident" in table[0], table
+        assert entry["backend"] == "cuda" and entry["resident_bytes"] is None
+    finally:
+        out, err = holder.communicate(input="", timeout=60)
+    assert holder.returncode == 0, out + err
+
+
+def pid_masked(text):
+    return re.sub(r"^sharedseg\[\d+\]", "sharedseg[PID]", text, flags=re.M)
+
+
+def test_library_messages_are_the_c_tools_and_logging_gets_the_next_ones():
+    """While the command runs, the library writes its messages to stderr as
+    in the C tool; after it, they go to logging again."""
+    env = env_with_package(SHAREDSEG_LOG="debug")
+    code = ("import logging, sys, sharedseg; from sharedseg import cli\n"
+            "logging.basicConfig(level=logging.DEBUG, format='PY %(message)s')\n"
+            "rc = cli.main(['probe', '--size', '64MiB']); sys.stderr.write('--\\n')\n"
+            "sharedseg.probe('64MiB'); sys.exit(rc)")
+    ours = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env=env)
+    theirs = subprocess.run([c_tool(), "probe", "--size", "64MiB"], capture_output=True,
+                            text=True, timeout=120, env=env)
+    assert ours.returncode == theirs.returncode == 0, ours.stderr
+    during, after = ours.stderr.split("--\n")
+    assert theirs.stderr.startswith("sharedseg[") and "debug: " in theirs.stderr
+    assert pid_masked(during) == pid_masked(theirs.stderr)
+    assert after.startswith("PY ") and "sharedseg[" not in after, after
+
+
+def test_an_argument_that_is_not_utf8_reaches_the_c_code_as_bytes():
+    arg = os.fsdecode(b"\xff")
+    code = f"import sys; from sharedseg import cli; sys.exit(cli.main(['probe', '--size', {arg!r}]))"
+    ours = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120,
+                          env=env_with_package())
+    theirs = subprocess.run([c_tool(), "probe", "--size", b"\xff"], capture_output=True,
+                            timeout=120)
+    assert (ours.returncode, ours.stderr) == (theirs.returncode, theirs.stderr) == \
+        (2, b"sharedseg probe: --size: '\xff' is not a size (use 4096, 256MiB, 4G)\n")

@@ -49,13 +49,3 @@ def test_the_table_shows_terminal_escapes_as_text():
         assert tail + "\\x1b[2J\\x1b[31mFAKE\\x9b\\u202e" in out, out
     finally:
         os.close(fd)
-
-
-def test_the_table_says_when_the_list_was_truncated():
-    from sharedseg import cli
-
-    seg = dict(name="kv", inode=7, backend="memfd", size=4096, pages="base", page_size=4096,
-               resident_bytes=0, numa_nodes=[], world_size=None, owner_rank=None,
-               owner_pid=None, unmapped=True, processes=[])
-    assert "truncated" not in cli._ls_text([seg])
-    assert "(truncated: " in cli._ls_text([seg], truncated=True)
