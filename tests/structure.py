@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """The shape of src/, checked: the core never names a backend or a driver,
 the include graph has no cycle, OS primitives and drivers include no core
-header beyond the base, no .c file declares another file's function, and
+header beyond the base, each device backend keeps to its folder
+(backend/NAME/: it includes no other backend's files nor another driver,
+and the shared helpers in backend/ include and name no backend), no file
+is over 700 lines, no .c file declares another file's function, and
 the version script lists every public function by name, each once, and no
 file name is taken twice by the core and src/os/ nor shadows a Python header.
 
@@ -12,7 +15,18 @@ import re
 import sys
 
 BASE = {"internal.h", "error.h", "log.h", "util.h", "fault.h"}
-BACKEND_WORDS = re.compile(r"SSEG_BACKEND_(CUDA|MEMFD|ASCEND)|cuda|acl|driver/")
+BACKEND_WORDS = re.compile(r"SSEG_BACKEND_(CUDA|MEMFD|ASCEND)|cuda|acl|ascend|driver/")
+# Each device backend's folder under backend/, and the drivers (driver/NAME*)
+# it may include.
+BACKEND_DRIVERS = {"cuda": ("cuda",), "ascend": ("acl",)}
+# What every backend may share: the contract and the skeletons (backend/*.c, *.h).
+SHARED_BACKEND = {"backend/backend.h", "backend/backend.c", "backend/vmm.h", "backend/vmm.c",
+                  "backend/devreg.h", "backend/devreg.c"}
+# An old path kept for a test that still names it: it includes only its new one.
+FORWARDS = {"backend/cuda_device.h": "backend/cuda/cuda_device.h"}
+# What a shared helper must not name (memfd is what AUTO resolves to).
+DEVICE_WORDS = re.compile(r"SSEG_BACKEND_(CUDA|ASCEND)|cuda|acl|ascend", re.I)
+MAX_LINES = 700
 
 
 def sources(src):
@@ -52,6 +66,67 @@ def layers(files):
             if inc not in BASE and not inc.startswith(own) and inc != "sharedseg.h":
                 bad.append(f"{path}: includes the core header {inc}")
     return bad
+
+
+def backend_of(path):
+    """NAME for backend/NAME/..., else None."""
+    parts = path.split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "backend" else None
+
+
+def backend_folders(files):
+    """A device backend includes its own folder, the shared helpers and its
+    own driver; nothing else of backend/ or driver/. The core includes the
+    contract only, never a backend's folder."""
+    bad = []
+    for path, text in files.items():
+        name = backend_of(path)
+        for inc in includes(text):
+            if not inc.startswith(("backend/", "driver/")):
+                continue
+            if name is None and path.startswith(("backend/", "driver/")):
+                continue
+            if name is None:
+                if inc != "backend/backend.h":
+                    bad.append(f"{path}: the core includes {inc} (only backend/backend.h)")
+                continue
+            own = inc.startswith(f"backend/{name}/") or inc in SHARED_BACKEND or any(
+                inc.startswith(f"driver/{d}") for d in BACKEND_DRIVERS.get(name, ()))
+            if not own:
+                bad.append(f"{path}: the {name} backend includes {inc}, not its own")
+    for name in sorted({backend_of(p) for p in files} - {None}):
+        if name not in BACKEND_DRIVERS:
+            bad.append(f"backend/{name}/: a backend folder structure.py does not know "
+                       "(add it to BACKEND_DRIVERS with its drivers)")
+    return bad
+
+
+def shared_backend(files):
+    """The shared helpers in backend/ serve every backend: they include no
+    backend's folder or driver, and name none (memfd.c is a backend; table.h
+    is the one list of them; a forward includes only its new path)."""
+    bad = []
+    for path, text in files.items():
+        if not path.startswith("backend/") or backend_of(path):
+            continue
+        if path in FORWARDS:
+            if includes(text) != [FORWARDS[path]]:
+                bad.append(f"{path}: a forward includes only {FORWARDS[path]}")
+            continue
+        for inc in includes(text):
+            if backend_of(inc) or inc.startswith("driver/"):
+                bad.append(f"{path}: a shared backend file includes {inc}")
+        if path not in SHARED_BACKEND:
+            continue
+        for n, line in enumerate(text.splitlines(), 1):
+            if DEVICE_WORDS.search(line):
+                bad.append(f"{path}:{n}: a shared backend file names a backend: {line.strip()}")
+    return bad
+
+
+def sizes(files):
+    return [f"{p}: {t.count(chr(10))} lines (at most {MAX_LINES})"
+            for p, t in sorted(files.items()) if t.count("\n") > MAX_LINES]
 
 
 def graph(files):
@@ -160,7 +235,8 @@ def main():
     src = os.path.join(root, "src")
     files = dict(sources(src))
     header = open(os.path.join(root, "include", "sharedseg.h"), encoding="utf-8").read()
-    problems = (core_names_no_backend(files) + layers(files) + cycles(graph(files)) +
+    problems = (core_names_no_backend(files) + layers(files) + backend_folders(files) +
+                shared_backend(files) + sizes(files) + cycles(graph(files)) +
                 foreign_prototypes(files) + version_script(src, header) + file_names(files) +
                 project_files(root))
     for p in problems:

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The backend contract. A backend is one struct sseg_backend_ops and the
- * files behind it (src/backend/NAME.c, src/driver/NAME.c); the core never
+ * files behind it (src/backend/NAME/, src/driver/NAME.c); the core never
  * asks which backend it has, never includes a driver header and never calls
  * a backend by name. Whatever differs between backends is an op or a
  * capability bit here. A NULL op answers through the sseg_backend_*
@@ -12,6 +12,8 @@
 #include "blob.h"
 #include "pages.h"
 #include "segment_types.h"
+
+struct sseg_vmm_driver;
 
 /* Capability bits. */
 enum sseg_backend_caps {
@@ -52,6 +54,9 @@ struct sseg_backend_ops {
 	const char *name;
 	uint32_t caps;                          /* enum sseg_backend_caps */
 	const struct sseg_hostreg_ops *hostreg; /* NULL: cannot pin memfd segments */
+	/* A VMM backend's driver table (backend/vmm.h), which its sseg_vmm_*
+	 * ops read; NULL for any other backend. */
+	const struct sseg_vmm_driver *vmm;
 
 	/* ---- facts (sseg_probe_backend, sseg_probe_device, sseg_check_support) ---- */
 	/* Fills facts; 0 when the backend can create segments here, else

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The backend table: one line per backend, in the order AUTO picks a
  * device driver for host registration. Adding a backend is one line here
- * and its own files (src/backend/NAME.c, src/driver/NAME.c). */
+ * and its own files (src/backend/NAME/, src/driver/NAME.c). */
 #ifndef SSEG_BACKEND_TABLE_H
 #define SSEG_BACKEND_TABLE_H
 

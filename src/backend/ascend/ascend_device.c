@@ -11,7 +11,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "backend/ascend_device.h"
+#include "backend/ascend/ascend_device.h"
 #include "os/numa.h"
 #include "pages.h"
 #include "registry.h"

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backend/cuda_device.h"
+#include "backend/cuda/cuda_device.h"
 #include "registry.h"
 
 #define PROBE_CACHE 64

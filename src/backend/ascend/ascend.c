@@ -5,35 +5,21 @@
  * owner's blob where the runtime can make one (A3), else by the in-server
  * handle, which the owner puts each local peer's pid on the trust list of
  * before the fd channel lets that peer import. The reference does not
- * support export and import in one process: ranks are processes. Every
- * runtime resource is a stage released in reverse order; a physical handle
- * is freed at most once. */
+ * support export and import in one process: ranks are processes. The steps
+ * and stages are the VMM skeleton's (vmm.c); here are the runtime's calls. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "backend/ascend_device.h"
-#include "backend/backend.h"
-#include "fdchannel.h"
+#include "backend/ascend/ascend_device.h"
+#include "backend/vmm.h"
 #include "os/host.h"
-#include "registry.h"
-
-enum ascend_stage {
-	ACL_HELD_DEVICE = 1u << 0,
-	ACL_HELD_HANDLE = 1u << 1,
-	ACL_HELD_RESERVED = 1u << 2,
-	ACL_HELD_MAPPED = 1u << 3,
-};
 
 struct ascend_state {
+	struct sseg_vmm vmm;        /* first: the skeleton's part */
 	const struct sseg_acl *acl;
 	int device;
-	aclrtContext ctx;           /* the device's default context */
-	uint32_t held;
 	aclrtDrvMemHandle handle;
-	void *ptr;
-	bool fabric;
 	uint64_t shareable;         /* owner: the in-server handle */
 	aclrtMemFabricHandle fabric_handle; /* owner: the fabric handle */
 	int32_t bare_tgid;          /* owner: its pid as the runtime names it */
@@ -45,6 +31,11 @@ _Static_assert(sizeof(aclrtMemFabricHandle) == SSEG_HANDLE_DATA_LEN,
 static struct ascend_state *state(const struct sseg *seg)
 {
 	return seg->backend_state;
+}
+
+static struct ascend_state *ascend(struct sseg_vmm *v)
+{
+	return (struct ascend_state *)v;
 }
 
 static int ascend_probe(struct sseg_probe_backend *facts)
@@ -106,26 +97,27 @@ static int ascend_check_opts(const struct sseg_opts *o)
 	return 0;
 }
 
-/* Takes the backend state and a reference on this rank's device; each op
- * makes the device's context current for its runtime calls and puts the
- * caller's back. */
-static int enter(struct sseg *seg)
+/* A reference on this rank's device, and its default context. */
+static int open_device(struct sseg *seg, struct sseg_vmm *v)
 {
-	struct ascend_state *st = calloc(1, sizeof(*st));
+	struct ascend_state *st = ascend(v);
 	int rc;
 
-	if (!st)
-		return sseg_err(-ENOMEM, "out of memory");
-	seg->backend_state = st;
-	seg->held |= SSEG_HELD_BACKEND;
 	st->device = seg->opts.device;
 	rc = sseg_acl_get(&st->acl);
 	if (!rc)
-		rc = sseg_ascend_device_open(st->acl, st->device, &st->ctx);
-	if (rc)
-		return rc;
-	st->held |= ACL_HELD_DEVICE;
-	return 0;
+		rc = sseg_ascend_device_open(st->acl, st->device, &v->ctx);
+	return rc;
+}
+
+static int enter(struct sseg_vmm *v, void **saved)
+{
+	return sseg_acl_enter(ascend(v)->acl, v->ctx, saved);
+}
+
+static void leave(struct sseg_vmm *v, void *saved)
+{
+	sseg_acl_leave(ascend(v)->acl, saved);
 }
 
 /* What allocate obtained, in the segment's terms. */
@@ -149,43 +141,50 @@ static void record_memory(struct sseg *seg, const struct sseg_ascend_memory *mem
 		 sseg_ascend_attr_name(mem->attr), mem->granularity);
 }
 
-/* Reserve, map and grant the device access: the steps owner and peers
- * share. The mapping covers the whole physical allocation (the reference:
+/* The mapping covers the whole physical allocation (the reference:
  * aclrtMapMem's size is aclrtMallocPhysical's, its offset 0); the CPU has
  * it from aclrtMapMem (host memory). */
-static int map_handle(struct sseg *seg)
+static int reserve(struct sseg *seg, struct sseg_vmm *v)
 {
-	struct ascend_state *st = state(seg);
-	int rc;
+	void *ptr = NULL;
+	int rc = sseg_acl_result(ascend(v)->acl->aclrtReserveMemAddress(&ptr, seg->mapped_size, 0,
+									NULL, 0),
+				 "aclrtReserveMemAddress");
 
-	rc = sseg_acl_result(st->acl->aclrtReserveMemAddress(&st->ptr, seg->mapped_size, 0, NULL, 0),
-			     "aclrtReserveMemAddress");
-	if (rc)
-		return rc;
-	st->held |= ACL_HELD_RESERVED;
-	rc = sseg_acl_result(st->acl->aclrtMapMem(st->ptr, seg->mapped_size, 0, st->handle, 0),
-			     "aclrtMapMem");
-	if (rc)
-		return rc;
-	st->held |= ACL_HELD_MAPPED;
-	rc = sseg_ascend_grant(st->acl, st->ptr, seg->mapped_size, st->device);
-	if (rc)
-		return rc;
-	seg->base = st->ptr;
-	return 0;
+	if (!rc)
+		v->addr = (uint64_t)(uintptr_t)ptr;
+	return rc;
+}
+
+static void *addr(const struct sseg_vmm *v)
+{
+	return (void *)(uintptr_t)v->addr;
+}
+
+static int map(struct sseg *seg, struct sseg_vmm *v)
+{
+	struct ascend_state *st = ascend(v);
+
+	return sseg_acl_result(st->acl->aclrtMapMem(addr(v), seg->mapped_size, 0, st->handle, 0),
+			       "aclrtMapMem");
+}
+
+static int grant(struct sseg *seg, struct sseg_vmm *v)
+{
+	return sseg_ascend_grant(ascend(v)->acl, addr(v), seg->mapped_size, ascend(v)->device);
 }
 
 /* One export per handle (the reference refuses a second). A fabric handle
  * goes to ranks on other hosts whose runtime pids the owner cannot learn,
  * so it is exported without pid validation: its 128 bytes are the
  * capability, as a CUDA fabric handle's are. */
-static int export_owner(struct sseg *seg)
+static int export_owner(struct sseg *seg, struct sseg_vmm *v, int *fd)
 {
-	struct ascend_state *st = state(seg);
+	struct ascend_state *st = ascend(v);
 	const struct sseg_acl *acl = st->acl;
 	int rc;
 
-	if (st->fabric)
+	if (v->fabric)
 		return sseg_acl_result(acl->aclrtMemExportToShareableHandleV2(
 					       st->handle, ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION,
 					       ACL_MEM_SHARE_HANDLE_TYPE_FABRIC, &st->fabric_handle),
@@ -201,9 +200,9 @@ static int export_owner(struct sseg *seg)
 
 /* A fabric segment is P2P memory on the device's fabric node unless the
  * caller chose a node; the probe tries what the segment will do. */
-static int allocate(struct sseg *seg)
+static int allocate(struct sseg *seg, struct sseg_vmm *v)
 {
-	struct ascend_state *st = state(seg);
+	struct ascend_state *st = ascend(v);
 	struct sseg_ascend_want want = { .huge = seg->opts.pages == SSEG_PAGES_AUTO,
 					 .node_fixed = seg->opts.numa == SSEG_NUMA_NODE };
 	struct sseg_ascend_memory mem;
@@ -213,42 +212,13 @@ static int allocate(struct sseg *seg)
 	if (rc)
 		return rc;
 	fabric_node = want.node_fixed ? node : sseg_ascend_fabric_node(st->acl, st->device);
-	st->fabric = sseg_ascend_fabric_works(st->acl, st->device, fabric_node);
-	want.fabric = st->fabric;
-	want.node = st->fabric ? fabric_node : node;
+	v->fabric = sseg_ascend_fabric_works(st->acl, st->device, fabric_node);
+	want.fabric = v->fabric;
+	want.node = v->fabric ? fabric_node : node;
 	rc = sseg_ascend_allocate(st->acl, &want, seg->size, &mem, &st->handle);
-	if (rc)
-		return rc;
-	st->held |= ACL_HELD_HANDLE;
-	record_memory(seg, &mem);
-	rc = map_handle(seg);
 	if (!rc)
-		rc = export_owner(seg);
-	if (rc)
-		return rc;
-	/* The channel is the barrier for fabric peers too: the owner must not
-	 * free its handle before every local peer imported it. */
-	return sseg_channel_listen(seg);
-}
-
-static int ascend_create_owner(struct sseg *seg)
-{
-	aclrtContext saved;
-	int rc = enter(seg);
-
-	if (rc)
-		return rc;
-	rc = sseg_acl_enter(state(seg)->acl, state(seg)->ctx, &saved);
-	if (rc)
-		return rc;
-	rc = allocate(seg);
-	sseg_acl_leave(state(seg)->acl, saved);
+		record_memory(seg, &mem);
 	return rc;
-}
-
-static int ascend_reserve(struct sseg *seg)
-{
-	return enter(seg);
 }
 
 /* "TGID" and the peer's runtime pid, in its blob's handle data: the name
@@ -260,14 +230,14 @@ static int ascend_reserve(struct sseg *seg)
 static int ascend_peer_handle(struct sseg *seg, struct sseg_blob_handle *h)
 {
 	struct ascend_state *st = state(seg);
-	aclrtContext saved;
+	void *saved;
 	int32_t tgid = 0;
-	int rc = sseg_acl_enter(st->acl, st->ctx, &saved);
+	int rc = sseg_vmm_enter(&st->vmm, &saved);
 
 	if (rc)
 		return rc;
 	rc = sseg_acl_result(st->acl->aclrtDeviceGetBareTgid(&tgid), "aclrtDeviceGetBareTgid");
-	sseg_acl_leave(st->acl, saved);
+	sseg_vmm_leave(&st->vmm, saved);
 	if (rc)
 		return rc;
 	sseg_put32(h->data, TGID_MAGIC);
@@ -283,16 +253,16 @@ static int32_t peer_tgid(const struct sseg_blob *peer)
 	return (int32_t)sseg_get32(peer->handle.data + 4);
 }
 
-static int ascend_export(struct sseg *seg, struct sseg_blob_handle *h)
+static int describe_handle(struct sseg *seg, struct sseg_vmm *v, struct sseg_blob_handle *h)
 {
-	struct ascend_state *st = state(seg);
+	struct ascend_state *st = ascend(v);
 
-	h->kind = st->fabric ? SSEG_HANDLE_FABRIC : SSEG_HANDLE_FD_CHANNEL;
-	sseg_channel_describe(seg, h);
-	if (st->fabric)
-		memcpy(h->data, &st->fabric_handle, sizeof(st->fabric_handle));
-	else
+	if (!v->fabric) {
 		sseg_put64(h->data, st->shareable);
+		return 0;
+	}
+	h->kind = SSEG_HANDLE_FABRIC;
+	memcpy(h->data, &st->fabric_handle, sizeof(st->fabric_handle));
 	return 0;
 }
 
@@ -329,25 +299,20 @@ static int check_nameable(const struct sseg *seg, const struct sseg_blob *peer, 
 static int admit_peer(struct sseg *seg, const struct sseg_blob *peer, pid_t pid)
 {
 	struct ascend_state *st = state(seg);
-	aclrtContext saved;
+	void *saved;
 	int32_t trusted;
 	int rc = check_nameable(seg, peer, pid);
 
 	if (rc)
 		return rc;
 	trusted = peer_tgid(peer) > 0 ? peer_tgid(peer) : (int32_t)pid;
-	rc = sseg_acl_enter(st->acl, st->ctx, &saved);
+	rc = sseg_vmm_enter(&st->vmm, &saved);
 	if (rc)
 		return rc;
 	rc = sseg_acl_result(st->acl->aclrtMemSetPidToShareableHandle(st->shareable, &trusted, 1),
 			     "aclrtMemSetPidToShareableHandle");
-	sseg_acl_leave(st->acl, saved);
+	sseg_vmm_leave(&st->vmm, saved);
 	return rc;
-}
-
-static int ascend_serve(struct sseg *seg, const struct sseg_blob *blobs)
-{
-	return sseg_channel_hand_over(seg, blobs, -1, state(seg)->fabric ? NULL : admit_peer);
 }
 
 /* The V1 import enables P2P with the exporter's physical device, which for
@@ -367,188 +332,82 @@ static int import_in_server(struct ascend_state *st, uint64_t shareable)
 			       "aclrtMemImportFromShareableHandle");
 }
 
-static int import_handle(struct sseg *seg, const struct sseg_blob *owner)
+static int import(struct sseg *seg, struct sseg_vmm *v, const struct sseg_blob *owner, int fd)
 {
-	struct ascend_state *st = state(seg);
+	struct ascend_state *st = ascend(v);
 	aclrtMemFabricHandle fabric;
-	int rc;
 
-	st->fabric = owner->handle.kind == SSEG_HANDLE_FABRIC;
-	if (st->fabric) {
-		if (!st->acl->fabric)
-			return sseg_err(-EOPNOTSUPP, "owner rank %u exported a fabric handle, and this "
-					"ACL runtime has no aclrtMemImportFromShareableHandleV2",
-					owner->rank);
-		memcpy(&fabric, owner->handle.data, sizeof(fabric));
-		rc = sseg_acl_result(st->acl->aclrtMemImportFromShareableHandleV2(
-					     &fabric, ACL_MEM_SHARE_HANDLE_TYPE_FABRIC, 0, &st->handle),
-				     "aclrtMemImportFromShareableHandleV2(fabric)");
-	} else {
-		rc = import_in_server(st, sseg_get64(owner->handle.data));
-	}
-	if (rc)
-		return rc;
-	st->held |= ACL_HELD_HANDLE;
-	seg->mapped_size = owner->handle.mapped_size;
-	seg->page_size = owner->handle.page_size;
-	seg->pages = (enum sseg_pages)owner->handle.pages;
-	return map_handle(seg);
+	v->fabric = owner->handle.kind == SSEG_HANDLE_FABRIC;
+	if (!v->fabric)
+		return import_in_server(st, sseg_get64(owner->handle.data));
+	if (!st->acl->fabric)
+		return sseg_err(-EOPNOTSUPP, "owner rank %u exported a fabric handle, and this "
+				"ACL runtime has no aclrtMemImportFromShareableHandleV2",
+				owner->rank);
+	memcpy(&fabric, owner->handle.data, sizeof(fabric));
+	return sseg_acl_result(st->acl->aclrtMemImportFromShareableHandleV2(
+				       &fabric, ACL_MEM_SHARE_HANDLE_TYPE_FABRIC, 0, &st->handle),
+			       "aclrtMemImportFromShareableHandleV2(fabric)");
 }
 
-static int import_in_context(struct sseg *seg, const struct sseg_blob *owner)
+static int unmap(struct sseg_vmm *v)
 {
-	aclrtContext saved;
-	int rc = sseg_acl_enter(state(seg)->acl, state(seg)->ctx, &saved);
-
-	if (rc)
-		return rc;
-	rc = import_handle(seg, owner);
-	sseg_acl_leave(state(seg)->acl, saved);
-	return rc;
+	return sseg_acl_result(ascend(v)->acl->aclrtUnmapMem(addr(v)), "aclrtUnmapMem");
 }
 
-static int ascend_import(struct sseg *seg, const struct sseg_blob *blobs)
+static int free_address(struct sseg_vmm *v)
 {
-	const struct sseg_blob *owner = &blobs[seg->opts.owner_rank];
-	int sock, rc;
-
-	/* Another host's owner (verification let only a fabric handle here):
-	 * the caller's own barrier keeps the owner alive meanwhile. */
-	if (!sseg_blob_same_host(owner, &blobs[seg->opts.rank]))
-		return import_in_context(seg, owner);
-	/* The owner answers only after it admitted this rank: no import
-	 * before the trust list names it. */
-	rc = sseg_channel_fetch(seg, owner, NULL, &sock);
-	if (rc)
-		return rc;
-	rc = import_in_context(seg, owner);
-	if (sseg_channel_ack(sock, rc, sseg_timeout_ms(seg)) && !rc)
-		sseg_log(SSEG_LOG_WARN, "segment '%s': could not confirm the import to owner rank %u",
-			 seg->name, owner->rank);
-	return rc;
+	return sseg_acl_result(ascend(v)->acl->aclrtReleaseMemAddress(addr(v)),
+			       "aclrtReleaseMemAddress");
 }
 
-/* One stage: marked released only after the call succeeded. */
-static int release_stage(struct ascend_state *st, uint32_t stage, aclError r, const char *call)
+static int free_handle(struct sseg_vmm *v)
 {
-	int rc = sseg_acl_result(r, call);
-
-	if (!rc)
-		st->held &= ~stage;
-	return rc;
+	return sseg_acl_result(ascend(v)->acl->aclrtFreePhysical(ascend(v)->handle),
+			       "aclrtFreePhysical");
 }
 
-/* aclrtFreePhysical at most once per handle: marked consumed before the
- * call. A failure is returned and counted (sseg_abandoned_handles), and the
- * next destroy goes on with the stages after it. */
-static int free_handle(struct sseg *seg, struct ascend_state *st)
+static int close_device(struct sseg *seg, struct sseg_vmm *v)
 {
-	int rc;
-
-	st->held &= ~ACL_HELD_HANDLE;
-	rc = sseg_acl_result(st->acl->aclrtFreePhysical(st->handle), "aclrtFreePhysical");
-	if (rc) {
-		sseg_registry_abandoned();
-		sseg_log(SSEG_LOG_ERROR,
-			 "segment '%s': %s; the handle is not freed again (its state is unknown)",
-			 seg->name, sseg_last_error());
-		return sseg_err_wrap(rc, "segment '%s': the physical memory handle was abandoned",
-				     seg->name);
-	}
-	return 0;
+	return sseg_acl_result(ascend(v)->acl->aclrtResetDevice(ascend(v)->device),
+			       "aclrtResetDevice");
 }
 
-/* The reference's order: unmap, free the physical memory, release the
- * address range. */
-static int release_memory(struct sseg *seg, struct ascend_state *st)
-{
-	int rc = 0;
-
-	if (st->held & ACL_HELD_MAPPED)
-		rc = release_stage(st, ACL_HELD_MAPPED, st->acl->aclrtUnmapMem(st->ptr),
-				   "aclrtUnmapMem");
-	if (!rc && (st->held & ACL_HELD_HANDLE))
-		rc = free_handle(seg, st);
-	if (!rc && (st->held & ACL_HELD_RESERVED))
-		rc = release_stage(st, ACL_HELD_RESERVED, st->acl->aclrtReleaseMemAddress(st->ptr),
-				   "aclrtReleaseMemAddress");
-	return rc;
-}
-
-static int ascend_release(struct sseg *seg)
-{
-	struct ascend_state *st = state(seg);
-	aclrtContext saved;
-	int rc;
-
-	if (!st)
-		return 0;
-	/* Destroy may run on another thread than create: the device's context
-	 * is made current here, and the caller's again afterwards. */
-	if (st->held & ~ACL_HELD_DEVICE) {
-		rc = sseg_acl_enter(st->acl, st->ctx, &saved);
-		if (rc)
-			return rc;
-		rc = release_memory(seg, st);
-		sseg_acl_leave(st->acl, saved);
-		if (rc)
-			return rc;
-	}
-	if (st->held & ACL_HELD_DEVICE) {
-		rc = release_stage(st, ACL_HELD_DEVICE, st->acl->aclrtResetDevice(st->device),
-				   "aclrtResetDevice");
-		if (rc)
-			return rc;
-	}
-	free(st);
-	seg->backend_state = NULL;
-	seg->base = NULL;
-	seg->held &= ~SSEG_HELD_BACKEND;
-	return 0;
-}
-
-static void ascend_describe(const struct sseg *seg, struct sseg_info *info)
-{
-	const struct ascend_state *st = seg->backend_state;
-
-	info->device = seg->opts.device;
-	info->pinned = 1;
-	info->pages_verified = st && (st->held & ACL_HELD_MAPPED);
-	if (!st)
-		return;
-	info->device_addr = (st->held & ACL_HELD_MAPPED) ? (uint64_t)(uintptr_t)st->ptr : 0;
-	snprintf(info->handle_type, sizeof(info->handle_type), "%s",
-		 st->fabric ? "acl-fabric" : "acl-trustlist");
-}
-
-/* ACL does not work in a forked child (torch_npu refuses it: "Cannot
- * re-initialize NPU in forked subprocess"): the runtime's handles,
- * mappings and device reference stay the parent's, and the child's destroy
- * lets go of them without a runtime call. Its inherited mapping stays. */
-static void ascend_forget_in_child(struct sseg *seg)
-{
-	struct ascend_state *st = state(seg);
-
-	if (st)
-		st->held = 0;
-}
+/* The reference's release order: unmap, free the physical memory, release
+ * the address range. */
+static const struct sseg_vmm_driver ascend_vmm = {
+	.state_size = sizeof(struct ascend_state),
+	.local_type = "acl-trustlist",
+	.fabric_type = "acl-fabric",
+	.handle_noun = "the physical memory handle",
+	.handle_before_address = true,
+	.open = open_device,
+	.enter = enter,
+	.leave = leave,
+	.allocate = allocate,
+	.export_owner = export_owner,
+	.describe_handle = describe_handle,
+	.import = import,
+	.admit = admit_peer,
+	.reserve = reserve,
+	.map = map,
+	.grant = grant,
+	.unmap = unmap,
+	.free_address = free_address,
+	.release_handle = free_handle,
+	.close = close_device,
+};
 
 const struct sseg_backend_ops sseg_ascend_ops = {
 	.kind = SSEG_BACKEND_ASCEND,
 	.name = "ascend",
 	.caps = SSEG_CAP_PINNED | SSEG_CAP_DEVICES | SSEG_CAP_FABRIC,
 	.hostreg = &sseg_ascend_hostreg_ops,
+	.vmm = &ascend_vmm,
 	.probe = ascend_probe,
 	.probe_device = sseg_ascend_probe_device,
 	.choose_pages = ascend_choose_pages,
 	.check_opts = ascend_check_opts,
-	.create_owner = ascend_create_owner,
-	.reserve = ascend_reserve,
-	.export_handle = ascend_export,
+	SSEG_VMM_OPS,
 	.peer_handle = ascend_peer_handle,
-	.serve = ascend_serve,
-	.import_and_map = ascend_import,
-	.describe = ascend_describe,
-	.forget_in_child = ascend_forget_in_child,
-	.release = ascend_release,
 };

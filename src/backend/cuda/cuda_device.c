@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cuda_device.h"
+#include "backend/cuda/cuda_device.h"
 #include "os/numa.h"
 #include "segment_types.h"
 

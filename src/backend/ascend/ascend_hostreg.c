@@ -7,26 +7,20 @@
  *
  * Registrations belong to the process that made them: in a forked child
  * (ACL does not work there; torch_npu refuses it) every op lets go without
- * a runtime call, as the CUDA host registration does. */
-#include <stdio.h>
-#include <stdlib.h>
-#include <unistd.h>
-
-#include "backend/ascend_device.h"
-#include "backend/backend.h"
+ * a runtime call (the devreg skeleton). */
+#include "backend/ascend/ascend_device.h"
+#include "backend/devreg.h"
 
 struct acl_reg {
+	struct sseg_devreg base; /* first: the skeleton's part */
 	const struct sseg_acl *acl;
-	int device;
-	aclrtContext ctx;
 	void *last_addr; /* the last range registered and its device address */
 	void *last_device_addr;
-	pid_t pid;       /* the process that opened the device */
 };
 
-static bool forked(const struct acl_reg *reg)
+static struct acl_reg *acl_reg(struct sseg_devreg *reg)
 {
-	return getpid() != reg->pid;
+	return (struct acl_reg *)reg;
 }
 
 static int usable(char *why, size_t len)
@@ -34,42 +28,21 @@ static int usable(char *why, size_t len)
 	return sseg_ascend_hostreg_usable(why, len);
 }
 
-static int open_device(int ordinal, void **out)
+static int open_ordinal(struct sseg_devreg *reg)
 {
-	struct acl_reg *reg = calloc(1, sizeof(*reg));
-	int rc;
+	int rc = sseg_acl_get(&acl_reg(reg)->acl);
 
-	if (!reg)
-		return sseg_err(-ENOMEM, "out of memory");
-	reg->device = ordinal;
-	reg->pid = getpid();
-	rc = sseg_acl_get(&reg->acl);
-	if (!rc)
-		rc = sseg_ascend_device_open(reg->acl, ordinal, &reg->ctx);
-	if (rc) {
-		free(reg);
-		return rc;
-	}
-	*out = reg;
-	return 0;
+	return rc ? rc : sseg_ascend_device_open(acl_reg(reg)->acl, reg->ordinal, &reg->ctx);
 }
 
-static int enter(void *dev, void **saved)
+static int enter(struct sseg_devreg *reg, void **saved)
 {
-	struct acl_reg *reg = dev;
-	aclrtContext caller = NULL;
-	int rc = forked(reg) ? 0 : sseg_acl_enter(reg->acl, reg->ctx, &caller);
-
-	*saved = caller;
-	return rc;
+	return sseg_acl_enter(acl_reg(reg)->acl, reg->ctx, saved);
 }
 
-static void leave(void *dev, void *saved)
+static void leave(struct sseg_devreg *reg, void *saved)
 {
-	struct acl_reg *reg = dev;
-
-	if (!forked(reg))
-		sseg_acl_leave(reg->acl, saved);
+	sseg_acl_leave(acl_reg(reg)->acl, saved);
 }
 
 /* ACL_HOST_REGISTER_READONLY is reserved in the reference (not supported
@@ -93,13 +66,9 @@ static int register_range(void *dev, void *addr, uint64_t len, bool readonly)
 	return 0;
 }
 
-static int unregister_range(void *dev, void *addr)
+static int unregister_range(struct sseg_devreg *reg, void *addr)
 {
-	struct acl_reg *reg = dev;
-
-	if (forked(reg))
-		return 0;
-	return sseg_acl_result(reg->acl->aclrtHostUnregister(addr), "aclrtHostUnregister");
+	return sseg_acl_result(acl_reg(reg)->acl->aclrtHostUnregister(addr), "aclrtHostUnregister");
 }
 
 /* aclrtHostRegister hands the device address out itself; the core asks
@@ -114,23 +83,29 @@ static int device_pointer(void *dev, void *addr, uint64_t *device_addr)
 	return 0;
 }
 
-static int close_device(void *dev)
+static int close_ordinal(struct sseg_devreg *reg)
 {
-	struct acl_reg *reg = dev;
-	int rc = forked(reg) ? 0 : sseg_ascend_device_close(reg->acl, reg->device);
+	return sseg_ascend_device_close(acl_reg(reg)->acl, reg->ordinal);
+}
 
-	if (!rc)
-		free(reg);
-	return rc;
+static const struct sseg_devreg_driver ascend_devreg = {
+	.state_size = sizeof(struct acl_reg),
+	.open = open_ordinal,
+	.enter = enter,
+	.leave = leave,
+	.unregister_range = unregister_range,
+	.close = close_ordinal,
+};
+
+static int open_device(int ordinal, void **dev)
+{
+	return sseg_devreg_open(&ascend_devreg, ordinal, dev);
 }
 
 const struct sseg_hostreg_ops sseg_ascend_hostreg_ops = {
 	.usable = usable,
 	.open = open_device,
-	.enter = enter,
-	.leave = leave,
+	SSEG_DEVREG_OPS,
 	.register_range = register_range,
-	.unregister_range = unregister_range,
 	.device_pointer = device_pointer,
-	.close = close_device,
 };

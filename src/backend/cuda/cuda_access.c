@@ -10,7 +10,7 @@
  * logged with the reason. */
 #include <stdio.h>
 
-#include "backend/cuda_device.h"
+#include "backend/cuda/cuda_device.h"
 
 static CUresult set_access(const struct sseg_cuda *cu, const struct sseg_cuda_grant *g,
 			   CUmemLocationType type, int id)

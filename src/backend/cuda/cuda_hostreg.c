@@ -15,22 +15,23 @@
  * Registrations belong to the process that made them: in a forked child
  * (the driver does not work there) every op lets go without a driver call. */
 #include <stdio.h>
-#include <stdlib.h>
-#include <unistd.h>
 
-#include "backend/backend.h"
-#include "backend/cuda_device.h"
+#include "backend/cuda/cuda_device.h"
+#include "backend/devreg.h"
 
 enum readonly_mode { RO_REFUSED, RO_FLAG, RO_PLAIN };
 
 struct cuda_reg {
+	struct sseg_devreg base; /* first: the skeleton's part */
 	const struct sseg_cuda *cu;
-	int ordinal;
 	CUdevice device;
-	CUcontext ctx;
-	pid_t pid; /* the process whose registrations these are */
 	enum readonly_mode readonly;
 };
+
+static struct cuda_reg *cuda_reg(struct sseg_devreg *reg)
+{
+	return (struct cuda_reg *)reg;
+}
 
 static int usable(char *why, size_t len)
 {
@@ -52,54 +53,39 @@ static enum readonly_mode readonly_mode(const struct sseg_cuda *cu, CUdevice dev
 	return RO_REFUSED;
 }
 
-static int open_device(int ordinal, void **out)
+static int open_primary(struct sseg_devreg *base)
 {
-	struct cuda_reg *reg = calloc(1, sizeof(*reg));
-	int rc;
+	struct cuda_reg *reg = cuda_reg(base);
+	CUcontext ctx;
+	int rc = sseg_cuda_get(&reg->cu);
 
-	if (!reg)
-		return sseg_err(-ENOMEM, "out of memory");
-	reg->ordinal = ordinal;
-	reg->pid = getpid();
-	rc = sseg_cuda_get(&reg->cu);
 	if (!rc)
-		rc = sseg_cuda_device(reg->cu, ordinal, SSEG_CUDA_NEED_REGISTER, &reg->device);
+		rc = sseg_cuda_device(reg->cu, base->ordinal, SSEG_CUDA_NEED_REGISTER, &reg->device);
 	if (!rc)
-		rc = sseg_cuda_result(reg->cu->cuDevicePrimaryCtxRetain(&reg->ctx, reg->device),
+		rc = sseg_cuda_result(reg->cu->cuDevicePrimaryCtxRetain(&ctx, reg->device),
 				      "cuDevicePrimaryCtxRetain");
-	if (rc) {
-		free(reg);
+	if (rc)
 		return rc;
-	}
+	base->ctx = ctx;
 	reg->readonly = readonly_mode(reg->cu, reg->device);
-	*out = reg;
 	return 0;
 }
 
-static bool forked(const struct cuda_reg *reg)
+static int enter(struct sseg_devreg *reg, void **saved)
 {
-	return getpid() != reg->pid;
-}
-
-static int enter(void *dev, void **saved)
-{
-	struct cuda_reg *reg = dev;
 	CUcontext caller = NULL;
-	int rc = forked(reg) ? 0 : sseg_cuda_enter(reg->cu, reg->ctx, &caller);
+	int rc = sseg_cuda_enter(cuda_reg(reg)->cu, reg->ctx, &caller);
 
 	*saved = caller;
 	return rc;
 }
 
-static void leave(void *dev, void *saved)
+static void leave(struct sseg_devreg *reg, void *saved)
 {
-	struct cuda_reg *reg = dev;
-
-	if (!forked(reg))
-		sseg_cuda_leave(reg->cu, (CUcontext)saved);
+	sseg_cuda_leave(cuda_reg(reg)->cu, (CUcontext)saved);
 }
 
-static int refuse_readonly(const struct cuda_reg *reg)
+static int refuse_readonly(const struct sseg_devreg *reg)
 {
 	return sseg_err(-EOPNOTSUPP,
 			"read-only peers need read-only registration, and device %d has neither "
@@ -119,7 +105,7 @@ static int register_range(void *dev, void *addr, uint64_t len, bool readonly)
 	int rc;
 
 	if (readonly && reg->readonly == RO_REFUSED)
-		return refuse_readonly(reg);
+		return refuse_readonly(&reg->base);
 	if (readonly && reg->readonly == RO_FLAG)
 		flags |= CU_MEMHOSTREGISTER_READ_ONLY;
 	r = reg->cu->cuMemHostRegister(addr, len, flags);
@@ -127,13 +113,9 @@ static int register_range(void *dev, void *addr, uint64_t len, bool readonly)
 	return r == CUDA_ERROR_INVALID_VALUE ? -EINVAL : rc;
 }
 
-static int unregister_range(void *dev, void *addr)
+static int unregister_range(struct sseg_devreg *reg, void *addr)
 {
-	struct cuda_reg *reg = dev;
-
-	if (forked(reg))
-		return 0;
-	return sseg_cuda_result(reg->cu->cuMemHostUnregister(addr), "cuMemHostUnregister");
+	return sseg_cuda_result(cuda_reg(reg)->cu->cuMemHostUnregister(addr), "cuMemHostUnregister");
 }
 
 static int device_pointer(void *dev, void *addr, uint64_t *device_addr)
@@ -156,31 +138,36 @@ static int quiesce(void *dev)
 {
 	struct cuda_reg *reg = dev;
 
-	if (forked(reg))
+	if (sseg_devreg_forked(&reg->base))
 		return 0;
 	return sseg_cuda_result(reg->cu->cuCtxSynchronize(), "cuCtxSynchronize");
 }
 
-static int close_device(void *dev)
+static int close_primary(struct sseg_devreg *reg)
 {
-	struct cuda_reg *reg = dev;
-	int rc = forked(reg) ? 0
-			     : sseg_cuda_result(reg->cu->cuDevicePrimaryCtxRelease(reg->device),
-						"cuDevicePrimaryCtxRelease");
+	return sseg_cuda_result(cuda_reg(reg)->cu->cuDevicePrimaryCtxRelease(cuda_reg(reg)->device),
+				"cuDevicePrimaryCtxRelease");
+}
 
-	if (!rc)
-		free(reg);
-	return rc;
+static const struct sseg_devreg_driver cuda_devreg = {
+	.state_size = sizeof(struct cuda_reg),
+	.open = open_primary,
+	.enter = enter,
+	.leave = leave,
+	.unregister_range = unregister_range,
+	.close = close_primary,
+};
+
+static int open_device(int ordinal, void **dev)
+{
+	return sseg_devreg_open(&cuda_devreg, ordinal, dev);
 }
 
 const struct sseg_hostreg_ops sseg_cuda_hostreg_ops = {
 	.usable = usable,
 	.open = open_device,
-	.enter = enter,
-	.leave = leave,
+	SSEG_DEVREG_OPS,
 	.register_range = register_range,
-	.unregister_range = unregister_range,
 	.device_pointer = device_pointer,
 	.quiesce = quiesce,
-	.close = close_device,
 };
