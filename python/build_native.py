@@ -18,7 +18,7 @@ import sys
 import sysconfig
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SOURCE_DIRS = ("python/_native", "src", "src/os", "src/backend", "src/driver", "tools")
+SOURCE_DIRS = ("python/_native", "src", "src/os", "src/backend", "src/backend/cuda", "src/backend/ascend", "src/driver", "tools")
 INCLUDE_DIRS = ["include", "src", "python/_native", "tools"]
 # The command line is the C tool's (tools/), without its main().
 EXCLUDED = ("tools/main.c",)
