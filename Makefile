@@ -21,11 +21,12 @@ $(ASAN_BUILD)/CMakeCache.txt:
 	$(CMAKE) -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DSSEG_SANITIZE=ON \
 		-DCMAKE_C_COMPILER=$(or $(shell command -v clang 2>/dev/null),cc)
 
-# Installs the build and test dependencies from Debian's archive when one is
-# missing (needs root; a machine that has them skips this). make test runs
-# it; make demo needs only a C compiler and cmake.
+# Installs the build and test dependencies when one is missing: Debian's
+# packages (needs root; a machine that has them skips this), the PyPI test
+# environment and the wheel's build tools (tools/install-deps.sh, the one
+# list). make test runs it; make demo needs only a C compiler and cmake.
 deps:
-	@sh tools/install-deps.sh
+	@PYTHON=$(PYTHON) sh tools/install-deps.sh
 
 demo: all
 	./$(BUILD)/sharedseg demo --ranks 4 --size 256MiB

@@ -15,11 +15,12 @@ PYPI_VENV ?= $(or $(SHAREDSEG_PYPI_VENV),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/
 
 .PHONY: bench bench-deps bench-report bench-pypi-python
 
+# matplotlib, for the plots, is on tools/install-deps.sh's list.
 bench-deps: deps
-	@sh bench/install-deps.sh
 
 bench-pypi-python:
-	@if [ -x $(PYPI_VENV)/bin/python ]; then $(PYPI_VENV)/bin/python python/build_native.py; fi
+	@if [ -x $(PYPI_VENV)/bin/python ]; then $(MAKE) --no-print-directory python \
+		PYTHON=$(PYPI_VENV)/bin/python; fi
 
 # The smoke test (ctest bench_smoke) runs the vLLM rows too.
 test-c test-asan: bench-pypi-python

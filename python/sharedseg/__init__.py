@@ -18,7 +18,7 @@ from ._group import SharedSegmentTypeError, SharedSegmentValueError
 from ._native import SharedSegmentError
 from .segment import SharedSegment, create_shared_segment
 
-__version__ = "0.2.0"
+__version__: str = _native.LIBRARY_VERSION  # include/sharedseg.h, as the wheel's metadata
 __all__ = ["create_shared_segment", "SharedSegment", "SharedSegmentError",
            "SharedSegmentValueError", "SharedSegmentTypeError", "probe", "supported", "list_segments",
            "BLOB_SIZE", "HOST_ID_SIZE", "LIBRARY_VERSION"]

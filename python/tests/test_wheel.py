@@ -1,7 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The wheel carries everything it needs: build it offline, install it into
-a directory of its own, and run two ranks from there with the source tree
-off sys.path."""
+"""The wheels an engine's environment installs without a compiler: `make
+wheels` builds one for CPython 3.10 and one for this interpreter (abi3 on
+3.11+), auditwheel names a manylinux tag, each installs into a fresh virtual
+environment of another interpreter and runs there, and two ranks run from
+the installed wheel with the source tree off sys.path. A missing tool (a
+CPython 3.10, the build tools make deps installs) fails with make's sentence."""
+import glob
 import json
 import os
 import shutil
@@ -11,6 +15,11 @@ import zipfile
 
 from conftest import ROOT, TESTS, free_port
 
+import sharedseg
+
+SMOKE = ("import sharedseg; s = sharedseg.create_shared_segment('py-wheel-one', size=4096, "
+         "pages='base'); print(sharedseg.__file__, s.total_size(), sharedseg.__version__)")
+
 
 def run(argv, **kwargs):
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300, **kwargs)
@@ -18,16 +27,66 @@ def run(argv, **kwargs):
     return done.stdout
 
 
-def test_installed_wheel_runs_two_ranks(tmp_path):
-    wheels, site, work = tmp_path / "wheels", tmp_path / "site", tmp_path / "work"
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    run(pip + ["wheel", "--no-build-isolation", "--no-deps", "-w", str(wheels), ROOT], cwd=ROOT)
-    (wheel,) = wheels.glob("sharedseg-*.whl")
-    names = zipfile.ZipFile(wheel).namelist()
-    assert any(n.startswith("sharedseg/_native.") and n.endswith(".so") for n in names), names
+def newest_other_python():
+    """A CPython 3.11+ of another minor version than this one (pyenv's, or on PATH)."""
+    mine = "%d.%d" % sys.version_info[:2]
+    for minor in ("3.13", "3.12", "3.11"):
+        found = subprocess.run(["sh", "python/find-python.sh", minor], cwd=ROOT,
+                               capture_output=True, text=True).stdout.strip()
+        if found and minor != mine:
+            return found
+    raise AssertionError(f"no CPython 3.11-3.13 other than {mine} here (pyenv install 3.13)")
+
+
+def smoke_in_fresh_venv(python, wheel, venv):
+    """The wheel in a fresh environment of python: import, one rank, the command."""
+    run([python, "-m", "venv", str(venv)])
+    run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+         "--no-index", "--no-deps", str(wheel)])
+    env = {"PATH": os.environ["PATH"]}
+    out = run([str(venv / "bin" / "python"), "-c", SMOKE], env=env, cwd="/").split()
+    assert out[0].startswith(str(venv)) and out[1:] == ["4096", sharedseg.__version__], out
+    for argv in ([str(venv / "bin" / "python"), "-m", "sharedseg"], [str(venv / "bin" / "sharedseg")]):
+        assert json.loads(run(argv + ["probe", "--json"], env=env, cwd="/"))["schema"] == 1
+
+
+def test_wheels_install_on_other_interpreters(tmp_path):
+    dist = tmp_path / "dist"
+    run(["make", "--no-print-directory", "wheels", f"PYTHON={sys.executable}",
+         f"WHEEL_DIR={dist}", f"PY_BUILD={tmp_path / 'build'}", "JOBS=2"], cwd=ROOT)
+    wheels = {w.name.split("-")[2]: w for w in dist.glob("sharedseg-*.whl")}
+    mine = "cp%d%d" % sys.version_info[:2]
+    abi3 = any(".abi3." in n for w in wheels.values()
+                for n in zipfile.ZipFile(w).namelist())
+    assert set(wheels) == {"cp310", "cp311" if abi3 else mine}, sorted(wheels)
+    tools = glob.glob(os.path.join(ROOT, "build-python", "tools-cpython-3*", "bin", "auditwheel"))
+    assert tools, "no auditwheel in build-python/tools-*: make wheels did not install it"
+    for wheel in wheels.values():
+        assert "-manylinux_" in wheel.name, wheel.name
+        shown = run([tools[0], "show", str(wheel)])
+        assert 'platform tag: "manylinux_' in " ".join(shown.split()), shown
+        check_contents(zipfile.ZipFile(wheel))
+    py310 = subprocess.run(["sh", "python/find-python.sh", "3.10"], cwd=ROOT,
+                           capture_output=True, text=True).stdout.strip()
+    smoke_in_fresh_venv(py310, wheels["cp310"], tmp_path / "venv-310")
+    other = newest_other_python() if abi3 else getattr(sys, "_base_executable", sys.executable)
+    smoke_in_fresh_venv(other, wheels["cp311" if abi3 else mine], tmp_path / "venv-other")
+    two_ranks_from(wheels["cp311" if abi3 else mine], tmp_path)
+
+
+def check_contents(wheel):
+    names = wheel.namelist()
+    natives = [n for n in names if n.startswith("sharedseg/_native.") and n.endswith(".so")]
+    assert len(natives) == 1, names
     assert not [n for n in names if n.endswith(".c") or "/tests/" in n], names
     assert "sharedseg/py.typed" in names and "sharedseg/cli.py" in names
-    check_metadata(zipfile.ZipFile(wheel))
+    check_metadata(wheel)
+
+
+def two_ranks_from(wheel, tmp_path):
+    """This interpreter (its torch) with the wheel installed into a folder of its own."""
+    site, work = tmp_path / "site", tmp_path / "work"
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
     run(pip + ["install", "--no-deps", "--no-index", "--target", str(site), str(wheel)])
     needs = run(["ldd", *site.glob("sharedseg/_native.*.so")])
     assert "sharedseg" not in needs, needs
@@ -59,6 +118,7 @@ def check_metadata(wheel):
     assert ["Author", "the sharedseg developers"] in fields, meta
     assert {"Project-URL", "Classifier", "Requires-Python", "Summary"} <= keys, meta
     assert ["Classifier", "Typing :: Typed"] in fields
+    assert ["Version", sharedseg.__version__] in fields, meta
     entry_points = next(wheel.read(n).decode() for n in wheel.namelist()
                         if n.endswith("/entry_points.txt"))
     assert "sharedseg = sharedseg.cli:main" in entry_points
