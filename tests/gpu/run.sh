@@ -261,9 +261,9 @@ nccl_hook() {
 		step nccl skipped "no torch with CUDA (tried:$tried)" 0
 		return 0
 	fi
-	# The extension is built for that interpreter first (no setuptools
-	# needed); the script appends its own JSON lines to $out.
-	run nccl_build 120 "$py" "$root/python/build_native.py"
+	# The extension is built for that interpreter first (through CMake, as
+	# the library is); the script appends its own JSON lines to $out.
+	run nccl_build 120 make -C "$root" --no-print-directory python PYTHON="$py"
 	run nccl 90 env PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}" "$py" "$script" --out "$out"
 }
 
