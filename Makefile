@@ -40,16 +40,10 @@ $(TSAN_BUILD)/CMakeCache.txt:
 	$(CMAKE) -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DSSEG_TSAN=ON \
 		-DCMAKE_C_COMPILER=$(or $(shell command -v clang 2>/dev/null),cc)
 
-# ThreadSanitizer over the tests labelled concurrency only (the same list
-# as SSEG_CONCURRENCY_TESTS in tests/CMakeLists.txt).
-TSAN_TESTS = test_pending_race test_local_exchange test_two_ranks test_cuda_pending \
-	test_fault_sweep test_token test_hostile test_log test_verify test_blob_bits \
-	test_readme_errors test_cuda_faults test_cuda_access \
-	test_cuda_hostreg test_cuda_hostreg_rules test_cuda_fabric_hosts test_fake_cuda \
-	test_ascend_hostreg test_background
+# ThreadSanitizer over the tests labelled concurrency only (their list is
+# SSEG_CONCURRENCY_TESTS in tests/CMakeLists.txt; concurrency_tests builds them).
 test-tsan: $(TSAN_BUILD)/CMakeCache.txt
-	$(CMAKE) --build $(TSAN_BUILD) -j $(JOBS) --target $(TSAN_TESTS) sseg_fake_cuda \
-		sseg_fake_acl
+	$(CMAKE) --build $(TSAN_BUILD) -j $(JOBS) --target concurrency_tests
 	TSAN_OPTIONS=halt_on_error=1 $(CTEST) --test-dir $(TSAN_BUILD) -L concurrency --output-on-failure
 
 # The Python package first: the bench's smoke test runs its Python half.
@@ -66,10 +60,10 @@ test-c: all $(if $(wildcard python/python.mk),python)
 # The release build's tests again under three states of the host's huge-page
 # knobs (none, some, plenty; root only), with the Python examples.
 test-host-states: all python
-	sh tests/host_states.sh $(BUILD) $(PYTHON)
+	sh tests/knobs/host_states.sh $(BUILD) $(PYTHON)
 
 test: deps test-asan test-tsan test-c test-host-states test-netns $(if $(wildcard python/python.mk),test-python test-python-pypi)
--include tests/reliability.mk
+-include tests/reliability/reliability.mk
 
 install: all
 	$(CMAKE) --install $(BUILD) --prefix $(PREFIX)

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "ascend_abi_list.h"
+#include "abi/ascend_abi_list.h"
 #include "driver/acl_abi.h"
 
 #ifdef SSEG_HAVE_ACL_H

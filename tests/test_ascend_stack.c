@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "aclutil.h"
+#include "runcases.h"
 #include "testutil.h"
 
 #define SZ (4u << 20)
@@ -156,23 +157,18 @@ static int error_codes(void *arg)
 	return 0;
 }
 
-/* Every case runs, and each failure is told. */
-static int run(const char *what, int (*fn)(void *))
+static const struct tu_case cases[] = {
+	{ "PCIe", pcie, NULL, 0 },
+	{ "no HOST_NUMA", no_host_numa, NULL, 0 },
+	{ "visible devices", visible, NULL, 0 },
+	{ "aclInit order", init_order, NULL, 0 },
+	{ "error codes", error_codes, NULL, 0 },
+	{ NULL, NULL, NULL, 0 },
+};
+
+int main(int argc, char **argv)
 {
-	int st = tu_wait(tu_fork(fn, NULL), 30000);
-
-	if (st)
-		fprintf(stderr, "%s: exit status %d\n", what, st);
-	return st != 0;
-}
-
-int main(void)
-{
-	int failed = run("PCIe", pcie) + run("no HOST_NUMA", no_host_numa) +
-		     run("visible devices", visible) + run("aclInit order", init_order) +
-		     run("error codes", error_codes);
-
-	if (failed)
+	if (tu_run_cases(argc, argv, cases))
 		return 1;
 	printf("ascend_stack: ok\n");
 	return 0;

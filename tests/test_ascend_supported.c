@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "aclutil.h"
+#include "runcases.h"
 #include "testutil.h"
 
 /* What the machine cannot do: -EOPNOTSUPP, as for CUDA and host
@@ -161,28 +162,24 @@ static int refusals(void *arg)
 	return 0;
 }
 
-static void run(const char *what, int (*fn)(void *), void *arg)
+static int zero = 0, one = 1;
+
+static const struct tu_case cases[] = {
+	{ "no runtime", no_runtime, NULL, 0 },
+	{ "an entry point missing", entry_missing, NULL, 0 },
+	{ "aclInit fails", init_fails, NULL, 0 },
+	{ "initialized before", initialized_before, NULL, 0 },
+	{ "no device", no_device, NULL, 0 },
+	{ "facts", facts, &zero, 0 },
+	{ "facts with fabric", facts, &one, 0 },
+	{ "refusals", refusals, NULL, 0 },
+	{ NULL, NULL, NULL, 0 },
+};
+
+int main(int argc, char **argv)
 {
-	int st = tu_wait(tu_fork(fn, arg), 30000);
-
-	if (st) {
-		fprintf(stderr, "%s: exit status %d\n", what, st);
-		exit(1);
-	}
-}
-
-int main(void)
-{
-	int zero = 0, one = 1;
-
-	run("no runtime", no_runtime, NULL);
-	run("an entry point missing", entry_missing, NULL);
-	run("aclInit fails", init_fails, NULL);
-	run("initialized before", initialized_before, NULL);
-	run("no device", no_device, NULL);
-	run("facts", facts, &zero);
-	run("facts with fabric", facts, &one);
-	run("refusals", refusals, NULL);
+	if (tu_run_cases(argc, argv, cases))
+		return 1;
 	printf("ascend_supported: ok\n");
 	return 0;
 }

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cuda_abi_list.h"
+#include "abi/cuda_abi_list.h"
 #include "driver/cuda_abi.h"
 
 /* Our PFN types against the signatures the list spells out: a typo in

@@ -5,58 +5,22 @@
  * cannot keep) nor anything the child does with the inherited segments
  * (sseg_info, sseg_destroy) may call it. The driver's handles, mappings,
  * registrations and contexts stay the parent's, which tears down cleanly. */
-#include <string.h>
-
 #include "fakeutil.h"
+#include "forkcheck.h"
 #include "testutil.h"
 
 static struct tu_fake fake;
-static sseg_t *vmm, *registered;
-static long calls_before_fork;
-
-static sseg_t *solo(const char *name, enum sseg_backend backend)
-{
-	SSEG_OPTS(o, .name = name, .size = 4 << 20, .world_size = 1, .backend = backend,
-		  .pages = backend == SSEG_BACKEND_MEMFD ? SSEG_PAGES_BASE : SSEG_PAGES_AUTO,
-		  .flags = backend == SSEG_BACKEND_MEMFD ? SSEG_F_HOST_REGISTER : 0);
-	unsigned char blob[SSEG_BLOB_SIZE];
-	sseg_t *seg;
-
-	CHECK_RC(sseg_create(&o, &seg, blob), 0);
-	CHECK_RC(sseg_complete(seg, blob), 0);
-	return seg;
-}
-
-static int child(void *arg)
-{
-	struct sseg_info info = { .sz = sizeof(info) };
-
-	(void)arg;
-	CHECK(fake.calls(NULL) == calls_before_fork); /* the atfork handler made none */
-	CHECK_RC(sseg_info(vmm, &info), 0);
-	CHECK_RC(sseg_info(registered, &info), 0);
-	CHECK_RC(sseg_destroy(vmm), 0);
-	CHECK_RC(sseg_destroy(registered), 0);
-	CHECK(fake.calls(NULL) == calls_before_fork);
-	return 0;
-}
 
 int main(void)
 {
-	struct sseg_info info = { .sz = sizeof(info) };
-
 	tu_fake_load("devices=1;numa=0", &fake);
-	vmm = solo("fork-vmm", SSEG_BACKEND_CUDA);
-	registered = solo("fork-hostreg", SSEG_BACKEND_MEMFD);
-	CHECK_RC(sseg_info(registered, &info), 0);
-	CHECK(info.registered_chunks == 1 && fake.live_registrations() == 1);
-	calls_before_fork = fake.calls(NULL);
-	CHECK(tu_wait(tu_fork(child, NULL), 10000) == 0);
-	/* The parent's segments are whole. */
-	((unsigned char *)sseg_base(vmm))[1] = 1;
-	CHECK(fake.live_registrations() == 1 && fake.live_mappings() == 1);
-	CHECK_RC(sseg_destroy(vmm), 0);
-	CHECK_RC(sseg_destroy(registered), 0);
+	tu_fork_after_segments(&(struct tu_fork_check){
+		.prefix = "fork",
+		.device = SSEG_BACKEND_CUDA,
+		.calls = fake.calls,
+		.live_registrations = fake.live_registrations,
+		.live_mappings = fake.live_mappings,
+	});
 	CHECK(tu_fake_clean(&fake));
 	printf("cuda_fork: ok\n");
 	return 0;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runcases.h"
 #include "testutil.h"
 
 /* Every way in says errno err, with the driver's sentence. */
@@ -59,21 +60,17 @@ static int no_device(void *arg)
 	return 0;
 }
 
-static void run(const char *what, int (*fn)(void *))
-{
-	int st = tu_wait(tu_fork(fn, NULL), 30000);
+static const struct tu_case cases[] = {
+	{ "no driver", no_driver, NULL, 0 },
+	{ "an entry point missing", entry_missing, NULL, 0 },
+	{ "no device", no_device, NULL, 0 },
+	{ NULL, NULL, NULL, 0 },
+};
 
-	if (st) {
-		fprintf(stderr, "%s: exit status %d\n", what, st);
-		exit(1);
-	}
-}
-
-int main(void)
+int main(int argc, char **argv)
 {
-	run("no driver", no_driver);
-	run("an entry point missing", entry_missing);
-	run("no device", no_device);
+	if (tu_run_cases(argc, argv, cases))
+		return 1;
 	printf("cuda_no_driver: ok\n");
 	return 0;
 }

@@ -12,6 +12,7 @@
 
 #include "backend/cuda_device.h"
 #include "fakeutil.h"
+#include "runcases.h"
 #include "testutil.h"
 
 #define CUDA_ERROR_NOT_PERMITTED 800
@@ -171,25 +172,20 @@ static int case_release_fails(void *arg)
 	return 0;
 }
 
-static void run(const char *name, int (*fn)(void *))
-{
-	int st = tu_wait(tu_fork(fn, NULL), 30000);
+static const struct tu_case cases[] = {
+	{ "without_context", case_without_context, NULL, 0 },
+	{ "cache_per_node", case_cache_per_node, NULL, 0 },
+	{ "attribute_unknown", case_attribute_unknown, NULL, 0 },
+	{ "old_driver", case_old_driver, NULL, 0 },
+	{ "blocked", case_blocked, NULL, 0 },
+	{ "release_fails", case_release_fails, NULL, 0 },
+	{ NULL, NULL, NULL, 0 },
+};
 
-	if (st) {
-		fprintf(stderr, "case %s failed: %d\n", name, st);
-		exit(1);
-	}
-	printf("ok %s\n", name);
-}
-
-int main(void)
+int main(int argc, char **argv)
 {
-	run("without_context", case_without_context);
-	run("cache_per_node", case_cache_per_node);
-	run("attribute_unknown", case_attribute_unknown);
-	run("old_driver", case_old_driver);
-	run("blocked", case_blocked);
-	run("release_fails", case_release_fails);
+	if (tu_run_cases(argc, argv, cases))
+		return 1;
 	printf("cuda_probe: ok\n");
 	return 0;
 }

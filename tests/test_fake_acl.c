@@ -15,6 +15,7 @@
 
 #include "aclutil.h"
 #include "driver/acl_abi.h"
+#include "runcases.h"
 #include "testutil.h"
 
 #define MiB (1ull << 20)
@@ -634,38 +635,34 @@ static int bad_script(void *arg)
 	return 0;
 }
 
-static void run(const char *what, int (*fn)(void *), void *arg, int want)
+static int zero = 0, one = 1, offset = 1000;
+
+static const struct tu_case cases[] = {
+	{ "init and context", init_and_context, NULL, 0 },
+	{ "allocation", allocation, &zero, 0 },
+	{ "allocation without HOST_NUMA", allocation, &one, 0 },
+	{ "mapping", mapping, NULL, 0 },
+	{ "PCIe link", links, &zero, 0 },
+	{ "visible devices", links, &one, 0 },
+	{ "fork", fork_rule, NULL, 0 },
+	{ "aclInit order", init_order, NULL, 0 },
+	{ "trust list", trust_list, &zero, 0 },
+	{ "trust list with runtime pids", trust_list, &offset, 0 },
+	{ "container pid", container_pid, NULL, 0 },
+	{ "fabric off", fabric, &zero, 0 },
+	{ "fabric on", fabric, &one, 0 },
+	{ "host register", host_register, &one, 0 },
+	{ "host register unsupported", host_register, &zero, 0 },
+	{ "scripted failures", scripted, NULL, 0 },
+	{ "bad script", bad_script, "aclrtMapMem:x:1", 128 + SIGABRT },
+	{ "bad entry", bad_script, "aclrtNoSuchCall:1:1", 128 + SIGABRT },
+	{ NULL, NULL, NULL, 0 },
+};
+
+int main(int argc, char **argv)
 {
-	int st = tu_wait(tu_fork(fn, arg), 30000);
-
-	if (st != want) {
-		fprintf(stderr, "%s: exit status %d, expected %d\n", what, st, want);
-		exit(1);
-	}
-}
-
-int main(void)
-{
-	int zero = 0, one = 1, offset = 1000;
-
-	run("init and context", init_and_context, NULL, 0);
-	run("allocation", allocation, &zero, 0);
-	run("allocation without HOST_NUMA", allocation, &one, 0);
-	run("mapping", mapping, NULL, 0);
-	run("PCIe link", links, &zero, 0);
-	run("visible devices", links, &one, 0);
-	run("fork", fork_rule, NULL, 0);
-	run("aclInit order", init_order, NULL, 0);
-	run("trust list", trust_list, &zero, 0);
-	run("trust list with runtime pids", trust_list, &offset, 0);
-	run("container pid", container_pid, NULL, 0);
-	run("fabric off", fabric, &zero, 0);
-	run("fabric on", fabric, &one, 0);
-	run("host register", host_register, &one, 0);
-	run("host register unsupported", host_register, &zero, 0);
-	run("scripted failures", scripted, NULL, 0);
-	run("bad script", bad_script, "aclrtMapMem:x:1", 128 + SIGABRT);
-	run("bad entry", bad_script, "aclrtNoSuchCall:1:1", 128 + SIGABRT);
+	if (tu_run_cases(argc, argv, cases))
+		return 1;
 	printf("fake_acl: ok\n");
 	return 0;
 }

@@ -17,8 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fake_cuda_cases.h"
-#include "fake_cuda_harness.h"
+#include "fake_cuda/cases.h"
+#include "fake_cuda/harness.h"
+#include "runcases.h"
 
 /* ---- lookup, errors, devices ---- */
 
@@ -378,35 +379,28 @@ static int case_threads(void *arg)
 	return 0;
 }
 
-static void run(const char *name, int (*fn)(void *))
-{
-	int status = tu_wait(tu_fork(fn, NULL), 60000);
+static const struct tu_case cases[] = {
+	{ "driver", case_driver, NULL, 0 },
+	{ "attributes", case_attributes, NULL, 0 },
+	{ "uuid", case_uuid, NULL, 0 },
+	{ "posix_fd", case_posix_fd, NULL, 0 },
+	{ "fabric", case_fabric, NULL, 0 },
+	{ "imex", case_imex, NULL, 0 },
+	{ "context", case_context, NULL, 0 },
+	{ "peer", case_peer, NULL, 0 },
+	{ "map_offset", case_map_offset, NULL, 0 },
+	{ "access_locations", case_access_locations, NULL, 0 },
+	{ "host_numa_blocked", case_host_numa_blocked, NULL, 0 },
+	{ "fork", case_fork, NULL, 0 },
+	{ "scripted", case_scripted, NULL, 0 },
+	{ "bugs", case_bugs, NULL, 0 },
+	{ "host_register", case_host_register, NULL, 0 },
+	{ "copies", case_copies, NULL, 0 },
+	{ "threads", case_threads, NULL, 0 },
+	{ NULL, NULL, NULL, 0 },
+};
 
-	if (status != 0) {
-		fprintf(stderr, "case %s failed: status %d\n", name, status);
-		exit(1);
-	}
-	printf("ok %s\n", name);
-}
-
-int main(void)
+int main(int argc, char **argv)
 {
-	run("driver", case_driver);
-	run("attributes", case_attributes);
-	run("uuid", case_uuid);
-	run("posix_fd", case_posix_fd);
-	run("fabric", case_fabric);
-	run("imex", case_imex);
-	run("context", case_context);
-	run("peer", case_peer);
-	run("map_offset", case_map_offset);
-	run("access_locations", case_access_locations);
-	run("host_numa_blocked", case_host_numa_blocked);
-	run("fork", case_fork);
-	run("scripted", case_scripted);
-	run("bugs", case_bugs);
-	run("host_register", case_host_register);
-	run("copies", case_copies);
-	run("threads", case_threads);
-	return 0;
+	return tu_run_cases(argc, argv, cases);
 }

@@ -26,6 +26,7 @@
 #include "blob.h"
 #include "hostcheck.h"
 #include "intruder.h"
+#include "runcases.h"
 #include "testutil.h"
 
 #define WORLD 4
@@ -253,50 +254,60 @@ static int missing_peer_named(void)
 	return ok;
 }
 
-int main(void)
+/* One case of the table, in a child of its own: 0 when it was handled. */
+static int hostile_one(void *arg)
 {
-	int total = 0, refused = 0, failed = 0;
+	const struct hostile_case *c = arg;
+	struct measured m;
+	char what[128];
+	int ok;
+
+	if (c->other_uid && getuid() != 0) {
+		printf("hostile: '%s' needs root to play another uid: skipped\n", c->what);
+		return 0;
+	}
+	run_case(c, &m);
+	/* A flood's connections are closed by the intruder itself. */
+	ok = m.fds == 0 && m.owner_fds_left == 0 && m.lines <= 4 &&
+	     (c->kind == INTRUDE_FLOOD || m.refused == m.connected) && m.owner_s < 3.0;
+	printf("%-36s %6d tried, %6d connected, %5d refused, %d fds given, owner done "
+	       "%.2f s after the peers began, %d log line(s): %s\n",
+	       c->what, m.tried, m.connected, m.refused, m.fds, m.owner_s, m.lines,
+	       ok ? "ok" : "FAILED");
+	hc_record("{\"test\":\"hostile\",\"target\":\"fd channel\",\"case\":\"%s\","
+		  "\"tried\":%d,\"connected\":%d,\"refused\":%d,\"fds_given\":%d,"
+		  "\"completed\":1,\"owner_s\":%.3f,\"fds_left\":%d,\"log_lines\":%d,"
+		  "\"ok\":%d}",
+		  hc_json(c->what, what, sizeof(what)), m.tried, m.connected,
+		  c->kind == INTRUDE_FLOOD ? -1 : m.refused, m.fds, m.owner_s,
+		  m.owner_fds_left, m.lines, ok);
+	return !ok;
+}
+
+static int missing_peer(void *arg)
+{
+	(void)arg;
+	return !missing_peer_named();
+}
+
+#define NCASES (sizeof(cases) / sizeof(cases[0]))
+
+int main(int argc, char **argv)
+{
+	struct tu_case table[NCASES + 2];
+	size_t n = 0;
 
 	/* Per-thread malloc arenas reserve address space that would read as
 	 * leaked windows: one arena. */
 	mallopt(M_ARENA_MAX, 1);
 	scale = hc_scale("SSEG_HOSTILE_SCALE", 1);
 	sseg_set_log(count_log, NULL);
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		const struct hostile_case *c = &cases[i];
-		struct measured m;
-		char what[128];
-		int ok;
-
-		if (c->other_uid && getuid() != 0) {
-			printf("hostile: '%s' needs root to play another uid: skipped\n", c->what);
-			continue;
-		}
-		run_case(c, &m);
-		/* A flood's connections are closed by the intruder itself. */
-		ok = m.fds == 0 && m.owner_fds_left == 0 && m.lines <= 4 &&
-		     (c->kind == INTRUDE_FLOOD || m.refused == m.connected) && m.owner_s < 3.0;
-		printf("%-36s %6d tried, %6d connected, %5d refused, %d fds given, owner done "
-		       "%.2f s after the peers began, %d log line(s): %s\n",
-		       c->what, m.tried, m.connected, m.refused, m.fds, m.owner_s, m.lines,
-		       ok ? "ok" : "FAILED");
-		hc_record("{\"test\":\"hostile\",\"target\":\"fd channel\",\"case\":\"%s\","
-			  "\"tried\":%d,\"connected\":%d,\"refused\":%d,\"fds_given\":%d,"
-			  "\"completed\":1,\"owner_s\":%.3f,\"fds_left\":%d,\"log_lines\":%d,"
-			  "\"ok\":%d}",
-			  hc_json(c->what, what, sizeof(what)), m.tried, m.connected,
-			  c->kind == INTRUDE_FLOOD ? -1 : m.refused, m.fds, m.owner_s,
-			  m.owner_fds_left, m.lines, ok);
-		total++;
-		refused += ok;
-		failed += !ok;
-	}
-	total++;
-	if (missing_peer_named())
-		refused++;
-	else
-		failed++;
-	printf("hostile: %d of %d cases handled, the group completing each time it could\n",
-	       refused, total);
-	return failed ? 1 : 0;
+	for (; n < NCASES; n++)
+		table[n] = (struct tu_case){ cases[n].what, hostile_one, (void *)&cases[n], 0 };
+	table[n++] = (struct tu_case){ "a peer missing among strangers", missing_peer, NULL, 0 };
+	table[n] = (struct tu_case){ NULL, NULL, NULL, 0 };
+	if (tu_run_cases(argc, argv, table))
+		return 1;
+	printf("hostile: every case handled, the group completing each time it could\n");
+	return 0;
 }

@@ -26,6 +26,7 @@
 #include "hostcheck.h"
 #include "intruder.h"
 #include "member.h"
+#include "runcases.h"
 #include "testutil.h"
 
 #define WORLD 4
@@ -198,36 +199,45 @@ static void run_case(const struct hub_case *c, struct measured *out)
 		       m[3].rc ? m[3].error : "succeeded");
 }
 
-int main(void)
+/* One case of the table, in a child of its own: 0 when it was handled. */
+static int hub_one(void *arg)
 {
-	int total = 0, passed = 0;
+	const struct hub_case *c = arg;
+	struct measured m;
+	char what[128];
+
+	if (c->other_uid && getuid() != 0) {
+		printf("hostile_hub: '%s' needs root to play another uid: skipped\n", c->what);
+		return 0;
+	}
+	run_case(c, &m);
+	printf("%-34s %6d tried, %6d connected, %5d refused, %d fds given, slowest rank "
+	       "%.2f s, %s: %s\n",
+	       c->what, m.t.tried, m.t.connected, m.t.refused, m.t.fds_received, m.slowest,
+	       c->cause ? "group failed naming it" : "group met", m.ok ? "ok" : "FAILED");
+	hc_record("{\"test\":\"hostile\",\"target\":\"local exchange hub\",\"case\":\"%s\","
+		  "\"tried\":%d,\"connected\":%d,\"refused\":%d,\"fds_given\":%d,"
+		  "\"completed\":%d,\"owner_s\":%.3f,\"fds_left\":0,\"log_lines\":0,"
+		  "\"ok\":%d}",
+		  hc_json(c->what, what, sizeof(what)), m.t.tried, m.t.connected,
+		  c->kind == INTRUDE_FLOOD ? -1 : m.t.refused, m.t.fds_received,
+		  !c->cause, m.slowest, m.ok);
+	return !m.ok;
+}
+
+#define NCASES (sizeof(cases) / sizeof(cases[0]))
+
+int main(int argc, char **argv)
+{
+	struct tu_case table[NCASES + 1];
 
 	scale = hc_scale("SSEG_HOSTILE_SCALE", 1);
 	sseg_set_log_level(SSEG_LOG_OFF);
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		const struct hub_case *c = &cases[i];
-		struct measured m;
-		char what[128];
-
-		if (c->other_uid && getuid() != 0) {
-			printf("hostile_hub: '%s' needs root to play another uid: skipped\n", c->what);
-			continue;
-		}
-		run_case(c, &m);
-		printf("%-34s %6d tried, %6d connected, %5d refused, %d fds given, slowest rank "
-		       "%.2f s, %s: %s\n",
-		       c->what, m.t.tried, m.t.connected, m.t.refused, m.t.fds_received, m.slowest,
-		       c->cause ? "group failed naming it" : "group met", m.ok ? "ok" : "FAILED");
-		hc_record("{\"test\":\"hostile\",\"target\":\"local exchange hub\",\"case\":\"%s\","
-			  "\"tried\":%d,\"connected\":%d,\"refused\":%d,\"fds_given\":%d,"
-			  "\"completed\":%d,\"owner_s\":%.3f,\"fds_left\":0,\"log_lines\":0,"
-			  "\"ok\":%d}",
-			  hc_json(c->what, what, sizeof(what)), m.t.tried, m.t.connected,
-			  c->kind == INTRUDE_FLOOD ? -1 : m.t.refused, m.t.fds_received,
-			  !c->cause, m.slowest, m.ok);
-		total++;
-		passed += m.ok;
-	}
-	printf("hostile_hub: %d of %d cases handled as they must be\n", passed, total);
-	return passed == total ? 0 : 1;
+	for (size_t i = 0; i < NCASES; i++)
+		table[i] = (struct tu_case){ cases[i].what, hub_one, (void *)&cases[i], 0 };
+	table[NCASES] = (struct tu_case){ NULL, NULL, NULL, 0 };
+	if (tu_run_cases(argc, argv, table))
+		return 1;
+	printf("hostile_hub: every case handled as it must be\n");
+	return 0;
 }

@@ -22,6 +22,7 @@
 
 #include "fakeutil.h"
 #include "list_json.h"
+#include "runcases.h"
 #include "testutil.h"
 
 #define NOBODY 65534
@@ -638,30 +639,43 @@ static void exited(void)
 	free(text);
 }
 
-static const struct {
-	const char *name;
-	void (*run)(void);
-} cases[] = {
-	{ "utf8", utf8 },		  { "escapes", escapes }, { "long_line", long_line },
-	{ "driver_claim", driver_claim }, { "two_groups", two_groups }, { "scale", scale },	  { "exited", exited },
+/* Each case as the runner calls it: in a child of its own. */
+#define LS_CASE(fn)                             \
+	static int case_##fn(void *arg)         \
+	{                                       \
+		(void)arg;                      \
+		fn();                           \
+		return 0;                       \
+	}
+LS_CASE(utf8)
+LS_CASE(escapes)
+LS_CASE(long_line)
+LS_CASE(driver_claim)
+LS_CASE(two_groups)
+LS_CASE(scale)
+LS_CASE(exited)
+
+static const struct tu_case cases[] = {
+	{ "utf8", case_utf8, NULL, 0 },
+	{ "escapes", case_escapes, NULL, 0 },
+	{ "long_line", case_long_line, NULL, 0 },
+	{ "driver_claim", case_driver_claim, NULL, 0 },
+	{ "two_groups", case_two_groups, NULL, 0 },
+	{ "scale", case_scale, NULL, 0 },
+	{ "exited", case_exited, NULL, 0 },
+	{ NULL, NULL, NULL, 0 },
 };
 
 int main(int argc, char **argv)
 {
-	int ran = 0;
-
 	if (argc == 2 && !strcmp(argv[1], "--peak"))
 		return peak_main();
 	if (geteuid() != 0) {
 		printf("ls_hostile: needs root (its hostile processes become uid %d)\n", NOBODY);
 		return TU_SKIP;
 	}
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		if (argc < 2 || !strcmp(argv[1], cases[i].name)) {
-			cases[i].run();
-			ran++;
-		}
-	CHECK(ran > 0);
+	if (tu_run_cases(argc, argv, cases))
+		return 1;
 	printf("ls_hostile: ok\n");
 	return 0;
 }

@@ -132,7 +132,7 @@ abi_check() {
 		return 0
 	fi
 	if ! "$cc" -std=gnu11 -DSSEG_HAVE_CUDA_H -I"$root/src" -I"$root/tests" -I"$inc" \
-		"$root/tests/test_cuda_abi.c" "$root/tests/cuda_abi_toolkit.c" \
+		"$root/tests/test_cuda_abi.c" "$root/tests/abi/cuda_abi_toolkit.c" \
 		-o "$work/cuda_abi" 2>"$work/abi.err"; then
 		emit "{\"check\": \"cuda_abi\", \"result\": \"fail\", \"cuda_h\": $(json_str "$inc"), \"detail\": $(json_str "$(head -n 3 "$work/abi.err")")}"
 		step abi fail "does not compile against $inc" 0

@@ -147,7 +147,7 @@ abi() {
 	local inc=${ASCEND_TOOLKIT_HOME:-/usr/local/Ascend/ascend-toolkit/latest}/include
 	[ -f "$inc/acl/acl_rt.h" ] || { echo "no acl_rt.h under $inc" >&2; return 77; }
 	cc -std=gnu11 -DSSEG_HAVE_ACL_H -I"$root/src" -I"$root/tests" -isystem "$inc" \
-		"$root/tests/test_ascend_abi.c" "$root/tests/ascend_abi_toolkit.c" \
+		"$root/tests/test_ascend_abi.c" "$root/tests/abi/ascend_abi_toolkit.c" \
 		-o "$work/test_ascend_abi" >&2 &&
 		"$work/test_ascend_abi" >&2
 }
