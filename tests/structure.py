@@ -22,8 +22,6 @@ BACKEND_DRIVERS = {"cuda": ("cuda",), "ascend": ("acl",)}
 # What every backend may share: the contract and the skeletons (backend/*.c, *.h).
 SHARED_BACKEND = {"backend/backend.h", "backend/backend.c", "backend/vmm.h", "backend/vmm.c",
                   "backend/devreg.h", "backend/devreg.c"}
-# An old path kept for a test that still names it: it includes only its new one.
-FORWARDS = {"backend/cuda_device.h": "backend/cuda/cuda_device.h"}
 # What a shared helper must not name (memfd is what AUTO resolves to).
 DEVICE_WORDS = re.compile(r"SSEG_BACKEND_(CUDA|ASCEND)|cuda|acl|ascend", re.I)
 MAX_LINES = 700
@@ -104,14 +102,10 @@ def backend_folders(files):
 def shared_backend(files):
     """The shared helpers in backend/ serve every backend: they include no
     backend's folder or driver, and name none (memfd.c is a backend; table.h
-    is the one list of them; a forward includes only its new path)."""
+    is the one list of them)."""
     bad = []
     for path, text in files.items():
         if not path.startswith("backend/") or backend_of(path):
-            continue
-        if path in FORWARDS:
-            if includes(text) != [FORWARDS[path]]:
-                bad.append(f"{path}: a forward includes only {FORWARDS[path]}")
             continue
         for inc in includes(text):
             if backend_of(inc) or inc.startswith("driver/"):
