@@ -14,9 +14,10 @@ import json
 from typing import Any, Dict, List, Tuple, Union
 
 from . import _log, _native
-from ._group import SharedSegmentTypeError, SharedSegmentValueError
+from ._errors import SharedSegmentTypeError, SharedSegmentValueError
 from ._native import SharedSegmentError
-from .segment import SharedSegment, create_shared_segment
+from ._protocol import create_shared_segment
+from .segment import SharedSegment
 
 __version__: str = _native.LIBRARY_VERSION  # include/sharedseg.h, as the wheel's metadata
 __all__ = ["create_shared_segment", "SharedSegment", "SharedSegmentError",

@@ -31,6 +31,7 @@ from typing import Any, Optional
 import torch
 
 from . import create_shared_segment
+from ._backends import torch_platform
 from ._offload import segment_args
 
 TESTED = ("0.5.6",)
@@ -83,7 +84,7 @@ class SharedSegMemoryAllocator(_Mixed):  # type: ignore[misc, valid-type]
         if kwargs.get("shm_name") or kwargs.get("use_hugepages"):
             raise ValueError("SharedSegMemoryAllocator replaces shm_name and use_hugepages: "
                              "the arena is a memfd segment, its page kind is pages=")
-        platform = "cuda" if torch.cuda.is_available() else "cpu"
+        platform = torch_platform(torch)
         args = segment_args(dict(pages=pages, numa=numa, populate=populate, pin=pin,
                                  populate_threads=populate_threads, timeout=timeout), platform)
         self.segment = create_shared_segment(f"{name}-{next(self._count)}", size=size,

@@ -36,6 +36,7 @@ import torch
 
 import vllm
 
+from ._backends import PINNING_PLATFORM
 from ._offload import region_segment, segment_args
 
 # vLLM releases this module is written for: the one its tests run against,
@@ -138,10 +139,11 @@ def parse_options(extra_config: Mapping[str, Any]) -> Dict[str, Any]:
 
 
 def _platform() -> str:
-    """"cuda", "cpu", or the name of a platform this module does not serve."""
+    """PINNING_PLATFORM (CUDA), "cpu", or the name of a platform this module
+    does not serve."""
     p = _VLLM["current_platform"]
     if p.is_cuda():
-        return "cuda"
+        return PINNING_PLATFORM
     if p.is_cpu():
         return "cpu"
     return str(getattr(p, "device_name", None) or type(p).__name__)
@@ -239,7 +241,7 @@ class SharedSegOffloadingSpec(_Spec):  # type: ignore[misc, valid-type]
         self.sharedseg_options = parse_options(config.extra_config)
         super().__init__(config)
         self._platform = _platform()
-        if self._platform not in ("cuda", "cpu"):
+        if self._platform not in (PINNING_PLATFORM, "cpu"):
             raise RuntimeError(f"sharedseg.vllm serves vLLM's CUDA and CPU platforms; this "
                                f"vLLM runs on {self._platform}")
         self._segment_args = segment_args(self.sharedseg_options, self._platform)

@@ -17,7 +17,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from sharedseg import SharedSegmentError, create_shared_segment
-from sharedseg import _exchange, segment as _segment
+from sharedseg import _frameworks, _native
 
 TORCH2 = int(torch.__version__.split(".")[0]) >= 2
 
@@ -177,24 +177,24 @@ def readonly(rank, world, group):
 
 
 def link_kind(group):
-    return type(_exchange.resolve(group, None, None)).__name__
+    return type(_frameworks.resolve(group, None, None)).__name__
 
 
 @contextlib.contextmanager
 def stalled_create(stall, seconds):
     """This rank's create (phase 1) takes seconds longer, as an owner
     populating a large segment does."""
-    original = _segment._native.create
+    original = _native.create
 
     def slow(*args, **kwargs):
         time.sleep(seconds)
         return original(*args, **kwargs)
     if stall:
-        _segment._native.create = slow
+        _native.create = slow
     try:
         yield
     finally:
-        _segment._native.create = original
+        _native.create = original
 
 
 def attempt(fn):

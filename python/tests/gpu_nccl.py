@@ -66,7 +66,7 @@ except ImportError as e:  # say so in the results, not only on stderr
     raise
 
 import sharedseg  # noqa: E402
-from sharedseg import SharedSegmentError, _exchange, _offload, create_shared_segment  # noqa: E402
+from sharedseg import SharedSegmentError, _backends, _frameworks, _offload, create_shared_segment  # noqa: E402
 from gloo_ranks import stalled_create  # noqa: E402
 
 WORLD = 2
@@ -100,7 +100,7 @@ def shares(name, group, rank):
 def store_share(rank, backend, device):
     group = dist.group.WORLD
     ok = shares("gpu-store", group, rank)
-    link = type(_exchange.resolve(group, None, None)).__name__
+    link = type(_frameworks.resolve(group, None, None)).__name__
     return dict(ok=ok and link == "StoreLink" and all_reduce_works(group, device), link=link)
 
 
@@ -132,8 +132,8 @@ def raw_group(backend, prefix, rank, timeout_s=None):
 
 def collective_share(rank, backend, device):
     raw = raw_group(backend, "gpu-raw/", rank)
-    link = _exchange.resolve(raw, None, None)
-    kind = _exchange.collective_kind(raw)
+    link = _frameworks.resolve(raw, None, None)
+    kind = _backends.collective_kind(raw)
     ok = shares("gpu-collective", raw, rank)
     want = "cuda" if backend == "nccl" else "cpu"
     return dict(ok=ok and type(link).__name__ == "CollectiveLink" and kind == want,

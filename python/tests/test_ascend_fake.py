@@ -92,7 +92,7 @@ def test_mmap_false_takes_ascend_where_cuda_is_absent():
 
     from conftest import env_with_package
 
-    code = "from sharedseg.segment import _policy; print(_policy(False, None))"
+    code = "from sharedseg._backends import vmm_backend; print(vmm_backend(None))"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, env=env_with_package(
                              SHAREDSEG_ACL_LIBRARY=fake_runtime(),

@@ -105,7 +105,7 @@ try:
 except KeyboardInterrupt:
     print("interrupted", time.monotonic(), flush=True)
 print("gave-up", store.add("sharedseg/py-ctrlc-store/1/gave-up", 0), flush=True)
-why = sharedseg._exchange._get(store, "sharedseg/py-ctrlc-store/1/why/0", 2048, [])
+why = sharedseg._store_link._get(store, "sharedseg/py-ctrlc-store/1/why/0", 2048, [])
 print("why", why.decode(), flush=True)
 '''
 
@@ -166,7 +166,7 @@ def test_a_rank_that_leaves_stops_the_owner_waiting_in_complete(monkeypatch):
     import torch.distributed as dist
 
     from sharedseg import SharedSegmentError, create_shared_segment
-    from sharedseg import segment as _segment
+    from sharedseg import _native
 
     @dataclasses.dataclass
     class Group:  # vLLM's StatelessProcessGroup: rank, world_size, store
@@ -184,12 +184,12 @@ def test_a_rank_that_leaves_stops_the_owner_waiting_in_complete(monkeypatch):
         def close(self):
             return self.native.close()
 
-    original = _segment._native.create
+    original = _native.create
 
     def create(name, world_size, rank, owner, **kwargs):
         native, *rest = original(name, world_size, rank, owner, **kwargs)
         return (Leaving(native) if rank == 1 else native, *rest)
-    monkeypatch.setattr(_segment._native, "create", create)
+    monkeypatch.setattr(_native, "create", create)
     store, results = dist.HashStore(), {}
 
     def rank(r):

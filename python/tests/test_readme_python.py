@@ -16,7 +16,7 @@ from conftest import ROOT, TESTS
 from test_single import run_ranks
 
 from sharedseg import create_shared_segment
-from sharedseg import segment as _segment
+from sharedseg import _native
 
 ERRORS = """
 SharedSegmentValueError: segment 'vllm_sparse_kv': ranks 0-3 failed in complete:
@@ -68,7 +68,7 @@ def stalled_owner():
     """Two ranks over one store, the timeout 2 s; the owner's create ends
     only once rank 1 has given up on it."""
     store, got = dist.HashStore(), {}
-    original = _segment._native.create
+    original = _native.create
 
     def slow(name, world_size, rank, owner, **kwargs):
         deadline = time.monotonic() + 30
@@ -83,7 +83,7 @@ def stalled_owner():
                                   pages="base", populate="lazy", timeout=2)
         except Exception as e:
             got[r] = e
-    _segment._native.create = slow
+    _native.create = slow
     try:
         threads = [threading.Thread(target=rank, args=(r,)) for r in (0, 1)]
         for t in threads:
@@ -91,7 +91,7 @@ def stalled_owner():
         for t in threads:
             t.join(30)
     finally:
-        _segment._native.create = original
+        _native.create = original
     assert got[1].errno == errno.ETIMEDOUT and "gave up" in str(got[0])
     return got
 

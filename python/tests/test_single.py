@@ -273,7 +273,7 @@ def test_probe_and_supported():
 
 
 def test_owner_per_host_from_gathered_identities():
-    from sharedseg.segment import _owner
+    from sharedseg._protocol import _owner
     a, b = b"A" * sharedseg.HOST_ID_SIZE, b"B" * sharedseg.HOST_ID_SIZE
     ids = [a, a, b, b]
     assert [_owner(None, ids, 4, r, "auto") for r in range(4)] == [0, 0, 2, 2]

@@ -9,7 +9,7 @@ import threading
 import pytest
 import torch.distributed as dist
 
-from sharedseg import SharedSegmentError, _exchange, create_shared_segment
+from sharedseg import SharedSegmentError, _links, _store_link, create_shared_segment
 
 X = {"x": (2, (16,), "int32")}
 
@@ -25,12 +25,12 @@ def test_concurrent_calls_for_different_names_pair_up_by_name(monkeypatch):
     store = dist.HashStore()
     groups = [Group(r, 2, store) for r in range(2)]
     opened = {}
-    original = _exchange.StoreLink.open_call
+    original = _store_link.StoreLink.open_call
 
     def open_call(link, *args, **kwargs):
         original(link, *args, **kwargs)
         opened[(link.rank, link.name)].set()
-    monkeypatch.setattr(_exchange.StoreLink, "open_call", open_call)
+    monkeypatch.setattr(_store_link.StoreLink, "open_call", open_call)
     results, threads = {}, []
 
     def call(rank, name):
@@ -57,13 +57,13 @@ def test_concurrent_calls_for_different_names_pair_up_by_name(monkeypatch):
 
 def test_calls_over_a_collective_take_turns_per_group():
     group = object()
-    first = _exchange.CollectiveLink(group, 0, 2, "a test group")
+    first = _links.CollectiveLink(group, 0, 2, "a test group")
     first.open_call("py-turn-1", 5.0)
-    second = _exchange.CollectiveLink(group, 0, 2, "a test group")
+    second = _links.CollectiveLink(group, 0, 2, "a test group")
     with pytest.raises(SharedSegmentError, match="another thread's create_shared_segment "
                                                  "call on a test group did not end within"):
         second.open_call("py-turn-2", 0.05)
-    elsewhere = _exchange.CollectiveLink(object(), 0, 2, "another group")
+    elsewhere = _links.CollectiveLink(object(), 0, 2, "another group")
     elsewhere.open_call("py-turn-3", 0.05)  # another group does not wait
     elsewhere.end_call()
     first.end_call()

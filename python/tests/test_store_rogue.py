@@ -15,7 +15,7 @@ from urllib.parse import quote
 import pytest
 import torch.distributed as dist
 
-from sharedseg import _exchange
+from sharedseg import _store_link
 
 from conftest import TESTS, env_with_package, free_port
 
@@ -28,7 +28,7 @@ RANK = '''
 import dataclasses, datetime, json, sys, time
 import torch.distributed as dist
 
-from sharedseg import _exchange
+from sharedseg import _store_link
 import sharedseg
 
 @dataclasses.dataclass
@@ -193,14 +193,14 @@ def test_an_oversized_value_is_never_read_whole(store):
 def test_a_value_is_read_no_further_than_its_bound():
     store, keys = dist.HashStore(), []
     store.add("v/len", 1 << 40)  # a length no rank writes: not one chunk is read
-    with pytest.raises(_exchange._Garbled, match="v/len says 1099511627776 bytes, where at "
+    with pytest.raises(_store_link._Garbled, match="v/len says 1099511627776 bytes, where at "
                                                  "most 4672 are written"):
-        _exchange._get(store, "v", 4096, keys)
+        _store_link._get(store, "v", 4096, keys)
     assert keys == ["v/len"]
-    _exchange._put(store, "w", bytes(64 << 10), keys)  # 64 KiB of zeros: 0.1 KiB of zlib
-    with pytest.raises(_exchange._Garbled, match="w holds no zlib stream of at most 4096 bytes"):
-        _exchange._get(store, "w", 4096, keys)
-    _exchange._put(store, "x", b"x" * 4096, keys)
-    assert _exchange._get(store, "x", 4096, keys) == b"x" * 4096
-    with pytest.raises(_exchange._Garbled, match="x/0 held a value before this rank wrote it"):
-        _exchange._put(store, "x", b"y" * 4096, keys)
+    _store_link._put(store, "w", bytes(64 << 10), keys)  # 64 KiB of zeros: 0.1 KiB of zlib
+    with pytest.raises(_store_link._Garbled, match="w holds no zlib stream of at most 4096 bytes"):
+        _store_link._get(store, "w", 4096, keys)
+    _store_link._put(store, "x", b"x" * 4096, keys)
+    assert _store_link._get(store, "x", 4096, keys) == b"x" * 4096
+    with pytest.raises(_store_link._Garbled, match="x/0 held a value before this rank wrote it"):
+        _store_link._put(store, "x", b"y" * 4096, keys)

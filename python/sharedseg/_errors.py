@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-"""What the ranks tell each other besides the blobs: one fixed-size record
-per rank (did this rank get through its phase, and if not, why), so that a
-failure on any rank becomes the same exception on every rank."""
+"""The errors every rank raises alike, and the status records they come
+from: what the ranks tell each other besides the blobs, one fixed-size
+record per rank (did this rank get through its phase, and if not, why), so
+that a failure on any rank becomes the same exception on every rank."""
 import errno as errnos
 import struct
 from typing import Dict, List, Optional, Tuple
