@@ -14,9 +14,7 @@ import sharedseg
 
 PACKAGE = pathlib.Path(sharedseg.__file__).parent
 ONE_MODULE = "_backends.py"
-# cli.py is being rewritten to pass its arguments to the C library as they
-# are; it is exempt until that lands (then it names no backend either).
-EXEMPT = {ONE_MODULE, "cli.py"}
+EXEMPT = {ONE_MODULE}
 # The torch device types that stand for a backend's devices.
 TORCH_DEVICES = {"cuda", "npu", "xpu"}
 
