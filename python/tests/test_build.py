@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 
+import pytest
 from conftest import PACKAGE_ROOT, ROOT
 
 import sharedseg
@@ -19,6 +20,7 @@ def run(argv, **kwargs):
     return done.stdout
 
 
+@pytest.mark.build
 def test_make_python_builds_with_cmake_alone(tmp_path):
     venv = tmp_path / "bare"
     base = getattr(sys, "_base_executable", sys.executable)

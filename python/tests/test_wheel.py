@@ -13,6 +13,7 @@ import subprocess
 import sys
 import zipfile
 
+import pytest
 from conftest import ROOT, TESTS, free_port
 
 import sharedseg
@@ -50,6 +51,7 @@ def smoke_in_fresh_venv(python, wheel, venv):
         assert json.loads(run(argv + ["probe", "--json"], env=env, cwd="/"))["schema"] == 1
 
 
+@pytest.mark.build
 def test_wheels_install_on_other_interpreters(tmp_path):
     dist = tmp_path / "dist"
     run(["make", "--no-print-directory", "wheels", f"PYTHON={sys.executable}",
