@@ -310,6 +310,27 @@ static PyObject *py_supported(PyObject *self, PyObject *args)
 	return Py_BuildValue("(Os)", rc ? Py_False : Py_True, rc ? sseg_last_error() : "");
 }
 
+PyDoc_STRVAR(probe_backend_doc, "probe_backend(backend) -> (name, pinned, crosses_hosts) or None:\n"
+				"sseg_probe_backend for one backend (enum value), which loads that\n"
+				"backend's driver only; None past the last backend.");
+
+static PyObject *py_probe_backend(PyObject *self, PyObject *args)
+{
+	struct sseg_probe_backend f = { .sz = sizeof(f) };
+	int backend, rc;
+
+	if (!PyArg_ParseTuple(args, "i:probe_backend", &backend))
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	rc = sseg_probe_backend((enum sseg_backend)backend, &f);
+	Py_END_ALLOW_THREADS
+	sseg_py_log_drain();
+	if (rc)
+		Py_RETURN_NONE;
+	return Py_BuildValue("(sOO)", f.name, f.pinned ? Py_True : Py_False,
+			     f.crosses_hosts ? Py_True : Py_False);
+}
+
 PyDoc_STRVAR(create_doc,
 	     "create(name, world_size, rank, owner_rank, *, size=0, layout=None, backend=0,\n"
 	     "       pages=0, numa=0, numa_node=-1, populate=0, populate_threads=0,\n"
@@ -347,6 +368,7 @@ static PyMethodDef module_methods[] = {
 	{ "probe_json", py_probe_json, METH_VARARGS, probe_json_doc },
 	{ "list_json", py_list_json, METH_NOARGS, list_json_doc },
 	{ "supported", py_supported, METH_VARARGS, supported_doc },
+	{ "probe_backend", py_probe_backend, METH_VARARGS, probe_backend_doc },
 	{ "create", (PyCFunction)(void (*)(void))sseg_py_create, METH_VARARGS | METH_KEYWORDS,
 	  create_doc },
 	{ "lookup", sseg_py_lookup, METH_VARARGS, lookup_doc },

@@ -5,11 +5,10 @@ needs no change here; what stays named is torch's side: its device modules
 (torch.cuda, torch.npu), the device type of a collective backend, and the
 engine platform whose devices pin host memory.
 
-Nothing here loads a driver for a memfd segment: the probe (which loads
-every driver) is read only for a backend named explicitly, and then once
-per process."""
+Nothing here loads a driver for a memfd segment: a backend named
+explicitly is probed alone (sseg_probe_backend), once per process, and only
+mmap=False probes them all."""
 import functools
-import json
 import sys
 from typing import Any, Callable, Dict, List
 
@@ -29,10 +28,17 @@ _COLLECTIVE_DEVICES = {"nccl": "cuda", "hccl": "npu", "xccl": "xpu"}
 PINNING_PLATFORM = "cuda"
 
 
-@functools.lru_cache(maxsize=1)
-def _facts() -> Dict[str, Dict[str, Any]]:
-    """The probe's facts per backend, in the C library's table order."""
-    return json.loads(_native.probe_json(0))["backends"]
+@functools.lru_cache(maxsize=None)
+def _pinned(name: str) -> bool:
+    """The probe's "pinned" for one backend (sseg_probe_backend, which loads
+    that backend's driver only: none for memfd); False for a name the
+    library does not know (create then says so)."""
+    try:
+        kind = _native.parse("backend", name)
+    except ValueError:
+        return False
+    facts = _native.probe_backend(kind)
+    return bool(facts and facts[1])
 
 
 def is_device_backend(backend: Any) -> bool:
@@ -40,16 +46,21 @@ def is_device_backend(backend: Any) -> bool:
     a device's VMM host memory. Such a backend takes a device ordinal, and
     its owner may serve ranks on other hosts through a fabric handle (the C
     library refuses the group, naming the hosts, where only in-host handles
-    could be made). "auto" is answered without the probe."""
+    could be made). "auto" is answered without the probe, and no other
+    backend's driver is loaded to answer for one."""
     name = str(backend).lower()
-    if name == DEFAULT:
-        return False
-    return bool(_facts().get(name, {}).get("pinned"))
+    return name != DEFAULT and _pinned(name)
 
 
+@functools.lru_cache(maxsize=1)
 def device_backends() -> List[str]:
-    """The pinned backends, in the C library's order."""
-    return [name for name, facts in _facts().items() if facts.get("pinned")]
+    """The pinned backends, in the C library's order (this probes each)."""
+    names, kind = [], _native.parse("backend", DEFAULT) + 1
+    while (facts := _native.probe_backend(kind)) is not None:
+        if facts[1]:
+            names.append(facts[0])
+        kind += 1
+    return names
 
 
 def supported(backend: str) -> bool:

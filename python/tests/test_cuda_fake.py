@@ -82,3 +82,28 @@ def test_the_device_is_synchronised_before_a_registered_segment_goes():
     # The segment's device and torch's current one, while still mapped.
     assert lines["synced"] == "[(0, True), (1, True)]", lines
     assert lines["plain-synced"] == "2"  # a memfd segment without registration: nothing
+
+
+LOADS = '''
+from sharedseg import _backends, _protocol
+
+def loaded():
+    return "libsseg_fake_cuda" in open("/proc/self/maps").read()
+
+# owner_rank on another host with a memfd backend named: each host's lowest
+# rank owns, and deciding so loads no CUDA driver.
+print("memfd-owner", _protocol._owner(0, [b"a" * 32, b"b" * 32], 2, 1, "memfd"))
+print("memfd-loaded", loaded())
+print("cuda-pinned", _backends.is_device_backend("cuda"))
+print("cuda-loaded", loaded())
+'''
+
+
+def test_a_named_memfd_backend_loads_no_device_driver():
+    env = env_with_package(SHAREDSEG_CUDA_LIBRARY=fake_driver(), SSEG_FAKE_CUDA="devices=2;numa=0,0")
+    run = subprocess.run([sys.executable, "-c", LOADS], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = dict(line.split(" ", 1) for line in run.stdout.splitlines())
+    assert lines == {"memfd-owner": "1", "memfd-loaded": "False", "cuda-pinned": "True",
+                     "cuda-loaded": "True"}, lines
