@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include "fault.h"
 #include "testutil.h"
@@ -108,6 +109,22 @@ static int threads_now(void)
 	while ((e = readdir(d)))
 		n += e->d_name[0] != '.';
 	closedir(d);
+	return n;
+}
+
+/* A joined thread leaves /proc/self/task when the kernel reaps it, a moment
+ * after pthread_join returned (the join wakes at the tid clear, earlier in
+ * the thread's exit). So a count that should drop is read until it does,
+ * within 10 s; a thread left running keeps it up and the check fails. */
+static int threads_settled(int want)
+{
+	struct timespec step = { 0, 1000000 };
+	int n = threads_now();
+
+	for (int i = 0; n != want && i < 10000; i++) {
+		nanosleep(&step, NULL);
+		n = threads_now();
+	}
 	return n;
 }
 
@@ -228,7 +245,7 @@ static void destroy_stops_work(void)
 	CHECK(pthread_join(tid, NULL) == 0);
 	CHECK_RC(d.rc, 0);
 	CHECK(hold_calls() == 2); /* 4 steps of 64 MiB, stopped after the second */
-	CHECK(threads_now() == before);
+	CHECK(threads_settled(before) == before);
 	sseg_test_fault_hook(NULL);
 }
 
