@@ -42,7 +42,10 @@ $(TSAN_BUILD)/CMakeCache.txt:
 
 # ThreadSanitizer over the tests labelled concurrency only (their list is
 # SSEG_CONCURRENCY_TESTS in tests/CMakeLists.txt; concurrency_tests builds them).
+# A named target is looked up before make regenerates a build directory, so
+# one configured before the target existed is configured again first.
 test-tsan: $(TSAN_BUILD)/CMakeCache.txt
+	$(CMAKE) $(TSAN_BUILD) >/dev/null
 	$(CMAKE) --build $(TSAN_BUILD) -j $(JOBS) --target concurrency_tests
 	TSAN_OPTIONS=halt_on_error=1 $(CTEST) --test-dir $(TSAN_BUILD) -L concurrency --output-on-failure
 

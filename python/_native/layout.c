@@ -275,17 +275,9 @@ static PyType_Slot layout_slots[] = {
 	{ 0, NULL },
 };
 
-static PyType_Spec layout_spec = {
+PyType_Spec sseg_py_layout_spec = {
 	.name = "sharedseg._native.Layout",
 	.basicsize = sizeof(struct layout_object),
 	.flags = Py_TPFLAGS_DEFAULT,
 	.slots = layout_slots,
 };
-
-PyObject *sseg_py_layout_type_new(void)
-{
-	PyObject *type = PyType_FromSpec(&layout_spec);
-
-	sseg_py_layout_type = (PyTypeObject *)type;
-	return type;
-}

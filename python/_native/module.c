@@ -410,10 +410,15 @@ static int add_error_type(PyObject *m)
 }
 
 /* type (a new reference, kept by the extension's global too) as m.name. */
-static int add_type(PyObject *m, const char *name, PyObject *type)
+/* The type made from its spec, kept in *global for the C code's checks
+ * and added to the module under name. */
+static int add_type(PyObject *m, const char *name, PyType_Spec *spec, PyTypeObject **global)
 {
+	PyObject *type = PyType_FromSpec(spec);
+
 	if (!type)
 		return -1;
+	*global = (PyTypeObject *)type;
 	Py_INCREF(type);
 	if (PyModule_AddObject(m, name, type) < 0) {
 		Py_DECREF(type);
@@ -443,9 +448,10 @@ PyMODINIT_FUNC PyInit__native(void)
 
 	if (!m)
 		return NULL;
-	if (add_error_type(m) < 0 || add_type(m, "Layout", sseg_py_layout_type_new()) < 0 ||
-	    add_type(m, "Segment", sseg_py_segment_type_new()) < 0 ||
-	    add_type(m, "Pin", sseg_py_pin_type_new()) < 0 || add_constants(m) < 0) {
+	if (add_error_type(m) < 0 ||
+	    add_type(m, "Layout", &sseg_py_layout_spec, &sseg_py_layout_type) < 0 ||
+	    add_type(m, "Segment", &sseg_py_segment_spec, &sseg_py_segment_type) < 0 ||
+	    add_type(m, "Pin", &sseg_py_pin_spec, &sseg_py_pin_type) < 0 || add_constants(m) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}

@@ -39,15 +39,15 @@ PyObject *sseg_py_node_list(uint64_t mask);
 
 /* The Layout type: wraps a struct sseg_layout. */
 extern PyTypeObject *sseg_py_layout_type;
-PyObject *sseg_py_layout_type_new(void);
+extern PyType_Spec sseg_py_layout_spec;
 /* The layout behind a Layout object, or NULL with TypeError set. */
 const struct sseg_layout *sseg_py_layout_get(PyObject *obj);
 
 /* The Segment type and the Pin type (a buffer that keeps it mapped). */
 extern PyTypeObject *sseg_py_segment_type;
 extern PyTypeObject *sseg_py_pin_type;
-PyObject *sseg_py_segment_type_new(void);
-PyObject *sseg_py_pin_type_new(void);
+extern PyType_Spec sseg_py_segment_spec;
+extern PyType_Spec sseg_py_pin_spec;
 /* _native.create(...) */
 PyObject *sseg_py_create(PyObject *module, PyObject *args, PyObject *kwargs);
 /* _native.lookup(addr, length): the registry's exact-range lookup. */

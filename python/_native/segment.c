@@ -580,20 +580,12 @@ static PyType_Slot segment_slots[] = {
 	{ 0, NULL },
 };
 
-static PyType_Spec segment_spec = {
+PyType_Spec sseg_py_segment_spec = {
 	.name = "sharedseg._native.Segment",
 	.basicsize = sizeof(struct segment_object),
 	.flags = NATIVE_ONLY,
 	.slots = segment_slots,
 };
-
-PyObject *sseg_py_segment_type_new(void)
-{
-	PyObject *type = PyType_FromSpec(&segment_spec);
-
-	sseg_py_segment_type = (PyTypeObject *)type;
-	return type;
-}
 
 /* ---- Pin ---- */
 
@@ -621,20 +613,12 @@ static PyType_Slot pin_slots[] = {
 	{ 0, NULL },
 };
 
-static PyType_Spec pin_spec = {
+PyType_Spec sseg_py_pin_spec = {
 	.name = "sharedseg._native.Pin",
 	.basicsize = sizeof(struct pin_object),
 	.flags = NATIVE_ONLY,
 	.slots = pin_slots,
 };
-
-PyObject *sseg_py_pin_type_new(void)
-{
-	PyObject *type = PyType_FromSpec(&pin_spec);
-
-	sseg_py_pin_type = (PyTypeObject *)type;
-	return type;
-}
 
 /* ---- the registry ---- */
 

@@ -119,6 +119,16 @@ int sseg_vmm_export(struct sseg *seg, struct sseg_blob_handle *h)
 	return v->drv->describe_handle(seg, v, h);
 }
 
+/* The exported fd, closed once: after serving, at release, in a child. */
+static void close_export(struct sseg_vmm *v)
+{
+	if (!(v->held & SSEG_VMM_HELD_FD))
+		return;
+	close(v->export_fd);
+	v->export_fd = -1;
+	v->held &= ~SSEG_VMM_HELD_FD;
+}
+
 int sseg_vmm_serve(struct sseg *seg, const struct sseg_blob *blobs)
 {
 	struct sseg_vmm *v = vmm_of(seg);
@@ -127,12 +137,9 @@ int sseg_vmm_serve(struct sseg *seg, const struct sseg_blob *blobs)
 
 	rc = sseg_channel_hand_over(seg, blobs, has_fd ? v->export_fd : -1,
 				    v->fabric ? NULL : v->drv->admit);
-	if (rc || !has_fd)
-		return rc;
-	close(v->export_fd);
-	v->export_fd = -1;
-	v->held &= ~SSEG_VMM_HELD_FD;
-	return 0;
+	if (!rc)
+		close_export(v);
+	return rc;
 }
 
 static int import_handle(struct sseg *seg, const struct sseg_blob *owner, int fd)
@@ -214,9 +221,7 @@ void sseg_vmm_forget_in_child(struct sseg *seg)
 
 	if (!v)
 		return;
-	if (v->held & SSEG_VMM_HELD_FD)
-		close(v->export_fd);
-	v->export_fd = -1;
+	close_export(v);
 	v->held = 0;
 }
 
@@ -268,11 +273,8 @@ static int release_memory(struct sseg *seg, struct sseg_vmm *v)
 		rc = release_stage(v, SSEG_VMM_HELD_RESERVED, v->drv->free_address);
 	if (!rc && !handle_first)
 		rc = release_handle(seg, v);
-	if (!rc && (v->held & SSEG_VMM_HELD_FD)) {
-		close(v->export_fd);
-		v->export_fd = -1;
-		v->held &= ~SSEG_VMM_HELD_FD;
-	}
+	if (!rc)
+		close_export(v);
 	return rc;
 }
 
