@@ -239,15 +239,20 @@ SSEG_API int sseg_populate_progress(const sseg_t *seg, uint64_t *resident, uint6
  * timeout_ms (0: just ask; negative: no bound), asking opts.interrupt about
  * every 20 ms (-EINTR when it says stop). On the owner, the rank that does
  * the work, it returns the work's result: 0, or the error that stopped it
- * (-ENOMEM where the kernel refused pages), which the log callback reported
- * when it happened; pages not populated then are faulted at first touch.
- * create's checks apply as for populate=owner (the HugeTLB pool, which
- * mmap reserves, MemAvailable, the memory cgroup's room); memory that other
- * processes take later meets the kernel's rules (a cgroup's OOM killer) as
- * any allocation does. On other ranks it watches the count: 0 once every page is
- * resident, else -ETIMEDOUT (a peer learns of the owner's error from the
- * owner, through the group: the Python package all-gathers it). Any other
- * populate mode: 0 at once. sseg_destroy stops the work first. */
+ * (-ENOMEM where memory ran out), which the log callback reported when it
+ * happened; pages not populated then are faulted at first touch. On a
+ * peer it returns 0 once every page is resident, and otherwise ends with
+ * the owner's end: the owner's error (its sentence), -ECANCELED when the
+ * owner destroyed the segment first, -EOWNERDEAD when the owner exited or
+ * was killed; a wait never outlives the work that could end it. Memory:
+ * create refuses what cannot fit as for populate=owner (the HugeTLB pool,
+ * which mmap reserves, MemAvailable, the memory cgroup's room), each peer
+ * refuses in create when its own cgroup could not hold the segment (a
+ * page is charged to the first rank that touches it), and the work checks
+ * MemAvailable and the cgroup again before each 64 MiB step, stopping with
+ * -ENOMEM; memory another process takes between a check and its step
+ * meets the kernel's OOM killer as any allocation does. Any other populate
+ * mode: 0 at once. sseg_destroy stops the work first. */
 SSEG_API int sseg_populate_wait(sseg_t *seg, int timeout_ms);
 
 /* The thread-local sentence that explains this thread's last failure. */

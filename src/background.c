@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* populate=background: complete returns once every rank has mapped, and
  * populate_threads workers of the owner's populate the copy, each its
- * slice in steps, asking between steps whether destroy wants them to stop.
- * Every rank can watch the copy become resident (the backend counts the
- * pages of its file, whoever faulted them) and wait for it; the owner's
- * wait also returns the work's error, which the log callback has reported
- * already. A page an engine touches first is simply faulted then. */
+ * slice in steps, asking between steps whether destroy wants them to stop
+ * and whether memory still has room for the next step. Every rank can
+ * watch the copy become resident (the backend counts the pages of its
+ * file, whoever faulted them) and wait for it; the owner's wait also
+ * returns the work's error, which the log callback has reported already,
+ * and a peer's wait ends with the owner's word on its work, or when the
+ * owner is gone (background_link.c). A page an engine touches first is
+ * simply faulted then, and charged to the memory cgroup of whoever
+ * touched it. */
 #define _GNU_SOURCE /* pthread_sigmask */
 #include <pthread.h>
 #include <signal.h>
@@ -13,12 +17,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "background.h"
+#include "background_link.h"
+#include "fdchannel.h"
 #include "backend/backend.h"
 #include "segment_types.h"
 #include "os/host.h"
 #include "os/populate.h"
+#include "pages.h"
 
 /* Small enough that destroy waits at most one step, large enough that the
  * workers' start costs nothing next to it. */
@@ -36,7 +44,10 @@ struct sseg_background {
 	int rc;       /* the work's result, once finished */
 	char why[256];
 	uint64_t done; /* bytes made resident by the work */
+	uint64_t inflight; /* bytes of the steps running now (under lock) */
 	double started, seconds; /* seconds: the work's, once finished (under lock) */
+	int *watchers; /* the local peers' connections, told how the work ended */
+	int nwatchers;
 };
 
 /* One worker's slice, in steps; the first error stops every worker. The
@@ -48,15 +59,50 @@ struct worker {
 	pthread_t tid;
 };
 
+static void record_failure(struct sseg_background *bg, int rc)
+{
+	if (rc && !bg->rc) {
+		bg->rc = rc;
+		snprintf(bg->why, sizeof(bg->why), "%s", sseg_last_error());
+	}
+}
+
+static bool is_hugetlb(const struct sseg *seg)
+{
+	return seg->pages == SSEG_PAGES_HUGETLB_2M || seg->pages == SSEG_PAGES_HUGETLB_1G;
+}
+
+/* Before each step: room for it beside the steps other workers run now,
+ * in MemAvailable and this process's memory cgroup, so that memory taken
+ * since create stops the work with -ENOMEM rather than the OOM killer's
+ * signal. HugeTLB pages were reserved by mmap in create. */
+static bool step_fits(struct sseg *seg, uint64_t off, uint64_t n)
+{
+	struct sseg_background *bg = seg->background;
+	char what[128];
+	int rc = sseg_fault("background_step");
+	bool go;
+
+	snprintf(what, sizeof(what), "the background population's next step (%llu bytes at "
+		 "offset %llu)", (unsigned long long)n, (unsigned long long)off);
+	pthread_mutex_lock(&bg->lock);
+	if (!rc && !is_hugetlb(seg))
+		rc = sseg_memory_fits(n + bg->inflight, what);
+	record_failure(bg, rc);
+	go = !bg->stop && !bg->rc;
+	if (go)
+		bg->inflight += n;
+	pthread_mutex_unlock(&bg->lock);
+	return go;
+}
+
 static bool step_done(struct sseg_background *bg, uint64_t n, int rc)
 {
 	bool go;
 
 	pthread_mutex_lock(&bg->lock);
-	if (rc && !bg->rc) {
-		bg->rc = rc;
-		snprintf(bg->why, sizeof(bg->why), "%s", sseg_last_error());
-	}
+	bg->inflight -= n;
+	record_failure(bg, rc);
 	if (!rc)
 		bg->done += n;
 	go = !bg->stop && !bg->rc;
@@ -73,8 +119,11 @@ static void *populate_slice(void *arg)
 
 	while (go && off < w->end) {
 		uint64_t n = w->end - off < BACKGROUND_STEP ? w->end - off : BACKGROUND_STEP;
-		int rc = sseg_os_populate(seg->base, off, n, seg->page_size, 1, !seg->readonly);
+		int rc;
 
+		if (!step_fits(seg, off, n))
+			break;
+		rc = sseg_os_populate(seg->base, off, n, seg->page_size, 1, !seg->readonly);
 		go = step_done(seg->background, n, rc);
 		off += n;
 	}
@@ -97,6 +146,21 @@ static int start_workers(struct sseg *seg, struct worker *w, int n)
 		if (pthread_create(&w[started].tid, NULL, populate_slice, &w[started]))
 			break;
 	return started;
+}
+
+/* The peers' word: the work's error, destroy's stop, or 0 when done. */
+static void tell_peers(struct sseg *seg)
+{
+	struct sseg_background *bg = seg->background;
+	int rc = bg->rc;
+	const char *why = bg->why;
+
+	if (!rc && bg->done < seg->mapped_size) {
+		rc = -ECANCELED;
+		why = "it destroyed the segment first";
+	}
+	sseg_link_tell(seg, bg->watchers, bg->nwatchers, rc, why);
+	bg->nwatchers = 0;
 }
 
 static void *populate_in_background(void *arg)
@@ -124,6 +188,7 @@ static void *populate_in_background(void *arg)
 		sseg_log(SSEG_LOG_ERROR, "segment '%s': background population stopped with %llu of "
 			 "%llu bytes resident: %s", seg->name, (unsigned long long)bg->done,
 			 (unsigned long long)seg->mapped_size, bg->why);
+	tell_peers(seg);
 	pthread_mutex_lock(&bg->lock);
 	bg->seconds = sseg_now() - bg->started;
 	bg->finished = 1;
@@ -156,8 +221,7 @@ static struct timespec in_ms(int ms)
 
 static bool wanted(const struct sseg *seg)
 {
-	return seg->is_owner && seg->opts.populate == SSEG_POPULATE_BACKGROUND &&
-	       !(seg->ops->caps & SSEG_CAP_PINNED);
+	return seg->is_owner && sseg_link_wanted(seg);
 }
 
 /* The thread blocks every signal: a process's signals (Ctrl-C) stay with
@@ -178,30 +242,72 @@ static int start_thread(struct sseg *seg)
 	return 0;
 }
 
+/* A page is charged to the memory cgroup of the first rank to touch it,
+ * and with background population that may be a peer: a peer whose cgroup
+ * cannot hold the segment is refused in create, as the owner is, rather
+ * than OOM-killed at its first writes. The page kind is the owner's
+ * decision, which the same host's pool and knobs give here too. */
+int sseg_background_check_peer(const struct sseg *seg)
+{
+	struct sseg_page_choice choice;
+	char what[160];
+	uint64_t span;
+
+	if (seg->is_owner || !sseg_link_wanted(seg) ||
+	    sseg_backend_choose_pages(seg->ops, seg->opts.pages, seg->size, &choice))
+		return 0;
+	sseg_err_clear(); /* a refused choice is the owner's to report */
+	if (choice.pages == SSEG_PAGES_HUGETLB_2M || choice.pages == SSEG_PAGES_HUGETLB_1G ||
+	    sseg_round_up(seg->size, choice.page_size, &span))
+		return 0;
+	snprintf(what, sizeof(what), "rank %d, whose first touch of a page not yet populated is "
+		 "charged to it (populate=background; populate=owner charges the owner),",
+		 seg->opts.rank);
+	return sseg_memory_fits(span, what);
+}
+
+/* The peers learn at once that no work will end their wait. */
+static int not_started(struct sseg *seg, int *conns, int n, int rc)
+{
+	char why[SSEG_ERR_MAX];
+
+	snprintf(why, sizeof(why), "it could not start: %s", sseg_last_error());
+	sseg_link_tell(seg, conns, n, rc, why);
+	free(conns);
+	return sseg_err(rc, "%s", why + strlen("it could not start: "));
+}
+
 int sseg_background_start(struct sseg *seg)
 {
 	struct sseg_background *bg;
-	int rc;
+	int *conns, n, rc;
 
 	if (!wanted(seg))
 		return 0;
+	conns = sseg_channel_take_peers(seg, &n);
 	bg = calloc(1, sizeof(*bg));
 	if (!bg)
-		return sseg_err(-ENOMEM, "out of memory");
+		return not_started(seg, conns, n, sseg_err(-ENOMEM, "out of memory"));
 	pthread_mutex_init(&bg->lock, NULL);
 	init_cond(&bg->cond);
 	seg->background = bg;
 	bg->started = sseg_now();
+	bg->watchers = conns;
+	bg->nwatchers = n;
 	rc = start_thread(seg);
-	if (rc)
+	if (rc) {
+		bg->watchers = NULL;
 		sseg_background_stop(seg);
-	return rc;
+		return not_started(seg, conns, n, rc);
+	}
+	return 0;
 }
 
 void sseg_background_stop(struct sseg *seg)
 {
 	struct sseg_background *bg = seg->background;
 
+	sseg_link_release(seg);
 	if (!bg)
 		return;
 	if (bg->joinable) {
@@ -210,6 +316,8 @@ void sseg_background_stop(struct sseg *seg)
 		pthread_mutex_unlock(&bg->lock);
 		pthread_join(bg->thread, NULL);
 	}
+	/* The thread told the peers and closed their connections. */
+	free(bg->watchers);
 	pthread_cond_destroy(&bg->cond);
 	pthread_mutex_destroy(&bg->lock);
 	free(bg);
@@ -220,10 +328,17 @@ void sseg_background_forget_in_child(struct sseg *seg)
 {
 	struct sseg_background *bg = seg->background;
 
+	sseg_link_forget_in_child(seg);
 	/* The parent's thread, lock and condition are not this process's; what
-	 * the child may still ask (progress, destroy) needs none of them. */
+	 * the child may still ask (progress, destroy) needs none of them. Its
+	 * copies of the peers' connections would keep them open past the
+	 * owner's death. */
 	if (bg) {
+		for (int i = 0; i < bg->nwatchers; i++)
+			if (bg->watchers[i] >= 0)
+				close(bg->watchers[i]);
 		seg->background = NULL;
+		free(bg->watchers);
 		free(bg);
 	}
 }
@@ -295,7 +410,8 @@ static int wait_work(struct sseg *seg, double deadline)
 	return rc;
 }
 
-/* Any other rank: the file's pages, counted. */
+/* Any other rank: the file's pages, counted, until the owner's word (or
+ * its channel's close) says that its work ended. */
 static int wait_resident(struct sseg *seg, double deadline)
 {
 	uint64_t resident, total;
@@ -304,6 +420,8 @@ static int wait_resident(struct sseg *seg, double deadline)
 	for (;;) {
 		rc = sseg_populate_progress(seg, &resident, &total);
 		if (rc || resident >= total)
+			return rc;
+		if (sseg_link_outcome(seg, &rc))
 			return rc;
 		rc = wait_step(seg, deadline);
 		if (rc)

@@ -11,6 +11,9 @@
 
 struct sseg;
 
+/* Peer, in create: 0, or -ENOMEM when its memory cgroup could not hold
+ * the segment's pages that it may be the first to touch. */
+SSEG_HIDDEN int sseg_background_check_peer(const struct sseg *seg);
 /* Owner, at the end of a successful complete: starts the work when the
  * segment asked for it. */
 SSEG_HIDDEN int sseg_background_start(struct sseg *seg);

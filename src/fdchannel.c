@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "background_link.h"
 #include "fdchannel.h"
 #include "os/accept.h"
 #include "os/sock.h"
@@ -51,6 +52,15 @@ int sseg_channel_listen(struct sseg *seg)
 		return sseg_err_wrap(rc, "owner could not open its fd channel");
 	seg->held |= SSEG_HELD_CHANNEL;
 	return 0;
+}
+
+static void close_listener(struct sseg_channel *ch, struct sseg *seg)
+{
+	if (seg->held & SSEG_HELD_CHANNEL) {
+		close(ch->fd);
+		ch->fd = -1;
+		seg->held &= ~SSEG_HELD_CHANNEL;
+	}
 }
 
 void sseg_channel_describe(const struct sseg *seg, struct sseg_blob_handle *h)
@@ -276,8 +286,37 @@ int sseg_channel_hand_over(struct sseg *seg, const struct sseg_blob *blobs, int 
 
 	if (!rc)
 		rc = collect_acks(seg);
-	sseg_channel_release(seg);
+	if (rc || !sseg_link_wanted(seg))
+		sseg_channel_release(seg);
+	else
+		close_listener(&seg->channel, seg);
 	return rc;
+}
+
+int *sseg_channel_take_peers(struct sseg *seg, int *n)
+{
+	int *conns = NULL;
+
+	*n = 0;
+	if (!(seg->held & SSEG_HELD_PEERS))
+		return NULL;
+	/* In place: the array has a slot for every rank. */
+	conns = seg->channel.peer_fds;
+	for (int r = 0; r < seg->opts.world_size; r++)
+		if (conns[r] >= 0)
+			conns[(*n)++] = conns[r];
+	seg->channel.peer_fds = NULL;
+	seg->held &= ~SSEG_HELD_PEERS;
+	return conns;
+}
+
+static int send_ack(int owner_sock, int status, int timeout_ms)
+{
+	uint8_t ack[8];
+
+	sseg_put32(ack, ACK_MAGIC);
+	sseg_put32(ack + 4, (uint32_t)status);
+	return sseg_os_send_all(owner_sock, ack, sizeof(ack), sseg_os_deadline(timeout_ms));
 }
 
 /* A full backlog (EAGAIN) is retried until the deadline, never waited on
@@ -385,22 +424,22 @@ int sseg_channel_fetch(struct sseg *seg, const struct sseg_blob *owner, int *fd,
 		char why[SSEG_ERR_MAX];
 
 		snprintf(why, sizeof(why), "%s", sseg_last_error());
-		sseg_channel_ack(sock, rc, 100);
+		send_ack(sock, rc, 100);
+		close(sock);
 		return sseg_err(rc, "%s", why);
 	}
 	*owner_sock = sock;
 	return 0;
 }
 
-int sseg_channel_ack(int owner_sock, int status, int timeout_ms)
+int sseg_channel_ack(struct sseg *seg, int owner_sock, int status)
 {
-	uint8_t ack[8];
-	int rc;
+	int rc = send_ack(owner_sock, status, sseg_timeout_ms(seg));
 
-	sseg_put32(ack, ACK_MAGIC);
-	sseg_put32(ack + 4, (uint32_t)status);
-	rc = sseg_os_send_all(owner_sock, ack, sizeof(ack), sseg_os_deadline(timeout_ms));
-	close(owner_sock);
+	if (!rc && !status && sseg_link_wanted(seg))
+		sseg_link_keep(seg, owner_sock);
+	else
+		close(owner_sock);
 	return rc;
 }
 
@@ -416,11 +455,7 @@ int sseg_channel_release(struct sseg *seg)
 		ch->peer_fds = NULL;
 		seg->held &= ~SSEG_HELD_PEERS;
 	}
-	if (seg->held & SSEG_HELD_CHANNEL) {
-		close(ch->fd);
-		ch->fd = -1;
-		seg->held &= ~SSEG_HELD_CHANNEL;
-	}
+	close_listener(ch, seg);
 	return 0;
 }
 

@@ -29,15 +29,20 @@ typedef int (*sseg_channel_admit_fn)(struct sseg *seg, const struct sseg_blob *p
 
 /* Owner, in complete: hand fd to every local peer (fd < 0: the peers import
  * by handle and only need the barrier; admit may be NULL), then collect
- * every ack. */
+ * every ack. The peers' connections stay open where the background work
+ * will need them (sseg_link_wanted): sseg_channel_take_peers takes them. */
 SSEG_HIDDEN int sseg_channel_hand_over(struct sseg *seg, const struct sseg_blob *blobs, int fd,
 				       sseg_channel_admit_fn admit);
 /* Peer, in complete: reach the owner, prove membership, receive its fd
  * (fd NULL: only the go-ahead); *owner_sock stays open for the ack. */
 SSEG_HIDDEN int sseg_channel_fetch(struct sseg *seg, const struct sseg_blob *owner, int *fd,
 				   int *owner_sock);
-/* Peer: report the mapping's status to the owner and close the socket. */
-SSEG_HIDDEN int sseg_channel_ack(int owner_sock, int status, int timeout_ms);
+/* Owner, after hand_over: the peers' open connections (malloc'd, *n of
+ * them; NULL with *n 0 when none), which the caller now closes. */
+SSEG_HIDDEN int *sseg_channel_take_peers(struct sseg *seg, int *n);
+/* Peer: report the mapping's status to the owner; the socket is closed,
+ * or kept for the owner's word on background work (sseg_link_keep). */
+SSEG_HIDDEN int sseg_channel_ack(struct sseg *seg, int owner_sock, int status);
 SSEG_HIDDEN int sseg_channel_release(struct sseg *seg);
 /* In a child after fork(): close the channel's descriptors. */
 SSEG_HIDDEN void sseg_channel_forget(struct sseg *seg);

@@ -90,6 +90,8 @@ static int create(struct sseg *seg, const struct sseg_opts *opts, void *blob)
 	int rc;
 
 	rc = prepare(seg, opts);
+	if (!rc && !seg->is_owner)
+		rc = sseg_background_check_peer(seg);
 	if (!rc)
 		rc = seg->is_owner ? sseg_backend_create_owner(seg) : sseg_backend_reserve(seg);
 	if (rc)

@@ -13,13 +13,15 @@
  * cleared only after its release succeeded, so destroy resumes. */
 enum sseg_stage {
 	SSEG_HELD_CHANNEL = 1u << 0, /* the owner's listening fd channel */
-	SSEG_HELD_PEERS = 1u << 1,   /* connections to local peers awaiting their ack */
+	SSEG_HELD_PEERS = 1u << 1,   /* connections to local peers: awaiting their ack, or
+				      * kept for the background work's word */
 	SSEG_HELD_BACKEND = 1u << 2, /* the backend's state: memory, mapping, driver handles */
 	SSEG_HELD_HOSTREG = 1u << 3, /* host registration chunks and their device */
 };
 
 struct sseg_backend_ops;
 struct sseg_hostreg;
+struct sseg_owner_link;
 
 /* The owner's fd channel (fdchannel.c). */
 struct sseg_channel {
@@ -54,6 +56,7 @@ struct sseg {
 	struct sseg_channel channel;  /* the owner's fd channel */
 	struct sseg_hostreg *hostreg;
 	struct sseg_background *background; /* populate=background's work (owner) */
+	struct sseg_owner_link *owner_link; /* a peer's connection to that work */
 	uint32_t group_pid, group_nonce; /* the owner's blob: which group (tags) */
 
 	uint8_t blob[SSEG_BLOB_SIZE]; /* what create gave the caller */

@@ -7,8 +7,10 @@
  * fault hook, so no case depends on how fast the machine populates. */
 #include <dirent.h>
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fault.h"
 #include "testutil.h"
@@ -314,6 +316,127 @@ static void other_modes(void)
 	CHECK_RC(sseg_populate_wait(NULL, 0), -EINVAL);
 }
 
+/* ---- a peer whose owner is another process ---- */
+
+enum owner_end { OWNER_KILLED, OWNER_DESTROYS, OWNER_FAILS };
+
+struct owner_job {
+	const char *name;
+	enum owner_end end;
+	int to_peer[2], to_owner[2]; /* pipes: "held"/"done" up, "go" down */
+};
+
+static int tell(int fd, char c)
+{
+	return write(fd, &c, 1) == 1 ? 0 : -1;
+}
+
+static char hear(int fd)
+{
+	char c = 0;
+
+	return read(fd, &c, 1) == 1 ? c : 0;
+}
+
+/* The owner: its work held, told the peer so; then it is killed with two
+ * steps resident, destroys after its second step, or has its third fail,
+ * and stays alive until the peer has judged what it saw. */
+static int owner_main(void *arg)
+{
+	struct owner_job *j = arg;
+	SSEG_OPTS(o, .name = j->name, .size = SZ, .world_size = 2, .rank = 0,
+		  .pages = SSEG_PAGES_BASE, .populate = SSEG_POPULATE_BACKGROUND,
+		  .populate_threads = 1);
+	struct sseg_local_group *g;
+	struct destroyer d;
+	pthread_t tid;
+	sseg_t *seg = NULL;
+
+	if (j->end == OWNER_FAILS)
+		sseg_test_fault("populate", 2, 1, -EFAULT);
+	else
+		hold(j->end == OWNER_KILLED ? 3 : 2);
+	CHECK_RC(sseg_local_group_open(j->name, 0, 2, 30000, &g), 0);
+	CHECK_RC(sseg_open(&o, sseg_local_allgather, g, &seg), 0);
+	if (j->end != OWNER_FAILS)
+		wait_held();
+	CHECK(tell(j->to_peer[1], 'h') == 0);
+	CHECK(hear(j->to_owner[0]) == 'g');
+	if (j->end == OWNER_DESTROYS) {
+		d = (struct destroyer){ .seg = seg, .rc = 1 };
+		CHECK(pthread_create(&tid, NULL, destroy_thread, &d) == 0);
+		release_hold();
+		CHECK(pthread_join(tid, NULL) == 0 && d.rc == 0);
+		CHECK(tell(j->to_peer[1], 'd') == 0);
+	}
+	CHECK(hear(j->to_owner[0]) == 'e'); /* the peer judged; killed before otherwise */
+	sseg_local_group_close(g);
+	return 0;
+}
+
+/* The peer's unbounded wait ends with the owner's end, not never: the
+ * owner killed (its channel closes), destroying (its word), or its work
+ * failing (its word, its sentence). Its own touches still fault the rest. */
+static void peer_of(enum owner_end end, int want, const char *says)
+{
+	struct owner_job j = { .end = end };
+	SSEG_OPTS(o, .size = SZ, .world_size = 2, .rank = 1, .pages = SSEG_PAGES_BASE,
+		  .populate = SSEG_POPULATE_BACKGROUND);
+	struct sseg_local_group *g;
+	char name[64];
+	unsigned char *p;
+	sseg_t *seg = NULL;
+	pid_t owner;
+
+	tu_name(name, sizeof(name), "bg-owner");
+	j.name = o.name = name;
+	CHECK(pipe(j.to_peer) == 0 && pipe(j.to_owner) == 0);
+	owner = tu_fork(owner_main, &j);
+	CHECK_RC(sseg_local_group_open(name, 1, 2, 30000, &g), 0);
+	CHECK_RC(sseg_open(&o, sseg_local_allgather, g, &seg), 0);
+	CHECK(hear(j.to_peer[0]) == 'h');
+	if (end == OWNER_KILLED) {
+		CHECK(kill(owner, SIGKILL) == 0);
+		CHECK(tu_wait(owner, 10000) == 128 + SIGKILL);
+	} else {
+		CHECK(tell(j.to_owner[1], 'g') == 0);
+		if (end == OWNER_DESTROYS)
+			CHECK(hear(j.to_peer[0]) == 'd');
+	}
+	alarm(60); /* the old wait never returned: fail rather than hang */
+	CHECK_RC(sseg_populate_wait(seg, -1), want);
+	alarm(0);
+	CHECK_ERR_HAS(says);
+	CHECK_ERR_HAS("128 MiB of 256 MiB resident");
+	CHECK_ERR_HAS("the pages left are faulted at first touch");
+	CHECK(resident(seg) == 2 * STEP);
+	/* Asked again, the same; the peer's touches fault the rest. */
+	CHECK_RC(sseg_populate_wait(seg, 0), want);
+	p = sseg_base(seg);
+	for (uint64_t off = 0; off < SZ; off += 4096)
+		p[off] = 1;
+	CHECK_RC(sseg_populate_wait(seg, -1), 0);
+	if (end != OWNER_KILLED) {
+		CHECK(tell(j.to_owner[1], 'e') == 0);
+		CHECK(tu_wait(owner, 30000) == 0);
+	}
+	CHECK_RC(sseg_destroy(seg), 0);
+	sseg_local_group_close(g);
+	for (int i = 0; i < 2; i++) {
+		close(j.to_peer[i]);
+		close(j.to_owner[i]);
+	}
+}
+
+static void owner_ends(void)
+{
+	peer_of(OWNER_KILLED, -EOWNERDEAD,
+		"closed its channel before it finished populating in the background (it exited or "
+		"was killed), with 128 MiB");
+	peer_of(OWNER_DESTROYS, -ECANCELED, "it destroyed the segment first");
+	peer_of(OWNER_FAILS, -ENOMEM, "populating 67108864 bytes at offset 134217728 failed");
+}
+
 int main(void)
 {
 	enum sseg_populate p;
@@ -325,6 +448,7 @@ int main(void)
 	destroy_stops_work();
 	wait_interrupted();
 	other_modes();
+	owner_ends();
 	printf("background: ok\n");
 	return 0;
 }

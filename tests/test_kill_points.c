@@ -103,8 +103,8 @@ int __real_sseg_channel_hand_over(struct sseg *seg, const struct sseg_blob *blob
 				  sseg_channel_admit_fn admit);
 int __wrap_sseg_channel_hand_over(struct sseg *seg, const struct sseg_blob *blobs, int fd,
 				  sseg_channel_admit_fn admit);
-int __real_sseg_channel_ack(int owner_sock, int status, int timeout_ms);
-int __wrap_sseg_channel_ack(int owner_sock, int status, int timeout_ms);
+int __real_sseg_channel_ack(struct sseg *seg, int owner_sock, int status);
+int __wrap_sseg_channel_ack(struct sseg *seg, int owner_sock, int status);
 int __real_sseg_os_window_release(void *base, uint64_t size);
 int __wrap_sseg_os_window_release(void *base, uint64_t size);
 
@@ -142,10 +142,10 @@ int __wrap_sseg_channel_hand_over(struct sseg *seg, const struct sseg_blob *blob
 }
 
 /* A peer dies mapped, before telling the owner. */
-int __wrap_sseg_channel_ack(int owner_sock, int status, int timeout_ms)
+int __wrap_sseg_channel_ack(struct sseg *seg, int owner_sock, int status)
 {
 	die_at(AFTER_HANDOVER);
-	return __real_sseg_channel_ack(owner_sock, status, timeout_ms);
+	return __real_sseg_channel_ack(seg, owner_sock, status);
 }
 
 int __wrap_sseg_os_window_release(void *base, uint64_t size)

@@ -5,6 +5,7 @@
  * v2 read from a tree built in a temporary directory), and on the
  * first-touch fallback of kernels without MADV_POPULATE_WRITE. */
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -92,8 +93,8 @@ static void parsed_trees(void)
 	CHECK(system(cmd) == 0);
 }
 
-/* This process's memory cgroup (v1), and a child group of it. */
-static int v1_child_group(char *dir, size_t len)
+/* This process's memory cgroup (v1), and a child group of it named tag. */
+static int v1_child_group(const char *tag, char *dir, size_t len)
 {
 	char text[4096], *line;
 	FILE *f = fopen("/proc/self/cgroup", "r");
@@ -108,25 +109,63 @@ static int v1_child_group(char *dir, size_t len)
 		char *path = strstr(line, ":memory:");
 
 		if (path) {
-			snprintf(dir, len, "/sys/fs/cgroup/memory%s/sseg-test-%d", path + 8,
-				 (int)getpid());
+			snprintf(dir, len, "/sys/fs/cgroup/memory%s/sseg-test-%d-%s", path + 8,
+				 (int)getpid(), tag);
 			return 0;
 		}
 	}
 	return -1;
 }
 
-/* Joins the group first, then creates. */
-static int in_limited_group(void *arg)
+/* A child memory cgroup limited to limit bytes, in dir; TU_SKIP when this
+ * machine has none to make. */
+static int limited_group(const char *tag, uint64_t limit, char *dir, size_t len)
 {
-	const char *dir = arg;
-	char path[600];
-	sseg_t *seg = NULL;
-	FILE *f;
+	char text[32];
 
-	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
-	f = fopen(path, "w");
-	CHECK(f && fprintf(f, "%d\n", (int)getpid()) > 0 && fclose(f) == 0);
+	if (getuid() != 0 || v1_child_group(tag, dir, len) || mkdir(dir, 0755)) {
+		fprintf(stderr, "memory_limit: no v1 memory cgroup to make a child in (%s)\n",
+			strerror(errno));
+		return TU_SKIP;
+	}
+	snprintf(text, sizeof(text), "%llu\n", (unsigned long long)limit);
+	write_file(dir, "memory.limit_in_bytes", text);
+	return 0;
+}
+
+struct in_group {
+	const char *dir;
+	int (*fn)(void *arg);
+	void *arg;
+};
+
+static int join_then_run(void *arg)
+{
+	const struct in_group *g = arg;
+
+	write_file(g->dir, "cgroup.procs", "0\n"); /* 0: the writer itself */
+	return g->fn(g->arg);
+}
+
+/* fn(arg) in a child that joined a new cgroup of limit bytes: its status. */
+static int in_group_of(const char *tag, uint64_t limit, int (*fn)(void *arg), void *arg)
+{
+	char dir[512];
+	struct in_group g = { dir, fn, arg };
+	int status = limited_group(tag, limit, dir, sizeof(dir));
+
+	if (status)
+		return status;
+	status = tu_wait(tu_fork(join_then_run, &g), 60000);
+	CHECK(rmdir(dir) == 0);
+	return status;
+}
+
+static int refused_in_group(void *arg)
+{
+	sseg_t *seg = NULL;
+
+	(void)arg;
 	CHECK_RC(solo(256 * MiB, SSEG_POPULATE_OWNER, &seg), -ENOMEM);
 	CHECK_ERR_HAS("more than this process's memory cgroup allows: limit 64 MiB");
 	CHECK(!seg);
@@ -140,25 +179,126 @@ static int in_limited_group(void *arg)
 	return 0;
 }
 
-/* A real memory cgroup with a 64 MiB limit: a 256 MiB populated segment is
- * refused with the limit and the usage; without the check the owner would
- * be OOM-killed populating it. */
+/* ---- holding the owner's background work at its first populate ---- */
+
+static int held_up[2], held_go[2], populate_calls;
+
+static void hold_first_populate(const char *site)
+{
+	char c = 'h';
+
+	if (strcmp(site, "populate") || ++populate_calls != 1)
+		return;
+	CHECK(write(held_up[1], &c, 1) == 1 && read(held_go[0], &c, 1) == 1);
+}
+
+static int copy_gather(const void *mine, void *all, size_t len, void *ctx);
+
+/* Memory taken between create and complete: create's check passed, the
+ * work's first step is refused with -ENOMEM (the kernel would OOM-kill
+ * the owner populating it, in MADV_POPULATE_WRITE). */
+static int background_step_refused(void *arg)
+{
+	SSEG_OPTS(o, .name = "memlimit-bg", .size = 96 * MiB, .world_size = 1,
+		  .pages = SSEG_PAGES_BASE, .populate = SSEG_POPULATE_BACKGROUND,
+		  .populate_threads = 1);
+	unsigned char blob[SSEG_BLOB_SIZE];
+	uint64_t resident = 1;
+	sseg_t *seg = NULL;
+	char *hog;
+
+	(void)arg;
+	CHECK_RC(sseg_create(&o, &seg, blob), 0);
+	hog = malloc(64 * MiB);
+	CHECK(hog);
+	memset(hog, 1, 64 * MiB);
+	CHECK_RC(sseg_complete(seg, blob), 0);
+	CHECK_RC(sseg_populate_wait(seg, 60000), -ENOMEM);
+	CHECK_ERR_HAS("the background population's next step (67108864 bytes at offset 0) needs "
+		      "64 MiB, more than this process's memory cgroup allows: limit 128 MiB");
+	CHECK_RC(sseg_populate_progress(seg, &resident, NULL), 0);
+	CHECK(resident == 0);
+	free(hog);
+	CHECK_RC(sseg_destroy(seg), 0);
+	return 0;
+}
+
+/* A peer in a tighter cgroup than the owner's: it would be charged for
+ * every page it touches before the owner's work, so its create refuses,
+ * and the owner's complete names it. */
+static int tight_peer(void *arg)
+{
+	SSEG_OPTS(o, .name = arg, .size = 128 * MiB, .world_size = 2, .rank = 1,
+		  .pages = SSEG_PAGES_BASE, .populate = SSEG_POPULATE_BACKGROUND);
+	struct sseg_local_group *g;
+	unsigned char *p;
+	sseg_t *seg = NULL;
+	int rc;
+
+	CHECK_RC(sseg_local_group_open(arg, 1, 2, 30000, &g), 0);
+	rc = sseg_open(&o, sseg_local_allgather, g, &seg);
+	if (!rc) { /* what an engine does next: writes, charged here */
+		p = sseg_base(seg);
+		for (uint64_t off = 0; off < 128 * MiB; off += 4096)
+			p[off] = 1;
+	}
+	CHECK_RC(rc, -ENOMEM);
+	CHECK_ERR_HAS("rank 1, whose first touch of a page not yet populated is charged to it "
+		      "(populate=background; populate=owner charges the owner), needs 128 MiB, "
+		      "more than this process's memory cgroup allows: limit 64 MiB");
+	sseg_local_group_close(g);
+	return 0;
+}
+
+static int peer_in_tight_group(void)
+{
+	char dir[512], name[64];
+	struct in_group in = { dir, tight_peer, name };
+	SSEG_OPTS(o, .name = name, .size = 128 * MiB, .world_size = 2, .rank = 0,
+		  .pages = SSEG_PAGES_BASE, .populate = SSEG_POPULATE_BACKGROUND);
+	struct sseg_local_group *g;
+	sseg_t *seg = NULL;
+	int status, rc;
+	pid_t peer;
+
+	tu_name(name, sizeof(name), "memlimit-peer");
+	status = limited_group("peer", 64 * MiB, dir, sizeof(dir));
+	if (status)
+		return status;
+	peer = tu_fork(join_then_run, &in);
+	/* Held, so that the peer, if it maps, touches first. */
+	CHECK(pipe(held_up) == 0 && pipe(held_go) == 0);
+	populate_calls = 0;
+	sseg_test_fault_hook(hold_first_populate);
+	CHECK_RC(sseg_local_group_open(name, 0, 2, 30000, &g), 0);
+	rc = sseg_open(&o, sseg_local_allgather, g, &seg);
+	status = tu_wait(peer, 60000);
+	if (!rc) {
+		char c = 'g';
+
+		CHECK(read(held_up[0], &c, 1) == 1 && write(held_go[1], &c, 1) == 1);
+		CHECK_RC(sseg_destroy(seg), 0);
+	}
+	sseg_test_fault_hook(NULL);
+	CHECK_RC(rc, -ENOMEM);
+	CHECK_ERR_HAS("rank 1, whose first touch");
+	sseg_local_group_close(g);
+	CHECK(rmdir(dir) == 0);
+	return status;
+}
+
+/* Real memory cgroups: a populated segment past the limit is refused with
+ * the limit and the usage (without the check the owner would be
+ * OOM-killed populating it); background population checks again before
+ * each step, and a peer that may be charged checks its own limit. */
 static int cgroup_limit(void)
 {
-	char dir[512], path[600];
-	int status;
-	FILE *f;
+	int status = in_group_of("refused", 64 * MiB, refused_in_group, NULL);
 
-	if (getuid() != 0 || v1_child_group(dir, sizeof(dir)) || mkdir(dir, 0755)) {
-		fprintf(stderr, "memory_limit: no v1 memory cgroup to make a child in (%s)\n",
-			strerror(errno));
-		return TU_SKIP;
-	}
-	snprintf(path, sizeof(path), "%s/memory.limit_in_bytes", dir);
-	f = fopen(path, "w");
-	CHECK(f && fputs("67108864\n", f) >= 0 && fclose(f) == 0);
-	status = tu_wait(tu_fork(in_limited_group, dir), 60000);
-	CHECK(rmdir(dir) == 0);
+	if (!status)
+		status = in_group_of("step", 128 * MiB, background_step_refused, NULL);
+	if (!status)
+		status = peer_in_tight_group();
 	return status;
 }
 
@@ -199,8 +339,11 @@ int main(void)
 	touch_fallback();
 	parsed_trees();
 	rc = cgroup_limit();
-	if (rc && rc != TU_SKIP)
+	if (rc && rc != TU_SKIP) {
+		fprintf(stderr, "memory_limit: a cgroup case ended with status %d%s\n", rc,
+			rc == 128 + SIGKILL ? " (killed: the OOM killer's signal)" : "");
 		return 1;
+	}
 	printf("memory_limit: ok%s\n", rc == TU_SKIP ? " (cgroup part skipped)" : "");
 	return 0;
 }

@@ -301,7 +301,7 @@ static int memfd_import(struct sseg *seg, const struct sseg_blob *blobs)
 	} else {
 		close(fd);
 	}
-	ack_rc = sseg_channel_ack(sock, rc, sseg_timeout_ms(seg));
+	ack_rc = sseg_channel_ack(seg, sock, rc);
 	if (rc)
 		return rc;
 	/* The mapping holds the pages whatever became of the owner since. */

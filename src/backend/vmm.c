@@ -190,7 +190,7 @@ int sseg_vmm_import(struct sseg *seg, const struct sseg_blob *blobs)
 	if (rc)
 		return rc;
 	rc = fd_pages ? import_fd(seg, owner, fd) : import_handle(seg, owner, -1);
-	if (sseg_channel_ack(sock, rc, sseg_timeout_ms(seg)) && !rc)
+	if (sseg_channel_ack(seg, sock, rc) && !rc)
 		sseg_log(SSEG_LOG_WARN, "segment '%s': could not confirm the import to owner rank %u",
 			 seg->name, owner->rank);
 	return rc;
