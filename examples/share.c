@@ -41,10 +41,13 @@ int main(int argc, char **argv)
 	char *base, done = 1, all[64];
 	sseg_t *seg;
 
-	if (world < 1 || world > 64 || rank < 0 || rank >= world ||
-	    sseg_local_group_open("share-example", rank, world, 30000, &group)) {
-		fprintf(stderr, "usage: share RANK WORLD (%s)\n", sseg_last_error());
+	if (world < 1 || world > 64 || rank < 0 || rank >= world) {
+		fprintf(stderr, "usage: share RANK WORLD (0 <= RANK < WORLD <= 64)\n");
 		return 2;
+	}
+	if (sseg_local_group_open("share-example", rank, world, 30000, &group)) {
+		fprintf(stderr, "share: %s\n", sseg_last_error());
+		return 1;
 	}
 	if (share(rank, world, sseg_local_allgather, group, &seg))
 		return 1;

@@ -494,7 +494,8 @@ SSEG_API int sseg_parse_pages(const char *text, enum sseg_pages *pages);
 SSEG_API int sseg_parse_populate(const char *text, enum sseg_populate *populate);
 /* "none", "interleave", "device-local", or a node number. */
 SSEG_API int sseg_parse_numa(const char *text, enum sseg_numa *numa, int *node);
-/* "4096", "256MiB", "256M", "4G", "1.5GiB": binary units. */
+/* "4096", "256MiB", "256M", "4G", "1.5GiB", "256.0 MiB": binary units;
+ * blanks around the number and the unit are ignored. */
 SSEG_API int sseg_parse_size(const char *text, uint64_t *bytes);
 
 #ifdef __cplusplus

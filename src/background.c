@@ -159,7 +159,7 @@ static void tell_peers(struct sseg *seg)
 		rc = -ECANCELED;
 		why = "it destroyed the segment first";
 	}
-	sseg_link_tell(seg, bg->watchers, bg->nwatchers, rc, why);
+	sseg_link_tell(bg->watchers, bg->nwatchers, rc, why);
 	bg->nwatchers = 0;
 }
 
@@ -231,13 +231,15 @@ static int start_thread(struct sseg *seg)
 	sigset_t all, old;
 	int err;
 
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&seg->background->thread, NULL, populate_in_background, seg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	err = -sseg_fault("background_thread");
+	if (!err) {
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		err = pthread_create(&seg->background->thread, NULL, populate_in_background, seg);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
 	if (err)
-		return sseg_err(-err, "segment '%s': cannot start background population: %s",
-				seg->name, strerror(err));
+		return sseg_err(-err, "cannot start background population: %s", strerror(err));
 	seg->background->joinable = 1;
 	return 0;
 }
@@ -269,12 +271,9 @@ int sseg_background_check_peer(const struct sseg *seg)
 /* The peers learn at once that no work will end their wait. */
 static int not_started(struct sseg *seg, int *conns, int n, int rc)
 {
-	char why[SSEG_ERR_MAX];
-
-	snprintf(why, sizeof(why), "it could not start: %s", sseg_last_error());
-	sseg_link_tell(seg, conns, n, rc, why);
+	sseg_link_tell(conns, n, rc, sseg_last_error());
 	free(conns);
-	return sseg_err(rc, "%s", why + strlen("it could not start: "));
+	return rc;
 }
 
 int sseg_background_start(struct sseg *seg)
@@ -287,7 +286,8 @@ int sseg_background_start(struct sseg *seg)
 	conns = sseg_channel_take_peers(seg, &n);
 	bg = calloc(1, sizeof(*bg));
 	if (!bg)
-		return not_started(seg, conns, n, sseg_err(-ENOMEM, "out of memory"));
+		return not_started(seg, conns, n,
+				   sseg_err(-ENOMEM, "out of memory for background population"));
 	pthread_mutex_init(&bg->lock, NULL);
 	init_cond(&bg->cond);
 	seg->background = bg;
@@ -296,8 +296,11 @@ int sseg_background_start(struct sseg *seg)
 	bg->nwatchers = n;
 	rc = start_thread(seg);
 	if (rc) {
+		/* The owner's wait returns this, as it would the work's error. */
 		bg->watchers = NULL;
-		sseg_background_stop(seg);
+		bg->nwatchers = 0;
+		bg->finished = 1;
+		record_failure(bg, rc);
 		return not_started(seg, conns, n, rc);
 	}
 	return 0;

@@ -37,20 +37,26 @@ bool sseg_link_wanted(const struct sseg *seg)
 	       !(seg->ops->caps & SSEG_CAP_PINNED);
 }
 
-void sseg_link_tell(const struct sseg *seg, int *conns, int n, int rc, const char *why)
+void sseg_link_tell(int *conns, int n, int rc, const char *why)
 {
 	uint8_t word[WORD_LEN] = { 0 };
+	char sentence[SSEG_ERR_MAX];
+	bool refused = false;
 
-	(void)seg;
 	sseg_put32(word, WORD_MAGIC);
 	sseg_put32(word + 4, (uint32_t)rc);
 	snprintf((char *)word + 8, WORD_WHY, "%s", why ? why : "");
+	/* A peer that destroyed its segment already is not waiting; its
+	 * refusal is not this thread's error to report. */
+	snprintf(sentence, sizeof(sentence), "%s", sseg_last_error());
 	for (int i = 0; i < n; i++) {
-		/* A peer that destroyed its segment already is not waiting. */
-		sseg_os_send_all(conns[i], word, sizeof(word), sseg_now() + WORD_SEND_S);
+		refused |= sseg_os_send_all(conns[i], word, sizeof(word),
+					    sseg_now() + WORD_SEND_S) != 0;
 		close(conns[i]);
 		conns[i] = -1;
 	}
+	if (refused)
+		sseg_err(0, "%s", sentence);
 }
 
 void sseg_link_keep(struct sseg *seg, int owner_sock)

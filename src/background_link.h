@@ -22,8 +22,7 @@ SSEG_HIDDEN bool sseg_link_wanted(const struct sseg *seg);
 
 /* Owner: the word on how its work ended, written once on every
  * connection (rc 0: every page is resident), which it then closes. */
-SSEG_HIDDEN void sseg_link_tell(const struct sseg *seg, int *conns, int n, int rc,
-				const char *why);
+SSEG_HIDDEN void sseg_link_tell(int *conns, int n, int rc, const char *why);
 
 /* Peer, once its mapping was acknowledged: keeps owner_sock (or closes it
  * when it cannot keep it). */

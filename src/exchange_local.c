@@ -152,9 +152,25 @@ static int group_alloc(const char *name, int rank, int world_size, int timeout_m
 }
 
 /* The rendezvous name; abstract, so it goes with the socket. */
+#define GROUP_PREFIX "sharedseg-group-"
+
 static void group_address(const struct sseg_local_group *g, char *name, size_t len)
 {
-	snprintf(name, len, "sharedseg-group-%u-%s", (unsigned)getuid(), g->name);
+	snprintf(name, len, GROUP_PREFIX "%u-%s", (unsigned)getuid(), g->name);
+}
+
+/* What a wait that timed out may have missed: ranks of one group meet
+ * under their user's name, so another user's ranks are never seen (and
+ * may be a group of their own: this is said, not judged). */
+static void other_user_hint(const struct sseg_local_group *g, char *buf, size_t len)
+{
+	uid_t uid;
+
+	buf[0] = '\0';
+	if (!sseg_os_abstract_other_user(GROUP_PREFIX, g->name, getuid(), &uid))
+		snprintf(buf, len, "; uid %u has a local group of this name open, and this rank "
+			 "runs as uid %u: ranks of one group must run as one user",
+			 (unsigned)uid, (unsigned)getuid());
 }
 
 /* ---- joining: the hub's side ---- */
@@ -237,7 +253,7 @@ static int hub_join(struct sseg_local_group *g)
 {
 	double deadline = sseg_os_deadline(g->timeout_ms);
 	struct sseg_os_acceptor *a;
-	char missing[256], dropped[128];
+	char missing[256], dropped[128], hint[160];
 	int listen_fd = -1, rc;
 
 	a = malloc(sizeof(*a));
@@ -257,9 +273,10 @@ static int hub_join(struct sseg_local_group *g)
 	close(listen_fd);
 	if (rc == -ETIMEDOUT) {
 		list_missing(g, 0, missing, sizeof(missing));
-		sseg_err(rc, "local group '%s': %s of %d did not join within %d ms%s%s%s", g->name,
+		other_user_hint(g, hint, sizeof(hint));
+		sseg_err(rc, "local group '%s': %s of %d did not join within %d ms%s%s%s%s", g->name,
 			 missing, g->world_size, g->timeout_ms, dropped[0] ? " (connections dropped: " : "",
-			 dropped, dropped[0] ? ")" : "");
+			 dropped, dropped[0] ? ")" : "", hint);
 	} else if (rc && rc != -EINVAL) {
 		sseg_err(rc, "local group '%s': accept: %s", g->name, strerror(-rc));
 	}
@@ -302,10 +319,14 @@ static int peer_connect(struct sseg_local_group *g, double deadline)
 			break;
 		if (rc != -ECONNREFUSED && rc != -ENOENT && rc != -EAGAIN)
 			return sseg_err_wrap(rc, "local group '%s'", g->name);
-		if (sseg_now() >= deadline)
+		if (sseg_now() >= deadline) {
+			char hint[160];
+
+			other_user_hint(g, hint, sizeof(hint));
 			return sseg_err(-ETIMEDOUT,
-					"local group '%s': rank 0 (hub) did not open it within %d ms",
-					g->name, g->timeout_ms);
+					"local group '%s': rank 0 (hub) did not open it within %d ms%s",
+					g->name, g->timeout_ms, hint);
+		}
 		nanosleep(&nap, NULL);
 	}
 	rc = check_hub(g, s, name);

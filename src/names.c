@@ -171,21 +171,30 @@ int sseg_parse_numa(const char *text, enum sseg_numa *numa, int *node)
 
 /* The multiplier a unit suffix stands for ("", "K", "KiB", "M", ...); 0 when
  * the suffix is not one. */
+/* Blanks around the number and the unit are no part of either: sizes are
+ * printed "256.0 MiB" and pasted with what surrounds them. */
+#define BLANKS " \t"
+
+static bool is_word(const char *s, size_t n, const char *word)
+{
+	return n == strlen(word) && !strncasecmp(s, word, n);
+}
+
 static uint64_t unit_multiplier(const char *unit)
 {
 	static const char letters[] = "KMGTPE";
 	const char *at;
 	uint64_t mult = 1;
+	size_t n;
 
-	while (*unit == ' ')
-		unit++;
-	if (!*unit || !strcasecmp(unit, "B"))
+	unit += strspn(unit, BLANKS);
+	n = strcspn(unit, BLANKS);
+	if (unit[n + strspn(unit + n, BLANKS)])
+		return 0; /* something after the unit */
+	if (!n || is_word(unit, n, "B"))
 		return 1;
 	at = strchr(letters, toupper((unsigned char)*unit));
-	if (!at)
-		return 0;
-	unit++;
-	if (*unit && strcasecmp(unit, "iB") && strcasecmp(unit, "B"))
+	if (!at || !(n == 1 || is_word(unit + 1, n - 1, "iB") || is_word(unit + 1, n - 1, "B")))
 		return 0;
 	for (const char *l = letters; l <= at; l++)
 		mult *= 1024;
@@ -237,11 +246,11 @@ int sseg_parse_size(const char *text, uint64_t *bytes)
 	uint64_t mult, total;
 	int rc;
 
-	if (!text || !*text)
+	if (!text || !text[strspn(text, BLANKS)])
 		return sseg_err(-EINVAL, "empty size: expected a number of bytes such as 4096 or 256MiB");
-	if (text[0] == '-')
+	if (text[strspn(text, BLANKS)] == '-')
 		return sseg_err(-EINVAL, "size '%s' is negative", text);
-	rc = split_number(text, &st);
+	rc = split_number(text + strspn(text, BLANKS), &st);
 	if (rc == -EOVERFLOW)
 		return sseg_err(-EOVERFLOW, "size '%s' is larger than 2^64 - 1 bytes", text);
 	mult = rc ? 0 : unit_multiplier(st.unit);

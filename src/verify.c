@@ -145,6 +145,22 @@ static int check_handle(const struct sseg *seg, const struct sseg_blob *b)
 	return 0;
 }
 
+/* Two owners on one host. Ranks of different users pick their own owners
+ * (the host identity holds the uid), and that is the cause to name. */
+static int two_owners(const struct sseg_blob *blobs, int s, int r)
+{
+	if (blobs[s].host.uid != blobs[r].host.uid)
+		return sseg_err(-EPERM,
+				"ranks %d and %d run on one host as different users (uid %u and %u): "
+				"an owner hands its pages only to its own user, so every rank of a "
+				"host must run as one user",
+				s, r, blobs[s].host.uid, blobs[r].host.uid);
+	return sseg_err(-EINVAL,
+			"ranks %d and %d run on one host but name different owners (%u and %u): "
+			"there must be exactly one owner per host",
+			s, r, blobs[s].owner_rank, blobs[r].owner_rank);
+}
+
 /* Every rank's owner is an owner, on the rank's host; one owner per host. */
 static int check_owners(const struct sseg *seg, const struct sseg_blob *blobs, int world)
 {
@@ -187,10 +203,7 @@ static int check_owners(const struct sseg *seg, const struct sseg_blob *blobs, i
 		for (int s = 0; s < r; s++)
 			if (sseg_blob_same_host(&blobs[r], &blobs[s]) &&
 			    blobs[s].owner_rank != o)
-				return sseg_err(-EINVAL,
-						"ranks %d and %d run on one host but name different owners "
-						"(%u and %u): there must be exactly one owner per host",
-						s, r, blobs[s].owner_rank, o);
+				return two_owners(blobs, s, r);
 	}
 	return 0;
 }

@@ -79,12 +79,12 @@ static int hold_calls(void)
 /* ---- what the log callback saw ---- */
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static char last_error_line[512];
+static char last_error_line[512]; /* the last warning or error */
 
 static void on_log(enum sseg_log_level level, const char *message, void *ctx)
 {
 	(void)ctx;
-	if (level != SSEG_LOG_ERROR)
+	if (level != SSEG_LOG_ERROR && level != SSEG_LOG_WARN)
 		return;
 	pthread_mutex_lock(&log_lock);
 	snprintf(last_error_line, sizeof(last_error_line), "%s", message);
@@ -316,6 +316,30 @@ static void other_modes(void)
 	CHECK_RC(sseg_populate_wait(NULL, 0), -EINVAL);
 }
 
+/* The work's thread could not start: the owner warns once (the segment's
+ * name once, not twice), and the peers' waits end with the owner's word. */
+static void thread_refused(void)
+{
+	struct tu_rank r[2];
+	char name_twice[160];
+
+	sseg_set_log(on_log, NULL);
+	sseg_test_fault("background_thread", 0, 1, -EAGAIN);
+	ranks(r, 2, "bg-thread", SZ, 1);
+	sseg_test_fault(NULL, 0, 0, 0);
+	CHECK(logged("': cannot start background population: Resource temporarily unavailable; "
+		     "pages are faulted at first touch"));
+	snprintf(name_twice, sizeof(name_twice), "segment '%s': segment", r[0].opts.name);
+	CHECK(!logged(name_twice));
+	CHECK_RC(sseg_populate_wait(r[1].seg, -1), -EAGAIN);
+	CHECK_ERR_HAS("owner rank 0 stopped populating in the background with 0 B of 256 MiB "
+		      "resident: cannot start background population");
+	CHECK_RC(sseg_populate_wait(r[0].seg, -1), -EAGAIN);
+	CHECK_ERR_HAS("cannot start background population");
+	sseg_set_log(NULL, NULL);
+	tu_destroy_all(r, 2);
+}
+
 /* ---- a peer whose owner is another process ---- */
 
 enum owner_end { OWNER_KILLED, OWNER_DESTROYS, OWNER_FAILS };
@@ -448,6 +472,7 @@ int main(void)
 	destroy_stops_work();
 	wait_interrupted();
 	other_modes();
+	thread_refused();
 	owner_ends();
 	printf("background: ok\n");
 	return 0;

@@ -2,7 +2,7 @@
 /* Edges where the library used to point the wrong way or wait too long:
  * another uid squatting the local exchange's name, fork() between create
  * and complete, an interrupt while complete waits, a peer whose fd table
- * is full, a memfd sealed against writing. */
+ * is full, a memfd sealed against writing, two users on one host. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <signal.h>
@@ -301,9 +301,138 @@ static void named_errors(void)
 	close(fd);
 }
 
+/* ---- two users on one host ---- */
+
+struct two_users {
+	char name[64];
+	int up[2], down[2]; /* rank 1's values to rank 0, rank 0's to rank 1 */
+	int rank;
+};
+
+/* A two-rank all-gather over the pipes. */
+static int pipe_gather(const void *mine, void *all, size_t len, void *ctx)
+{
+	const struct two_users *t = ctx;
+	unsigned char *out = all;
+	int to = t->rank ? t->up[1] : t->down[1], from = t->rank ? t->down[0] : t->up[0];
+
+	memcpy(out + len * (size_t)t->rank, mine, len);
+	if (write(to, mine, len) != (ssize_t)len)
+		return -1;
+	for (size_t got = 0; got < len;) {
+		ssize_t n = read(from, out + len * (size_t)!t->rank + got, len - got);
+
+		if (n <= 0)
+			return -1;
+		got += (size_t)n;
+	}
+	return 0;
+}
+
+/* Each rank picks its host's owner from the identities, as a framework's
+ * binding does; ranks of different users pick different owners, and
+ * complete says why, not that one host has two owners. */
+static int user_rank(void *arg)
+{
+	struct two_users *t = arg;
+	unsigned char ids[2][SSEG_HOST_ID_SIZE], blob[SSEG_BLOB_SIZE], blobs[2][SSEG_BLOB_SIZE];
+	sseg_t *seg = NULL;
+	int owner;
+
+	if (t->rank && (setgid(65534) || setuid(65534)))
+		return 1;
+	CHECK_RC(sseg_host_identity(ids[t->rank]), 0);
+	CHECK_RC(pipe_gather(ids[t->rank], ids, SSEG_HOST_ID_SIZE, t), 0);
+	owner = sseg_host_owner(ids, 2, t->rank);
+	CHECK(owner == t->rank);
+	{
+		SSEG_OPTS(o, .name = t->name, .size = SZ, .world_size = 2, .rank = t->rank,
+			  .owner_rank = owner, .pages = SSEG_PAGES_BASE,
+			  .populate = SSEG_POPULATE_LAZY);
+
+		CHECK_RC(sseg_create(&o, &seg, blob), 0);
+	}
+	CHECK_RC(pipe_gather(blob, blobs, SSEG_BLOB_SIZE, t), 0);
+	CHECK_RC(sseg_complete(seg, blobs), -EPERM);
+	CHECK_ERR_HAS("ranks 0 and 1 run on one host as different users (uid 0 and 65534): an "
+		      "owner hands its pages only to its own user");
+	CHECK_RC(sseg_destroy(seg), 0);
+	return 0;
+}
+
+/* The local exchange's ranks meet under their user's name: a rank of
+ * another user times out, and says who it may have missed. */
+static int other_user_peer(void *arg)
+{
+	const struct two_users *t = arg;
+	struct sseg_local_group *g = NULL;
+	char c;
+
+	if (setgid(65534) || setuid(65534))
+		return 1;
+	CHECK(read(t->up[0], &c, 1) == 1); /* rank 0's hub is open */
+	CHECK_RC(sseg_local_group_open(t->name, 1, 2, 300, &g), -ETIMEDOUT);
+	CHECK_ERR_HAS("rank 0 (hub) did not open it within 300 ms; uid 0 has a local group of "
+		      "this name open, and this rank runs as uid 65534: ranks of one group must "
+		      "run as one user");
+	return 0;
+}
+
+/* This user's hub for the group: its socket, as the library names it. */
+static int hub_name_open(const char *group)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	char full[128];
+	size_t n = (size_t)snprintf(full, sizeof(full), "sharedseg-group-%u-%s",
+				    (unsigned)getuid(), group);
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	memcpy(a.sun_path + 1, full, n);
+	CHECK(s >= 0 && bind(s, (struct sockaddr *)&a,
+			     (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) == 0 &&
+	      listen(s, 4) == 0);
+	return s;
+}
+
+static void two_users_local_group(struct two_users *t)
+{
+	int hub = hub_name_open(t->name);
+	pid_t pid = tu_fork(other_user_peer, t);
+
+	CHECK(write(t->up[1], "o", 1) == 1);
+	CHECK(tu_wait(pid, 15000) == 0);
+	close(hub);
+}
+
+static void two_users(void)
+{
+	struct two_users t[2];
+	pid_t pid[2];
+
+	if (getuid() != 0) {
+		printf("edges: two users need another uid (root to setuid): skipped\n");
+		return;
+	}
+	tu_name(t[0].name, sizeof(t[0].name), "sseg-users");
+	CHECK(pipe(t[0].up) == 0 && pipe(t[0].down) == 0);
+	t[1] = t[0];
+	for (int r = 0; r < 2; r++) {
+		t[r].rank = r;
+		pid[r] = tu_fork(user_rank, &t[r]);
+	}
+	for (int r = 0; r < 2; r++)
+		CHECK(tu_wait(pid[r], 15000) == 0);
+	two_users_local_group(&t[0]);
+	for (int i = 0; i < 2; i++) {
+		close(t[0].up[i]);
+		close(t[0].down[i]);
+	}
+}
+
 int main(void)
 {
 	squatted_name();
+	two_users();
 	fork_between();
 	interrupted();
 	interrupted_population();

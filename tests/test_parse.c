@@ -116,6 +116,10 @@ static void test_size_forms(void)
 		{ "256m", 256ull << 20 },
 		{ "256MB", 256ull << 20 },
 		{ "256 MiB", 256ull << 20 },
+		{ " 4G", 4ull << 30 },
+		{ "4G ", 4ull << 30 },
+		{ "\t1 GiB \t", 1ull << 30 },
+		{ "256.0 MiB", 256ull << 20 }, /* as the tool prints sizes */
 		{ "4G", 4ull << 30 },
 		{ "4GiB", 4ull << 30 },
 		{ "1.5GiB", 3ull << 29 },
@@ -160,7 +164,11 @@ static void test_size_rejections(void)
 	expect_size_error("12MiBs", -EINVAL, "'12MiBs'");
 	expect_size_error("12Mi", -EINVAL, "'12Mi'");
 	expect_size_error("G", -EINVAL, "'G'");
-	expect_size_error(" 4G", -EINVAL, "' 4G'");
+	expect_size_error("   ", -EINVAL, "empty size");
+	expect_size_error(" -4G", -EINVAL, "negative");
+	expect_size_error("4 4G", -EINVAL, "'4 4G'");
+	expect_size_error("4G B", -EINVAL, "'4G B'");
+	expect_size_error("4 G iB", -EINVAL, "'4 G iB'");
 	expect_size_error("+4G", -EINVAL, "'+4G'");
 	expect_size_error(".5G", -EINVAL, "'.5G'");
 	expect_size_error("1.G", -EINVAL, "'1.G'");

@@ -4,8 +4,10 @@
  * Every wait is bounded by a deadline: a peer that never shows up is an
  * error, not a hang. */
 #define _GNU_SOURCE /* Linux interfaces beyond POSIX */
+#include <ctype.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -157,6 +159,42 @@ int sseg_os_abstract_holder(const char *name, pid_t *pid, uid_t *uid)
 		return rc;
 	rc = sseg_os_peer_cred(s, pid, uid);
 	close(s);
+	return rc;
+}
+
+/* A line of /proc/net/unix ends in " @" and the name: prefix, digits, '-',
+ * suffix. */
+static bool names_uid(const char *line, const char *prefix, const char *suffix, uid_t *uid)
+{
+	const char *at = strstr(line, " @");
+	size_t plen = strlen(prefix), slen = strlen(suffix);
+	char *end;
+	unsigned long v;
+
+	if (!at || strncmp(at + 2, prefix, plen) || !isdigit((unsigned char)at[2 + plen]))
+		return false;
+	v = strtoul(at + 2 + plen, &end, 10);
+	if (*end != '-' || strncmp(end + 1, suffix, slen) ||
+	    (end[1 + slen] != '\n' && end[1 + slen] != '\0'))
+		return false;
+	*uid = (uid_t)v;
+	return true;
+}
+
+int sseg_os_abstract_other_user(const char *prefix, const char *suffix, uid_t self, uid_t *uid)
+{
+	FILE *f = fopen("/proc/net/unix", "re");
+	char *line = NULL;
+	size_t cap = 0;
+	int rc = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (rc && getline(&line, &cap, f) > 0)
+		if (names_uid(line, prefix, suffix, uid) && *uid != self)
+			rc = 0;
+	free(line);
+	fclose(f);
 	return rc;
 }
 

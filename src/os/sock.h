@@ -42,6 +42,11 @@ SSEG_HIDDEN int sseg_os_connect_abstract(const char *name, int *fd);
  * namespace sees them); -ECONNREFUSED when nobody does. It connects to
  * find out: the listener sees one connection that closes at once. */
 SSEG_HIDDEN int sseg_os_abstract_holder(const char *name, pid_t *pid, uid_t *uid);
+/* Another user's socket named prefix<UID>-suffix in this network
+ * namespace (/proc/net/unix): 0 with its UID (one other than self), or
+ * -ENOENT. Sets no sentence. */
+SSEG_HIDDEN int sseg_os_abstract_other_user(const char *prefix, const char *suffix, uid_t self,
+					     uid_t *uid);
 /* The next connection (non-blocking, close-on-exec). Sets the sentence. */
 SSEG_HIDDEN int sseg_os_accept(int listen_fd, double deadline, int *fd);
 

@@ -25,4 +25,7 @@ export LD_LIBRARY_PATH=$(pkg-config --variable=libdir sharedseg)
 ./share 0 2 >out0 & ./share 1 2 >out1; wait
 grep -q "rank 0 of 2 reads: written once by rank 0" out0
 grep -q "rank 1 of 2 reads: written once by rank 0" out1
+# A bad argument is a usage line (exit 2); a group that fails says why (exit 1).
+rc=0; ./share 2 2 2>err || rc=$?
+[ "$rc" = 2 ] && grep -q "^usage: share RANK WORLD" err
 echo "readme_c: ok"
