@@ -109,8 +109,8 @@ static FILE *command_stdout(void)
 static pthread_mutex_t command_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The command's messages are the C tool's, "sharedseg[PID]: warning: ..."
- * on stderr: the library's default writer stands in for the Python sink
- * while it runs. */
+ * on stderr, those of this thread only: the process's other threads keep
+ * the Python sink. */
 static int run_command(int argc, char **argv)
 {
 	FILE *python_stdout = stdout, *out;
@@ -123,10 +123,10 @@ static int run_command(int argc, char **argv)
 		stdout = out;
 	else
 		clearerr(stdout);
-	sseg_set_log(NULL, NULL);
+	sseg_py_log_command(1);
 	rc = sseg_cli_main(argc, argv);
+	sseg_py_log_command(0);
 	fflush(stderr);
-	sseg_py_log_install();
 	stdout = python_stdout;
 	if (out)
 		fclose(out); /* flushed and checked by the tool already */
