@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The `sharedseg` command line: the commands, the help and the dispatch.
  * The C tool's main() and sharedseg._native.cli call sseg_cli_main. */
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
@@ -50,8 +52,9 @@ static void main_help(FILE *out)
 		"  sharedseg bench --size 1GiB --pages base --reps 5\n"
 		"  sharedseg ls\n"
 		"\n"
-		"Exit status: 0 success, 1 a failure (the library's error is printed),\n"
-		"2 a bad argument or a page kind/backend this machine does not offer.\n"
+		"Exit status: 0 success, 1 a failure (the library's error is printed, or\n"
+		"\"write error\": stdout refused the output), 2 a bad argument or a page\n"
+		"kind/backend this machine does not offer.\n"
 		"SHAREDSEG_LOG=off|error|warn|info|debug sets the library's log level (default warn).\n");
 }
 
@@ -78,7 +81,25 @@ bool sseg_cli_forks(const char *command)
 	return c && c->forks;
 }
 
-int sseg_cli_main(int argc, char **argv)
+/* Output a full disk or a closed stdout refused is a failure, as in
+ * coreutils: the command did not do its job (EBADF counts too). errno is
+ * the flush's; a write that failed earlier may have left none. */
+static int output_written(int rc)
+{
+	int err;
+
+	errno = 0;
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return rc;
+	err = errno;
+	if (err)
+		fprintf(stderr, "sharedseg: write error: %s\n", strerror(err));
+	else
+		fprintf(stderr, "sharedseg: write error\n");
+	return rc == CLI_OK ? CLI_FAIL : rc;
+}
+
+static int run(int argc, char **argv)
 {
 	const struct cli_command *c;
 
@@ -104,4 +125,9 @@ int sseg_cli_main(int argc, char **argv)
 				       "sharedseg --help)",
 				       argv[1]);
 	return c->run(argc - 1, argv + 1);
+}
+
+int sseg_cli_main(int argc, char **argv)
+{
+	return output_written(run(argc, argv));
 }

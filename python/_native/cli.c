@@ -2,9 +2,13 @@
 /* sharedseg._native.cli: the C tool's command line (tools/cli_main.c) run
  * in this process, so `python -m sharedseg` and the C tool print the same
  * text from the same code. */
+#define _GNU_SOURCE /* fopencookie */
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli_main.h"
 #include "native.h"
@@ -70,19 +74,63 @@ static char **copy_argv(PyObject *args, int *argc)
 	return argv;
 }
 
+/* The command's stdout: fd 1 as the C tool's stdout is, buffered (by the
+ * line on a terminal), so that a write error (a full disk, a closed fd 1)
+ * keeps its errno until the tool's final check, which fails the command
+ * with it. Python may have made C's stdout unbuffered (-u,
+ * PYTHONUNBUFFERED), where a failed write's errno would be gone by then,
+ * and an earlier command's error may be left in its flag. */
+static ssize_t write_fd1(void *cookie, const char *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = write(STDOUT_FILENO, buf + done, len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return (ssize_t)done; /* short: stdio marks the error, errno stays */
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+static FILE *command_stdout(void)
+{
+	FILE *out = fopencookie(NULL, "w", (cookie_io_functions_t){ .write = write_fd1 });
+
+	if (out && isatty(STDOUT_FILENO))
+		setvbuf(out, NULL, _IOLBF, BUFSIZ);
+	return out;
+}
+
+/* One command at a time: stdout is the process's. */
+static pthread_mutex_t command_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* The command's messages are the C tool's, "sharedseg[PID]: warning: ..."
- * on stderr: the library's default writer stands in for the Python sink
- * while it runs. */
+ * on stderr, those of this thread only: the process's other threads keep
+ * the Python sink. */
 static int run_command(int argc, char **argv)
 {
+	FILE *python_stdout = stdout, *out;
 	int rc;
 
+	pthread_mutex_lock(&command_lock);
 	fflush(NULL);
-	sseg_set_log(NULL, NULL);
+	out = command_stdout();
+	if (out)
+		stdout = out;
+	else
+		clearerr(stdout);
+	sseg_py_log_command(1);
 	rc = sseg_cli_main(argc, argv);
-	fflush(stdout);
+	sseg_py_log_command(0);
 	fflush(stderr);
-	sseg_py_log_install();
+	stdout = python_stdout;
+	if (out)
+		fclose(out); /* flushed and checked by the tool already */
+	pthread_mutex_unlock(&command_lock);
 	return rc;
 }
 

@@ -4,10 +4,14 @@
  * copies the line into a bounded ring (a mutex held for one copy; the GIL
  * is never taken there). sseg_py_log_drain hands what is queued to the sink
  * the package installed (logging.getLogger("sharedseg")), with the GIL
- * held, after each native call. A full ring drops the line and counts it. */
+ * held, after each native call. A full ring drops the line and counts it.
+ * A thread that runs a CLI command (cli.c) writes its own messages to
+ * stderr as the C tool does; every other thread's still go to the sink. */
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "native.h"
 
@@ -25,11 +29,39 @@ static unsigned ring_count; /* queued lines */
 static unsigned long ring_lost;
 static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
 static PyObject *sink;      /* callable(level, text), or NULL: lines wait */
+static __thread int in_command; /* this thread runs a CLI command */
+
+void sseg_py_log_command(int on)
+{
+	in_command = on;
+}
+
+/* The line the library's default writer (src/log.c) prints, written as it
+ * writes it: at once, whole, and dropped rather than block on a full pipe. */
+static void to_stderr(enum sseg_log_level level, const char *message)
+{
+	static const char *const names[] = { "error", "warning", "info", "debug" };
+	struct pollfd out = { .fd = STDERR_FILENO, .events = POLLOUT };
+	char line[LOG_LINE + 64];
+	int n = snprintf(line, sizeof(line), "sharedseg[%d]: %s: %s\n", (int)getpid(),
+			 names[level > SSEG_LOG_DEBUG ? SSEG_LOG_DEBUG : level], message);
+
+	if (n >= (int)sizeof(line)) {
+		n = (int)sizeof(line) - 1;
+		line[n - 1] = '\n';
+	}
+	if (poll(&out, 1, 0) == 1 && (out.revents & POLLOUT))
+		n = (int)write(STDERR_FILENO, line, (size_t)n); /* failed: nowhere to say so */
+}
 
 static void on_message(enum sseg_log_level level, const char *message, void *ctx)
 {
 	struct log_line *slot;
 
+	if (in_command && level >= SSEG_LOG_ERROR) {
+		to_stderr(level, message);
+		return;
+	}
 	pthread_mutex_lock(&ring_lock);
 	if (ring_count == LOG_SLOTS) {
 		ring_lost++;

@@ -25,6 +25,9 @@ int sseg_py_u64(PyObject *obj, void *out);
  * pending exception). */
 void sseg_py_log_install(void);
 void sseg_py_log_drain(void);
+/* While on, this thread's messages go to stderr as the C tool writes them
+ * (a CLI command runs on it); the other threads' still go to the sink. */
+void sseg_py_log_command(int on);
 PyObject *sseg_py_set_log_sink(PyObject *module, PyObject *fn);
 PyObject *sseg_py_drain_log(PyObject *module, PyObject *unused);
 PyObject *sseg_py_set_log_level(PyObject *module, PyObject *arg);

@@ -8,8 +8,10 @@
  * export at once and keeps a reference to the object instead), so every
  * tensor made from a Pin keeps the pages mapped. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "native.h"
 
@@ -20,7 +22,18 @@ struct waiting {
 	PyObject *watch;     /* optional callable, asked at each poll */
 	PyObject *type, *value, *tb; /* the exception that stopped the wait */
 	int stop;
+	int closing;	     /* close() asked populate_wait to stop: CLOSE_* */
 };
+
+/* The call that runs without the GIL, if any. complete changes the segment:
+ * nothing else may touch it meanwhile. populate_wait only reads it, so the
+ * other reads (info, populate_progress, views) go on beside it; close()
+ * stops it (at its next poll, within about 20 ms) before releasing. */
+enum running { RUN_NONE, RUN_COMPLETE, RUN_WAIT };
+/* Who releases the pages once a stopped wait has returned: the closing
+ * thread, or the waiting one where close() ran inside its wait (a signal
+ * handler), which cannot wait for itself. */
+enum { CLOSE_BY_CLOSER = 1, CLOSE_BY_WAITER };
 
 struct segment_object {
 	PyObject_HEAD
@@ -30,7 +43,8 @@ struct segment_object {
 	int readonly;
 	int completed;
 	int closed;	      /* close() was asked for */
-	int busy;	      /* a call runs without the GIL */
+	enum running running; /* the call that runs without the GIL */
+	pthread_t waiter;     /* the thread in populate_wait, while RUN_WAIT */
 	Py_ssize_t exports;   /* live buffer exports of the Segment itself */
 	Py_ssize_t pins;      /* live Pin objects */
 	struct waiting *waiting; /* the library holds this pointer (opts.interrupt_ctx) */
@@ -87,7 +101,7 @@ static int release_if_unused(struct segment_object *self)
 {
 	int rc;
 
-	if (!self->seg || !self->closed || self->busy || self->exports || self->pins)
+	if (!self->seg || !self->closed || self->running || self->exports || self->pins)
 		return 0;
 	quiesce(self);
 	rc = sseg_destroy(self->seg);
@@ -131,6 +145,11 @@ static int interrupt_check(void *ctx)
 	gil = PyGILState_Ensure();
 	if (PyErr_CheckSignals() < 0) {
 		w->stop = 1;
+	} else if (w->closing) { /* asked now, or by a signal handler just run */
+		PyErr_Format(sseg_py_error, "wait_populated: the segment was closed %s while it "
+					    "waited", w->closing == CLOSE_BY_WAITER
+					    ? "by a signal handler on this thread" : "on another thread");
+		w->stop = 1;
 	} else if (w->watch) {
 		PyObject *r = PyObject_CallObject(w->watch, NULL);
 
@@ -156,8 +175,10 @@ static void waiting_free(struct waiting *w)
 
 static int usable(struct segment_object *self, const char *what)
 {
-	if (self->busy) {
-		PyErr_Format(sseg_py_error, "%s: another thread is in create or complete", what);
+	/* The watch callable of complete may be this thread: the reason says
+	 * what runs, not where. */
+	if (self->running == RUN_COMPLETE) {
+		PyErr_Format(sseg_py_error, "%s: complete is still running on this segment", what);
 		return 0;
 	}
 	if (self->closed || !self->seg) {
@@ -212,7 +233,7 @@ static PyObject *wrap_segment(sseg_t *seg, struct waiting *waiting)
 	self->readonly = info.readonly;
 	self->completed = 0;
 	self->closed = 0;
-	self->busy = 0;
+	self->running = RUN_NONE;
 	self->exports = 0;
 	self->pins = 0;
 	self->waiting = waiting;
@@ -306,11 +327,11 @@ static PyObject *segment_complete(PyObject *self_obj, PyObject *args)
 				    SSEG_BLOB_SIZE, blobs.len);
 	}
 	replace_ref(&w->watch, watch == Py_None ? NULL : (Py_INCREF(watch), watch));
-	self->busy = 1;
+	self->running = RUN_COMPLETE;
 	Py_BEGIN_ALLOW_THREADS
 	rc = sseg_complete(self->seg, blobs.buf);
 	Py_END_ALLOW_THREADS
-	self->busy = 0;
+	self->running = RUN_NONE;
 	Py_CLEAR(w->watch);
 	PyBuffer_Release(&blobs);
 	sseg_py_log_drain();
@@ -395,15 +416,23 @@ static PyObject *segment_populate_wait(PyObject *self_obj, PyObject *args)
 
 	if (!PyArg_ParseTuple(args, "i:populate_wait", &timeout_ms))
 		return NULL;
-	if (!usable(self, "populate_wait"))
+	if (!usable(self, "wait_populated"))
 		return NULL;
 	if (!self->completed)
-		return PyErr_Format(sseg_py_error, "populate_wait: the segment is not complete");
-	self->busy = 1;
+		return PyErr_Format(sseg_py_error, "wait_populated: the segment is not complete");
+	/* One at a time: the stop and its exception are the segment's. */
+	if (self->running == RUN_WAIT)
+		return PyErr_Format(sseg_py_error, "wait_populated: another wait_populated is "
+						   "running on this segment (one at a time)");
+	self->running = RUN_WAIT;
+	self->waiter = pthread_self();
 	Py_BEGIN_ALLOW_THREADS
 	rc = sseg_populate_wait(self->seg, timeout_ms);
 	Py_END_ALLOW_THREADS
-	self->busy = 0;
+	self->running = RUN_NONE;
+	if (w->closing == CLOSE_BY_WAITER)
+		release_quietly(self);
+	w->closing = 0;
 	sseg_py_log_drain();
 	if (raise_stop(w))
 		return NULL;
@@ -416,14 +445,34 @@ static PyObject *segment_populate_wait(PyObject *self_obj, PyObject *args)
 
 /* ---- lifetime ---- */
 
+/* Asks the running wait to stop and waits until it has, within one of its
+ * polls; 1 when the wait is this thread's own (close() in a signal handler
+ * inside it): it stops once the handler returns, and releases then. */
+static int stop_wait(struct segment_object *self)
+{
+	if (pthread_equal(self->waiter, pthread_self())) {
+		self->waiting->closing = CLOSE_BY_WAITER;
+		return 1;
+	}
+	self->waiting->closing = CLOSE_BY_CLOSER;
+	while (self->running == RUN_WAIT) {
+		Py_BEGIN_ALLOW_THREADS
+		nanosleep(&(struct timespec){ .tv_nsec = 1000000L }, NULL);
+		Py_END_ALLOW_THREADS
+	}
+	return 0;
+}
+
 static PyObject *segment_close(PyObject *self_obj, PyObject *unused)
 {
 	struct segment_object *self = (struct segment_object *)self_obj;
 	int rc;
 
-	if (self->busy)
-		return PyErr_Format(sseg_py_error, "close: another thread is in create or complete");
+	if (self->running == RUN_COMPLETE)
+		return PyErr_Format(sseg_py_error, "close: complete is still running on this segment");
 	self->closed = 1;
+	if (self->running == RUN_WAIT && stop_wait(self))
+		Py_RETURN_FALSE; /* the wait releases the pages when it has stopped */
 	rc = release_if_unused(self);
 	if (rc)
 		sseg_py_raise(sseg_py_error, rc);
@@ -558,12 +607,18 @@ static PyMethodDef segment_methods[] = {
 	{ NULL, NULL, 0, NULL },
 };
 
+static PyObject *segment_waiting(PyObject *self_obj, void *closure)
+{
+	return PyBool_FromLong(((struct segment_object *)self_obj)->running == RUN_WAIT);
+}
+
 static PyGetSetDef segment_getset[] = {
 	{ "base", segment_base, NULL, "the mapping's address (0 before complete)", NULL },
 	{ "size", segment_size, NULL, "declared bytes", NULL },
 	{ "readonly", segment_readonly, NULL, "this rank maps the segment read-only", NULL },
 	{ "closed", segment_closed, NULL, "close() was called", NULL },
 	{ "mapped", segment_mapped, NULL, "the pages are still mapped here", NULL },
+	{ "waiting", segment_waiting, NULL, "a thread is in populate_wait", NULL },
 	{ NULL, NULL, NULL, NULL, NULL },
 };
 

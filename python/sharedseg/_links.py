@@ -14,7 +14,9 @@ The link to a group is chosen once, best first:
   a key), every wait is the caller's, and a value no rank can have written
   is an error naming its key. A rank that gives up writes why; the others
   stop at their next look (within 0.25 s, also while they wait in
-  complete) with that reason.
+  complete) with that reason. A call ends once every rank has read its
+  outcome: the process hosting the store (rank 0's TCPStore) may exit the
+  moment its call returns without breaking another rank's last read.
 - the group's own all-gather, for a group torch holds no store for (a raw
   c10d backend such as ProcessGroupGloo, an unregistered group on a torch
   without ProcessGroup.get_group_store): CPU tensors where the group has a
@@ -76,7 +78,8 @@ class Link:
         return None
 
     def close_call(self) -> None:
-        """Every rank read every round of this call."""
+        """This rank read every round of this call. Over a Store, returns
+        once every rank has (bounded): the store's host may exit then."""
 
     def give_up(self, why: str) -> None:
         """Tells the ranks still waiting in this call to stop, with why."""

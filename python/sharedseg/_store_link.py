@@ -14,6 +14,11 @@ from ._native import SharedSegmentError
 
 # How often a waiting rank looks whether another rank gave up.
 _LOOK_S = 0.25
+# How long close_call waits for the other ranks to have read the call's
+# last round; only a rank that died between reading it and counting itself
+# done makes it wait that long. Polled at most this far apart.
+_DONE_S = 5.0
+_DONE_PAUSE_S = 0.01
 # A Store value travels as counters of 8 bytes; a reason to give up is cut here.
 _CHUNK = struct.Struct("<q")
 _WHY_MAX = 2048
@@ -104,7 +109,8 @@ class StoreLink(Link):
             passed += 1
         self.prefix = f"{stem}/{n}"
         self.labels = []
-        self.keys = [f"{self.prefix}/{k}" for k in ("done", "gave-up")]
+        self.keys = [f"{self.prefix}/{k}" for k in ("done", "left", "gave-up")]
+        self.wait_s = wait_s
 
     def _garbled(self, what: str, e: Exception) -> SharedSegmentError:
         err = SharedSegmentError(
@@ -223,14 +229,43 @@ class StoreLink(Link):
 
     def close_call(self):
         # Every rank wrote its value of the last round after reading the
-        # rounds before: each removes its own values of those now, and the
-        # last rank to finish the rest. The call counters stay, one per name.
+        # rounds before: each removes its own values of those now. Then it
+        # counts itself done and waits until every rank has: the process
+        # that hosts the store (a TCPStore's server lives in one rank's,
+        # rank 0's as torch sets it up) may exit the moment its call
+        # returns, and the store goes with it, while another rank still
+        # reads the last round. The last rank to leave removes the rest;
+        # the call counters stay, one per name. This rank has read every
+        # round: whatever the store does now, the call's outcome stands.
         earlier = tuple(f"{self.prefix}/{label}/" for label in self.labels[:-1])
         values = {k for k in self.keys if k.startswith(earlier) and not k.endswith("/count")}
         own = tuple(f"{e}{self.rank}/" for e in earlier)
         self._delete([k for k in values if k.startswith(own)])
-        if self.store.add(f"{self.prefix}/done", 1) >= self.size:
-            self._delete([k for k in self.keys if k not in values])
+        try:
+            if self.store.add(f"{self.prefix}/done", 1) < self.size:
+                self._wait_done()
+            if self.store.add(f"{self.prefix}/left", 1) >= self.size:
+                self._delete([k for k in self.keys if k not in values])
+        except Exception as e:  # the store's host left once every rank was done
+            log.debug("segment '%s': the store after the call: %s", self.name, e)
+
+    def _wait_done(self) -> None:
+        """Until every rank counted itself done; at most _DONE_S (or the
+        call's timeout), and not once a rank gave up on the call."""
+        now = time.monotonic()
+        deadline, look, pause = now + min(self.wait_s, _DONE_S), now + _LOOK_S, 0.001
+        while self.store.add(f"{self.prefix}/done", 0) < self.size:
+            now = time.monotonic()
+            if now >= deadline:
+                log.debug("segment '%s': not every rank of %s said it was done within %g s",
+                          self.name, self.what, min(self.wait_s, _DONE_S))
+                return
+            if now >= look:
+                if self.store.add(f"{self.prefix}/gave-up", 0):
+                    return
+                look = now + _LOOK_S
+            time.sleep(min(pause, deadline - now))
+            pause = min(pause * 2, _DONE_PAUSE_S)
 
     def _delete(self, keys: List[str]) -> None:
         try:

@@ -42,20 +42,31 @@ def _run_c_tool(argv: List[str]) -> int:
               f"CMake (make; then ./build/sharedseg {argv[0]}) or install it (make install).",
               file=sys.stderr)
         return 2
-    sys.stdout.flush()
-    sys.stderr.flush()
+    _flush_python_streams()
     os.execv(tool, [tool] + argv)
     return 1  # not reached
 
 
+def _flush_python_streams() -> None:
+    """What Python holds goes out before the C code writes to the same
+    descriptors. A stream that is closed (None: the descriptor was closed
+    at startup) or refuses is the C code's to report: it writes the same
+    descriptor, checks its output at the end and fails with a sentence."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass
+
+
 def main(argv: Optional[List[str]] = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and _native.cli_forks(argv[0]):
-        return _run_c_tool(argv)
-    sys.stdout.flush()
-    sys.stderr.flush()
     # The bytes the C tool would get: an argument that is not UTF-8 too.
-    return _native.cli([os.fsencode(a) for a in argv])
+    argv = [os.fsencode(a) for a in (sys.argv[1:] if argv is None else argv)]
+    if argv and _native.cli_forks(argv[0]):
+        return _run_c_tool([os.fsdecode(a) for a in argv])
+    _flush_python_streams()
+    return _native.cli(argv)
 
 
 if __name__ == "__main__":

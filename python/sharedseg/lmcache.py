@@ -30,7 +30,7 @@ from typing import Any, Optional
 
 import torch
 
-from . import create_shared_segment
+from . import SharedSegmentError, create_shared_segment
 from ._backends import torch_platform
 from ._offload import segment_args
 
@@ -116,7 +116,12 @@ class SharedSegMemoryAllocator(_Mixed):  # type: ignore[misc, valid-type]
 
     def read_at(self, address: int, nbytes: int) -> torch.Tensor:
         """A zero-copy uint8 view of nbytes at an object's address (its
-        metadata.address on the allocating rank), on any rank."""
+        metadata.address on the allocating rank), on any rank. After
+        close(): SharedSegmentError (the arena is gone; its bytes are not
+        this allocator's to read any more)."""
+        if self._unregistered:
+            raise SharedSegmentError(f"read_at: the allocator over segment "
+                                     f"'{self.segment.name}' is closed")
         if address < 0 or nbytes < 0 or address + nbytes > self.size:
             raise ValueError(f"[{address}, {address + nbytes}) is outside the "
                              f"{self.size}-byte arena")

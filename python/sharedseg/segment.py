@@ -2,6 +2,7 @@
 """SharedSegment: one rank's mapping of the group's segment, and the
 zero-copy views over it (tensors, arrays, buffer). create_shared_segment
 (_protocol) makes it; layout and offsets are the C library's."""
+import math
 import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -83,16 +84,12 @@ class SharedSegment:
         for no bound; TimeoutError past it. Ctrl-C interrupts it. Not a
         collective: a peer does not learn of the owner's error here, so
         all-gather the owner's outcome if every rank must. Any other
-        populate mode returns at once."""
+        populate mode returns at once. populate_progress() and info work
+        from other threads meanwhile; close() from another thread stops
+        the wait (it raises SharedSegmentError saying so) and then
+        releases the segment."""
         self._open()
-        if timeout is None:
-            ms = -1
-        else:
-            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or \
-                    not 0 <= timeout <= 2**31 / 1000:
-                raise ValueError(f"timeout={timeout!r}: seconds, 0..{2**31 // 1000}, or None")
-            ms = int(timeout * 1000)
-        self._native.populate_wait(ms)
+        self._native.populate_wait(-1 if timeout is None else _wait_ms(timeout))
 
     def describe(self) -> str:
         """The canonical layout description that was hashed into the fingerprint."""
@@ -173,7 +170,10 @@ class SharedSegment:
 
     def close(self) -> bool:
         """Releases this rank's segment. Returns True when the pages were
-        unmapped now, False when live views hold them (unmapped with the last)."""
+        unmapped now, False when live views hold them (unmapped with the last).
+        A wait_populated() running on another thread is stopped first (it
+        raises SharedSegmentError); inside it (a signal handler) close()
+        returns False and the pages go once the wait has stopped."""
         return self._native.close()
 
     def __enter__(self) -> "SharedSegment":
@@ -202,6 +202,24 @@ class SharedSegment:
             known = ", ".join(self._blocks) or "none: the segment was made with size="
             raise KeyError(f"segment '{self.name}' has no block {block!r} (blocks: {known})")
         return found
+
+
+# The C call takes int milliseconds.
+_WAIT_MS_MAX = 2**31 - 1
+
+
+def _wait_ms(timeout: Any) -> int:
+    """timeout seconds as the C call's milliseconds, rounded up (a wait is
+    at least as long as asked); ValueError outside 0..2147483.647 s."""
+    ms = -1
+    if isinstance(timeout, int) and not isinstance(timeout, bool):
+        ms = timeout * 1000
+    elif isinstance(timeout, float) and math.isfinite(timeout):
+        ms = math.ceil(timeout * 1000)
+    if not 0 <= ms <= _WAIT_MS_MAX:
+        raise ValueError(f"timeout={timeout!r}: seconds from 0 to {_WAIT_MS_MAX / 1000} (the C "
+                         f"call waits at most 2**31-1 ms), or None for no bound")
+    return ms
 
 
 def _size_text(n: int) -> str:

@@ -4,6 +4,7 @@ pages are resident, every rank can use the segment at once, progress counts
 the pages, wait_populated() ends when they are all resident (on the owner:
 its work; on a peer: the count), its arguments are checked, and Ctrl-C
 interrupts it."""
+import os
 import signal
 import subprocess
 import sys
@@ -116,3 +117,107 @@ def test_ctrl_c_interrupts_the_wait():
             proc.wait()
     assert proc.returncode == 0, out
     assert out.split() == ["interrupted", "True"], out
+
+
+# A wait that lasts: 1 GiB on one thread takes the owner about 0.6 s here.
+def _slow_segment(name):
+    return sharedseg.create_shared_segment(name, size=1 << 30, pages="base",
+                                           populate="background", populate_threads=1)
+
+
+def _waiter(seg, out):
+    def run():
+        try:
+            seg.wait_populated(timeout=120)
+            out["waited"] = True
+        except BaseException as e:
+            out["error"] = e
+    return threading.Thread(target=run)
+
+
+def test_progress_and_info_beside_a_wait():
+    seg, out = _slow_segment("py-bg-beside"), {}
+    waiter = _waiter(seg, out)
+    waiter.start()
+    beside, second = [], []
+    while waiter.is_alive():
+        inside = seg._native.waiting  # in the C call, without the GIL
+        resident, total = seg.populate_progress()
+        if inside and resident < total:
+            beside.append(seg.info["populate_s"])
+            try:  # refused while the other runs (it may just have ended)
+                seg.wait_populated(timeout=0)
+            except (sharedseg.SharedSegmentError, TimeoutError) as e:
+                second.append(str(e))
+    waiter.join()
+    seg.close()
+    assert out == {"waited": True}, out
+    assert beside, "no call ran while the wait did"
+    assert "wait_populated: another wait_populated is running on this segment (one at a " \
+        "time)" in second, second
+
+
+def test_close_on_another_thread_stops_the_wait():
+    name = f"py-bg-close-{os.getpid()}"  # the list is the host's
+    seg, out = _slow_segment(name), {}
+    waiter = _waiter(seg, out)
+    waiter.start()
+    while not (seg._native.waiting and seg.populate_progress()[0] < (1 << 30)):
+        assert waiter.is_alive(), out
+    assert seg.close() is True  # the wait has stopped, the pages are gone
+    waiter.join()
+    assert isinstance(out.get("error"), sharedseg.SharedSegmentError), out
+    assert str(out["error"]) == ("wait_populated: the segment was closed on another thread "
+                                 "while it waited")
+    assert seg.closed and not seg._native.mapped
+    assert [s for s in sharedseg.list_segments() if s["name"] == name] == []
+
+
+def test_close_in_a_signal_handler_inside_the_wait():
+    seg, got, over = _slow_segment("py-bg-handler"), {}, threading.Event()
+
+    def send():
+        while not (seg._native.waiting and seg.populate_progress()[0] < (1 << 30)):
+            if over.is_set():
+                return  # the wait ended first: the test fails on its own
+        os.kill(os.getpid(), signal.SIGUSR1)
+    previous = signal.signal(signal.SIGUSR1, lambda *_: got.setdefault("closed", seg.close()))
+    sender = threading.Thread(target=send)
+    sender.start()
+    try:
+        with pytest.raises(sharedseg.SharedSegmentError, match="^wait_populated: the segment "
+                           "was closed by a signal handler on this thread while it waited$"):
+            seg.wait_populated(timeout=120)
+    finally:
+        over.set()
+        sender.join()
+        signal.signal(signal.SIGUSR1, previous)
+    assert got == {"closed": False}  # the wait was this thread's: it released after
+    assert seg.closed and not seg._native.mapped
+
+
+class _Recorder:
+    closed = False
+
+    def __init__(self):
+        self.ms = []
+
+    def populate_wait(self, ms):
+        self.ms.append(ms)
+
+
+def test_the_timeout_bound_is_the_c_calls():
+    with sharedseg.create_shared_segment("py-bg-bound", size=8 << 20, pages="base") as seg:
+        seg.wait_populated(timeout=2147483.647)  # the bound itself reaches the C call
+        for bad in (2147483.648, 2147484, 2**64, -0.001, float("inf"), float("-inf"),
+                    float("nan")):
+            with pytest.raises(ValueError, match=r"seconds from 0 to 2147483\.647 \(the C "
+                               r"call waits at most 2\*\*31-1 ms\), or None"):
+                seg.wait_populated(timeout=bad)
+        native, seg._native = seg._native, _Recorder()
+        try:
+            for t in (2147483.647, 2147483, 0.0005, 0, 0.0, 1.5, None):
+                seg.wait_populated(timeout=t)
+            assert seg._native.ms == [2147483647, 2147483000, 1, 0, 0, 1500, -1]
+        finally:
+            seg._native = native

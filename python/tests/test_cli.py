@@ -223,3 +223,50 @@ def test_an_argument_that_is_not_utf8_reaches_the_c_code_as_bytes():
                             timeout=120)
     assert (ours.returncode, ours.stderr) == (theirs.returncode, theirs.stderr) == \
         (2, b"sharedseg probe: --size: '\xff' is not a size (use 4096, 256MiB, 4G)\n")
+
+
+def run_to(argv, stdout, env):
+    """argv run with stdout at /dev/full ("full") or closed ("closed")."""
+    if stdout == "closed":
+        argv = ["sh", "-c", 'exec "$@" >&-', "sh", *argv]
+    with open("/dev/full", "wb") as full:
+        return subprocess.run(argv, stdout=full if stdout == "full" else None,
+                              stderr=subprocess.PIPE, timeout=120, env=env)
+
+
+# Python's -u makes C's stdout unbuffered: the in-process run has the C tool's
+# sentence either way.
+@pytest.mark.parametrize("unbuffered", ["1", ""])
+@pytest.mark.parametrize("stdout,reason", [("full", "No space left on device"),
+                                           ("closed", "Bad file descriptor")])
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["help", "ls"], ["probe"],
+                                  ["ls", "--json"]])
+def test_output_refused_is_a_failure_with_a_sentence(argv, stdout, reason, unbuffered):
+    env = env_with_package(PYTHONUNBUFFERED=unbuffered)
+    ours = run_to([sys.executable, "-m", "sharedseg", *argv], stdout, env)
+    theirs = run_to([c_tool(), *argv], stdout, env)
+    assert (ours.returncode, ours.stderr) == (theirs.returncode, theirs.stderr) == \
+        (1, f"sharedseg: write error: {reason}\n".encode()), ours.stderr
+
+
+def test_a_command_word_that_is_not_utf8_is_the_c_tools_sentence():
+    env = env_with_package()
+    ours = subprocess.run([sys.executable, "-m", "sharedseg", b"\xff"], capture_output=True,
+                          timeout=120, env=env)
+    theirs = subprocess.run([c_tool(), b"\xff"], capture_output=True, timeout=120)
+    assert (ours.returncode, ours.stdout, ours.stderr) == \
+        (theirs.returncode, theirs.stdout, theirs.stderr) == \
+        (2, b"", b"sharedseg: unknown command '\xff' (commands: probe, demo, bench, ls; see "
+                 b"sharedseg --help)\n")
+
+
+def test_an_earlier_commands_write_error_is_not_the_next_ones():
+    code = ("import os, sys; from sharedseg import cli\n"
+            "saved = os.dup(1); os.dup2(os.open('/dev/full', os.O_WRONLY), 1)\n"
+            "first = cli.main(['--version']); os.dup2(saved, 1)\n"
+            "second = cli.main(['--version']); sys.stderr.write(f'{first} {second}\\n')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env=env_with_package())
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"sharedseg {_native.LIBRARY_VERSION}\n"
+    assert done.stderr == "sharedseg: write error: No space left on device\n1 0\n"

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Four ranks spawned with torch.multiprocessing over a gloo group. One job
 runs every scenario (spawning 4 interpreters with torch is the slow part);
-each test asserts on what every rank recorded."""
+each test asserts on what every rank recorded. The last two fork pairs of
+ranks instead (store_host_exit.py), rank 0 of which hosts the store and
+exits the moment its call returns."""
 import errno
 import json
 
@@ -172,3 +174,33 @@ def test_a_collective_timeout_leaves_the_all_gather_posted_not_aborted(ranks):
         assert "destroy it" in d["message"], d
         if r != 3:
             assert d["pending_completed"] is True, d
+
+
+def store_host_exits(scenario, runs=10):
+    """Rank 1's outcome in each of runs runs of store_host_exit.py."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import TESTS, env_with_package
+    done = subprocess.run([sys.executable, os.path.join(TESTS, "store_host_exit.py"), scenario,
+                           str(runs)], capture_output=True, text=True, timeout=240,
+                          env=env_with_package())
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(got) == runs, done.stdout + done.stderr[-3000:]
+    return got
+
+
+def test_the_store_host_leaving_at_once_after_an_agreed_error_leaves_it_to_the_others():
+    """Rank 0 hosts the TCPStore and exits the moment it has the agreed
+    error: rank 1 still reads the same error, never a broken pipe."""
+    for got in store_host_exits("error"):
+        assert got == {"ok": False, "error": "SharedSegmentValueError: segment 'py-store-exit': "
+                       "ranks 0-1 failed in complete: rank 1 declared size=8192, rank 0 "
+                       "declared size=4096"}, got
+
+
+def test_the_store_host_leaving_at_once_after_a_segment_leaves_the_others_theirs():
+    for got in store_host_exits("success"):
+        assert got == {"ok": True}, got

@@ -109,3 +109,18 @@ def test_the_documented_lines_build_the_backend():
     del scope, backend, allocator
     gc.collect()
     assert [s for s in sharedseg.list_segments() if s["name"] == name] == []
+
+
+def test_read_at_after_close_raises():
+    import gc
+
+    from sharedseg import SharedSegmentError
+    from sharedseg.lmcache import SharedSegMemoryAllocator
+    allocator = SharedSegMemoryAllocator(2 << 20, pages="base", name=f"lmcache-rc-{os.getpid()}")
+    assert allocator.read_at(4096, 16).numel() == 16
+    allocator.close()
+    with pytest.raises(SharedSegmentError, match=r"read_at: the allocator over segment "
+                                                 r"'lmcache-rc-\d+-\d+' is closed"):
+        allocator.read_at(4096, 16)
+    del allocator
+    gc.collect()

@@ -3,6 +3,7 @@
 a callback that never takes the GIL, handed over after each call), the
 queue is bounded and counts what it dropped, SHAREDSEG_LOG=off silences it, and
 nothing is written to stderr behind logging's back."""
+import json
 import logging
 import subprocess
 import sys
@@ -99,3 +100,65 @@ def test_probe_and_supported_drain_too(caplog):
     _native._queue_log(_native.LOG_INFO, "before probe", 1)
     sharedseg.probe()
     assert "before probe" in [r.getMessage() for r in caplog.records]
+
+
+# Thread A runs `probe` in the process; it blocks writing its output to a
+# full pipe (its messages are written by then). Meanwhile the main thread
+# makes the library say one line per call; each must reach logging, and
+# none of the command's own lines.
+BESIDE_A_COMMAND = '''
+import fcntl, json, logging, os, select, sys, threading
+import sharedseg
+from sharedseg import _native, cli
+seen = []
+class Keep(logging.Handler):
+    def emit(self, record):
+        seen.append(record.getMessage())
+logger = logging.getLogger("sharedseg")
+logger.addHandler(Keep()); logger.setLevel(logging.DEBUG); logger.propagate = False
+_native.set_log_level(_native.LOG_DEBUG)
+r, w = os.pipe()
+fcntl.fcntl(w, 1031, 4096)  # F_SETPIPE_SZ: one page
+os.set_blocking(w, False)
+try:
+    while True:
+        os.write(w, b"x" * 512)
+except BlockingIOError:
+    os.set_blocking(w, True)
+saved = os.dup(1)
+os.dup2(w, 1)
+rc = []
+command = threading.Thread(target=lambda: rc.append(cli.main(["probe"])))
+command.start()
+wchan = f"/proc/self/task/{command.native_id}/wchan"
+while "pipe_write" not in open(wchan).read():  # the command is writing its output
+    assert command.is_alive()
+for i in range(200):
+    try:
+        _native.parse("size", f"bogus-{i}")
+    except ValueError:
+        pass
+while command.is_alive():
+    if select.select([r], [], [], 0.05)[0]:
+        os.read(r, 65536)
+command.join()
+os.dup2(saved, 1)
+_native.drain_log()
+print(json.dumps(dict(rc=rc, seen=seen)))
+'''
+
+
+def test_a_command_on_one_thread_leaves_the_other_threads_messages_to_logging():
+    done = subprocess.run([sys.executable, "-c", BESIDE_A_COMMAND], capture_output=True,
+                          text=True, timeout=120, env=env_with_package())
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["rc"] == [0]
+    wanted = [f"error -22: size 'bogus-{i}' is not a number with an optional unit (K, M, G, T, "
+              f"P, E, with or without iB)" for i in range(200)]
+    assert got["seen"] == wanted, got["seen"][:3]
+    # The command's own lines (what probe says at debug level on this host)
+    # are the C tool's, on stderr.
+    assert all(line.startswith("sharedseg[") and ": debug: " in line
+               for line in done.stderr.splitlines()), done.stderr
+    assert "bogus" not in done.stderr
