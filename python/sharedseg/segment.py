@@ -78,12 +78,13 @@ class SharedSegment:
     def wait_populated(self, timeout: Optional[float] = None) -> None:
         """With populate="background", waits until the segment is resident:
         on the owner, for its threads' work, raising the error that stopped
-        it (SharedSegmentError, errno ENOMEM where the kernel refused
-        pages; the pages left are faulted at first touch); on the
-        other ranks, until every page is resident. timeout: seconds, None
-        for no bound; TimeoutError past it. Ctrl-C interrupts it. Not a
-        collective: a peer does not learn of the owner's error here, so
-        all-gather the owner's outcome if every rank must. Any other
+        it (SharedSegmentError, errno ENOMEM where memory ran out; the
+        pages left are faulted at first touch); on the other ranks, until
+        every page is resident or the owner's work ended: the owner's
+        error, errno ECANCELED when the owner closed the segment first,
+        EOWNERDEAD when the owner exited or was killed. timeout: seconds,
+        None for no bound; TimeoutError past it. Ctrl-C interrupts it. Not
+        a collective: each rank hears from the owner itself. Any other
         populate mode returns at once. populate_progress() and info work
         from other threads meanwhile; close() from another thread stops
         the wait (it raises SharedSegmentError saying so) and then

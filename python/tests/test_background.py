@@ -221,3 +221,62 @@ def test_the_timeout_bound_is_the_c_calls():
             assert seg._native.ms == [2147483647, 2147483000, 1, 0, 0, 1500, -1]
         finally:
             seg._native = native
+
+
+_OWNER = """
+import sys, time
+from tcp_exchange import TcpExchange
+import sharedseg
+ex = TcpExchange(0, 2, timeout=60)
+print(ex.port, flush=True)
+seg = sharedseg.create_shared_segment("py-bg-owner", size=1 << 30, world_size=2, rank_id=0,
+                                      exchange=ex, pages="base", populate="background",
+                                      populate_threads=1, timeout=60)
+print("made", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_peers_wait_ends_when_the_owner_is_killed():
+    """The owner stopped (SIGSTOP freezes its work part-way), then killed:
+    a peer's unbounded wait raises EOWNERDEAD at once, where it used to
+    spin forever; the peer's own writes still make its pages resident."""
+    import errno
+    owner = subprocess.Popen([sys.executable, "-c", _OWNER], stdout=subprocess.PIPE, text=True,
+                             env=env_with_package())
+    try:
+        port = int(owner.stdout.readline())
+        with sharedseg.create_shared_segment("py-bg-owner", size=1 << 30, world_size=2,
+                                             rank_id=1, exchange=TcpExchange(1, 2, port, 60),
+                                             pages="base", populate="background",
+                                             timeout=60) as seg:
+            assert owner.stdout.readline() == "made\n"
+            os.kill(owner.pid, signal.SIGSTOP)
+            resident, total = seg.populate_progress()
+            assert resident < total, "the owner populated 1 GiB before it was stopped"
+            os.kill(owner.pid, signal.SIGKILL)
+            owner.wait(30)
+            done = {}
+
+            def wait():
+                try:
+                    seg.wait_populated()
+                except sharedseg.SharedSegmentError as e:
+                    done["error"] = e
+                else:
+                    done["returned"] = True
+            waited = threading.Thread(target=wait, daemon=True)
+            waited.start()
+            waited.join(60)
+            assert not waited.is_alive(), "wait_populated() did not return after the owner died"
+            err = done["error"]
+            assert err.errno == errno.EOWNERDEAD
+            assert "owner rank 0" in str(err) and "(it exited or was killed)" in str(err)
+            view = seg.buffer()
+            for off in range(0, total, 4096):
+                view[off] = 1
+            del view
+            seg.wait_populated()  # every page resident now: returns
+    finally:
+        owner.kill()
+        owner.wait()
