@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "backend/ascend/ascend_device.h"
+#include "backend/ascend/ascend_probe.h"
 #include "backend/vmm.h"
 #include "os/host.h"
 

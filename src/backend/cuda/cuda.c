@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_probe.h"
 #include "backend/vmm.h"
 
 struct cuda_state {
