@@ -132,10 +132,10 @@ int sseg_ascend_grant(const struct sseg_acl *acl, void *ptr, size_t size, int de
 	desc.location.id = (uint32_t)logic;
 	rc = sseg_acl_result(acl->aclrtMemSetAccess(ptr, size, &desc, 1), "aclrtMemSetAccess");
 	if (rc == -EOPNOTSUPP)
-		return sseg_err_wrap(rc, "device %d (the driver's %d) was refused access to ACL VMM "
-				     "host memory: the driver maps host memory for a device over "
-				     "HCCS only, not PCIe; a memfd segment with SSEG_F_HOST_REGISTER "
-				     "serves such a device", device, (int)logic);
+		return sseg_err_wrap(rc, "device %d (the driver's %d) cannot map ACL VMM host memory: "
+				     "the driver maps it over HCCS only, not PCIe; backend=memfd "
+				     "with SSEG_F_HOST_REGISTER serves such a device", device,
+				     (int)logic);
 	return rc;
 }
 

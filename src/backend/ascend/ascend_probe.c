@@ -20,12 +20,12 @@ enum probe_what { PROBE_FABRIC, PROBE_HOST_VMM, PROBE_HOST_REGISTER };
 
 static struct sseg_probe_cache probes = SSEG_PROBE_CACHE_INIT;
 
-/* What a probe is asked about; the device's context is current. */
+/* What a probe is asked about. */
 struct probe_target {
 	const struct sseg_acl *acl;
 	enum probe_what what;
 	int device;
-	int node;
+	int node; /* -1: the one the calling thread runs on */
 };
 
 /* Once, whatever it answers: a handle whose free failed is abandoned
@@ -84,8 +84,11 @@ static int try_segment(const struct probe_target *t, bool fabric, char *why, siz
 	struct sseg_ascend_want want = { .fabric = fabric, .huge = true, .node = t->node };
 	struct sseg_ascend_memory mem;
 	aclrtDrvMemHandle h = NULL;
-	int rc = sseg_ascend_allocate(t->acl, &want, 1, &mem, &h);
+	int rc;
 
+	if (want.node < 0)
+		want.node = sseg_ascend_current_node();
+	rc = sseg_ascend_allocate(t->acl, &want, 1, &mem, &h);
 	if (!rc) {
 		rc = try_mapped(t->acl, h, mem.size, t->device, fabric);
 		free_probe_handle(t->acl, h);
@@ -118,29 +121,54 @@ static int try_register(const struct sseg_acl *acl, char *why, size_t len)
 	return !rc;
 }
 
+/* What is missing for the probe: an entry point group of the runtime. */
+static const char *missing_for(const struct probe_target *t)
+{
+	switch (t->what) {
+	case PROBE_FABRIC:
+		return t->acl->fabric ? NULL : "aclrtMemExportToShareableHandleV2";
+	case PROBE_HOST_VMM:
+		return t->acl->vmm ? NULL : "aclrtMallocPhysical";
+	case PROBE_HOST_REGISTER:
+		return t->acl->host_register ? NULL : "aclrtHostRegister";
+	}
+	return NULL;
+}
+
+static int run_on_device(const struct probe_target *t, char *why, size_t len)
+{
+	if (t->what == PROBE_HOST_REGISTER)
+		return try_register(t->acl, why, len);
+	return try_segment(t, t->what == PROBE_FABRIC, why, len);
+}
+
+/* Sets the device (one reference of it) and makes its context current
+ * around the probe, the caller's put back: a probe runs where no device is
+ * set yet (the backend's probe) as well as inside a segment's create. A
+ * device that cannot be set gives no answer. */
 static int run_probe(void *arg, char *why, size_t len)
 {
 	const struct probe_target *t = arg;
-	const char *missing = NULL;
+	const char *missing = missing_for(t);
+	aclrtContext ctx, saved;
+	int rc;
 
-	switch (t->what) {
-	case PROBE_FABRIC:
-		missing = t->acl->fabric ? NULL : "aclrtMemExportToShareableHandleV2";
-		break;
-	case PROBE_HOST_VMM:
-		missing = t->acl->vmm ? NULL : "aclrtMallocPhysical";
-		break;
-	case PROBE_HOST_REGISTER:
-		missing = t->acl->host_register ? NULL : "aclrtHostRegister";
-		break;
-	}
 	if (missing) {
 		snprintf(why, len, "the ACL runtime %s has no %s", t->acl->path, missing);
 		return 0;
 	}
-	if (t->what == PROBE_HOST_REGISTER)
-		return try_register(t->acl, why, len);
-	return try_segment(t, t->what == PROBE_FABRIC, why, len);
+	rc = sseg_ascend_device_open(t->acl, t->device, &ctx);
+	if (rc)
+		return rc;
+	rc = sseg_acl_enter(t->acl, ctx, &saved);
+	if (!rc) {
+		rc = run_on_device(t, why, len);
+		sseg_acl_leave(t->acl, saved);
+	}
+	sseg_ascend_device_close(t->acl, t->device);
+	if (rc == 0)
+		sseg_log(SSEG_LOG_INFO, "ACL device %d: a probe was refused: %s", t->device, why);
+	return rc;
 }
 
 /* 1 works, 0 refused (why), -errno no answer. */
@@ -169,6 +197,29 @@ bool sseg_ascend_fabric_works(const struct sseg_acl *acl, int device, int node)
 	return works;
 }
 
+/* Usable where some device maps ACL VMM host memory for real (what a
+ * segment does, on one granule); else device 0's reason: a device on PCIe
+ * is refused it (HCCS only), which a create would meet at its grant. */
+static int any_device(const struct sseg_acl *acl, uint32_t count)
+{
+	char why[SSEG_ERR_MAX], first[SSEG_ERR_MAX] = "";
+	int first_rc = 0;
+
+	for (uint32_t d = 0; d < count; d++) {
+		int rc = ask(acl, PROBE_HOST_VMM, (int)d, -1, why, sizeof(why));
+
+		if (rc > 0)
+			return 0;
+		if (rc == 0)
+			rc = sseg_err(-EOPNOTSUPP, "%s", why);
+		if (!first_rc) {
+			first_rc = rc;
+			snprintf(first, sizeof(first), "%s", sseg_last_error());
+		}
+	}
+	return sseg_err(first_rc, "%s", first);
+}
+
 int sseg_ascend_usable(char *why, size_t len, int *ndevices)
 {
 	const struct sseg_acl *acl;
@@ -184,8 +235,10 @@ int sseg_ascend_usable(char *why, size_t len, int *ndevices)
 	if (!rc && count == 0)
 		rc = sseg_err(-ENODEV, "the ACL runtime sees no device");
 	*ndevices = (int)count;
+	if (!rc)
+		rc = any_device(acl, count);
 	if (rc) {
-		snprintf(why, len, "not available: %s", sseg_last_error());
+		sseg_probe_reason(why, len, sseg_last_error());
 		return rc;
 	}
 	snprintf(why, len, "available: %u device(s), ACL runtime %d.%d.%d", count,
@@ -193,49 +246,37 @@ int sseg_ascend_usable(char *why, size_t len, int *ndevices)
 	return 0;
 }
 
-
 /* ---- the probe's device section ---- */
 
-static void probe_one(const struct sseg_acl *acl, int index, struct sseg_probe_device *g)
+/* 1, 0, or -1 where the probe gave no answer (the device could not be set). */
+static int fact(int answer)
 {
-	char why[128];
-	int node = sseg_ascend_current_node();
-
-	g->vmm = acl->vmm;
-	g->host_vmm = -1;       /* the runtime has no attribute for it */
-	g->fabric_claimed = -1; /* likewise: only a real export tells */
-	g->ipc_fd = 0;          /* ACL handles are numbers, not file descriptors */
-	g->host_vmm_works = ask(acl, PROBE_HOST_VMM, index, node, NULL, 0) > 0;
-	g->fabric_works = ask(acl, PROBE_FABRIC, index, sseg_ascend_fabric_node(acl, index),
-			      NULL, 0) > 0;
-	g->host_register = !sseg_ascend_hostreg_usable(why, sizeof(why)) &&
-			   ask(acl, PROBE_HOST_REGISTER, index, -1, NULL, 0) > 0;
-	g->host_register_readonly = 0; /* ACL_HOST_REGISTER_READONLY: reserved, unsupported */
-	g->host_numa_id = -1;          /* no query of a device's host node is documented */
+	return answer < 0 ? -1 : answer;
 }
 
 int sseg_ascend_probe_device(int index, struct sseg_probe_device *g)
 {
 	const struct sseg_acl *acl;
-	aclrtContext ctx, saved;
 	uint32_t count = 0;
-	int rc;
+	char why[128];
 
 	if (sseg_acl_get(&acl))
 		return sseg_err(-EOPNOTSUPP, "no ACL runtime");
 	if (acl->aclrtGetDeviceCount(&count) != ACL_SUCCESS || index < 0 ||
 	    (uint32_t)index >= count)
 		return sseg_err(-ENOENT, "no ACL device %d", index);
-	/* The device is there; what it can do stays unknown if it cannot be set. */
-	g->vmm = g->host_vmm = g->host_vmm_works = g->fabric_claimed = -1;
-	g->fabric_works = g->host_register = g->host_register_readonly = -1;
-	rc = sseg_ascend_device_open(acl, index, &ctx);
-	if (!rc && !sseg_acl_enter(acl, ctx, &saved)) {
-		probe_one(acl, index, g);
-		sseg_acl_leave(acl, saved);
-	}
-	if (!rc)
-		sseg_ascend_device_close(acl, index);
+	g->vmm = acl->vmm;
+	g->host_vmm = -1;       /* the runtime has no attribute for it */
+	g->fabric_claimed = -1; /* likewise: only a real export tells */
+	g->ipc_fd = 0;          /* ACL handles are numbers, not file descriptors */
+	g->host_vmm_works = fact(ask(acl, PROBE_HOST_VMM, index, -1, NULL, 0));
+	g->fabric_works = fact(ask(acl, PROBE_FABRIC, index, sseg_ascend_fabric_node(acl, index),
+				   NULL, 0));
+	g->host_register = sseg_ascend_hostreg_usable(why, sizeof(why))
+				   ? 0
+				   : fact(ask(acl, PROBE_HOST_REGISTER, index, -1, NULL, 0));
+	g->host_register_readonly = 0; /* ACL_HOST_REGISTER_READONLY: reserved, unsupported */
+	g->host_numa_id = -1;          /* no query of a device's host node is documented */
 	sseg_err_clear();
 	return 0;
 }
