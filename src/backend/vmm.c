@@ -214,7 +214,8 @@ void sseg_vmm_describe(const struct sseg *seg, struct sseg_info *info)
 /* The driver's handles, mappings and device stay the parent's (drivers do
  * not work in a forked child): a child closes the exported fd and lets go
  * of the rest without a driver call, so that its destroy makes none
- * either. Its inherited mapping stays. */
+ * either. Whatever the child finds at the address is the driver's doing:
+ * a driver may not copy its mappings into a child at all (don't-fork). */
 void sseg_vmm_forget_in_child(struct sseg *seg)
 {
 	struct sseg_vmm *v = vmm_of(seg);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fake_acl.h"
 #include "fake/kit/config.h"
@@ -101,6 +102,7 @@ static void start(void)
 					 .need_ctx = 1, .need_init = 1, .hccs = 1,
 					 .host_numa = 1 };
 	fake.handle_seq = 0xac10000;
+	fake.pid = getpid();
 	read_visible();
 }
 

@@ -112,6 +112,7 @@ struct fake_state {
 	int initialized;
 	const char *init_config; /* the first aclInit's configPath ("" for NULL) */
 	pid_t device_pid;        /* the process that set a device first; 0 */
+	pid_t pid;               /* the process the tables below are of */
 	int visible[FAKE_MAX_DEVICES]; /* user ordinal -> logical id */
 	int nvisible;
 	int device_refs[FAKE_MAX_DEVICES];

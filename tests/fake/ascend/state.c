@@ -4,6 +4,7 @@
  * and the control API the tests reach with dlsym. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "fake_acl.h"
@@ -28,9 +29,29 @@ static int forked_child(enum fake_entry entry)
 	       entry != FE_aclrtGetVersion;
 }
 
+/* What the driver holds is per process: a forked child where the runtime
+ * works (fork_works=1) starts with none of its parent's handles, ranges
+ * or device references; the parent's mappings are not even in its address
+ * space (don't-fork). Under the lock. */
+static void forget_parent(void)
+{
+	for (int i = 0; i < FAKE_MAX_HANDLES; i++)
+		if (fake.handles[i].id)
+			close(fake.handles[i].fd);
+	memset(fake.handles, 0, sizeof(fake.handles));
+	memset(fake.reservations, 0, sizeof(fake.reservations));
+	memset(fake.mappings, 0, sizeof(fake.mappings));
+	memset(fake.registrations, 0, sizeof(fake.registrations));
+	memset(fake.device_refs, 0, sizeof(fake.device_refs));
+	fake.pid = getpid();
+}
+
 aclError fake_enter(enum fake_entry entry)
 {
 	aclError rc = (aclError)fk_enter(entry);
+
+	if (fake.cfg.fork_works && fake.pid != getpid())
+		forget_parent();
 
 	recent[0] = '\0';
 	if (rc != ACL_SUCCESS)

@@ -2,7 +2,8 @@
 /* Virtual address ranges: a reservation is a PROT_NONE anonymous mapping,
  * aclrtMapMem puts a whole allocation's memfd over part of one, read-write
  * for the CPU (the memory is the host's: the driver skips a host entry on
- * the owner, halMemSetAccess / svm_mem_set_access). aclrtMemSetAccess
+ * the owner, halMemSetAccess / svm_mem_set_access), not copied into a
+ * forked child (don't-fork, as the driver's own). aclrtMemSetAccess
  * reads its descriptors as the driver does, and grants devices.
  * aclrtUnmapMem puts the reservation back. */
 #include <string.h>
@@ -114,6 +115,12 @@ static aclError map(uintptr_t start, size_t size, uintptr_t handle)
 	if (!m || mmap((void *)start, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, h->fd,
 		       FAKE_HEADER) == MAP_FAILED)
 		return fake_refuse(ACL_ERROR_RT_MEMORY_ALLOCATION, "cannot map %zu bytes", size);
+	/* The driver's mappings are not copied into a forked child: it has
+	 * nothing at this address, and its first touch is SIGSEGV. */
+	if (madvise((void *)start, size, MADV_DONTFORK)) {
+		fk_va_restore((void *)start, size);
+		return fake_refuse(ACL_ERROR_RT_MEMORY_ALLOCATION, "cannot mark %zu bytes", size);
+	}
 	*m = (struct fake_range){ .start = start, .size = size, .handle = handle };
 	res->origin = (int)h->origin;
 	return ACL_SUCCESS;
