@@ -160,22 +160,23 @@ static void prop_of(const struct way *w, aclrtPhysicalMemProp *prop)
 
 /* What public users of fabric-exported host memory try (hixl's
  * FabricMemTransferService::AllocatePhysicalMemory, Mooncake): P2P memory,
- * 1 GiB pages first (here only for a whole number of GiB), then 2 MiB; the
- * given node, then HOST with id 0, which the ACL layer accepts where
- * HOST_NUMA is refused (older drivers lack the feature the runtime checks,
- * ApiErrorDecorator::MallocPhysical). A node the caller chose is kept. */
-static int ways_of(const struct sseg_ascend_want *want, uint64_t size, struct way ways[4])
+ * 1 GiB pages first, then 2 MiB; the caller chooses which (1 GiB pages
+ * for a whole number of GiB where the probe of them passed, and 2 MiB
+ * pages again where a step of theirs fails later). The given node, then
+ * HOST with id 0, which the ACL layer accepts where HOST_NUMA is refused
+ * (older drivers lack the feature the runtime checks,
+ * ApiErrorDecorator::MallocPhysical); 1 GiB pages on the node only. A node
+ * the caller chose is kept. */
+static int ways_of(const struct sseg_ascend_want *want, struct way ways[2])
 {
 	aclrtMemAttr attr = want->huge ? ACL_DDR_MEM_HUGE : ACL_DDR_MEM_NORMAL;
 	uint32_t node = (uint32_t)want->node;
 	int n = 0;
 
-	if (want->fabric && size >= SSEG_1G && size % SSEG_1G == 0)
-		ways[n++] = (struct way){ ACL_MEM_P2P_HUGE1G, ACL_MEM_LOCATION_TYPE_HOST_NUMA, node };
 	if (want->fabric)
-		attr = ACL_MEM_P2P_HUGE;
+		attr = want->huge1g ? ACL_MEM_P2P_HUGE1G : ACL_MEM_P2P_HUGE;
 	ways[n++] = (struct way){ attr, ACL_MEM_LOCATION_TYPE_HOST_NUMA, node };
-	if (!want->node_fixed)
+	if (!want->node_fixed && attr != ACL_MEM_P2P_HUGE1G)
 		ways[n++] = (struct way){ attr, ACL_MEM_LOCATION_TYPE_HOST, 0 };
 	return n;
 }
@@ -216,8 +217,8 @@ static int try_way(const struct sseg_acl *acl, const struct way *w, uint64_t siz
 int sseg_ascend_allocate(const struct sseg_acl *acl, const struct sseg_ascend_want *want,
 			 uint64_t size, struct sseg_ascend_memory *mem, aclrtDrvMemHandle *h)
 {
-	struct way ways[4];
-	int n = ways_of(want, size, ways);
+	struct way ways[2];
+	int n = ways_of(want, ways);
 	bool refused = true;
 	int rc = -ENOMEM;
 

@@ -28,6 +28,7 @@ SSEG_HIDDEN int sseg_ascend_placement(struct sseg *seg, int *node);
 /* What a segment's physical memory is to be. */
 struct sseg_ascend_want {
 	bool fabric;     /* to be exported as a fabric handle */
+	bool huge1g;     /* fabric: on 1 GiB pages (ACL_MEM_P2P_HUGE1G), else 2 MiB */
 	bool huge;       /* pages=auto (else base) */
 	int node;        /* host NUMA node */
 	bool node_fixed; /* the caller chose it: no other placement */

@@ -2,8 +2,10 @@
 /* The real probes of the ascend backend: each does what a segment's owner
  * does, on one granule (allocate, reserve, map, grant the device, export,
  * then undo it all), as a fabric handle (decides whether segments use
- * fabric handles) and as an in-server handle (host_vmm_works); a page
- * registered and unregistered answers host_register. A probe that stops at
+ * fabric handles), as an in-server handle (host_vmm_works, and whether the
+ * backend is available), and on one GiB of 1 GiB fabric pages (whether a
+ * fabric segment of whole GiB uses them); a page registered and
+ * unregistered answers host_register. A probe that stops at
  * the export misses what the driver refuses later, at access or map time.
  * Each answer is kept per (what, device, node) and process. */
 #include <stdio.h>
@@ -16,7 +18,14 @@
 #include "registry.h"
 #include "segment_types.h"
 
-enum probe_what { PROBE_FABRIC, PROBE_HOST_VMM, PROBE_HOST_REGISTER };
+enum probe_what { PROBE_FABRIC, PROBE_HOST_VMM, PROBE_HOST_REGISTER, PROBE_FABRIC_1G };
+
+static const char *const probe_names[] = {
+	[PROBE_FABRIC] = "fabric handles",
+	[PROBE_HOST_VMM] = "the in-server handle",
+	[PROBE_HOST_REGISTER] = "host registration",
+	[PROBE_FABRIC_1G] = "1 GiB fabric pages",
+};
 
 static struct sseg_probe_cache probes = SSEG_PROBE_CACHE_INIT;
 
@@ -78,19 +87,22 @@ static int try_mapped(const struct sseg_acl *acl, aclrtDrvMemHandle h, size_t si
 	return rc;
 }
 
-/* 1 works, 0 refused (why), -ENOMEM no answer (memory is short). */
-static int try_segment(const struct probe_target *t, bool fabric, char *why, size_t len)
+/* 1 works, 0 refused (why), -ENOMEM no answer (memory is short). One
+ * granule, or one GiB of 1 GiB pages: what a segment will use. */
+static int try_segment(const struct probe_target *t, char *why, size_t len)
 {
-	struct sseg_ascend_want want = { .fabric = fabric, .huge = true, .node = t->node };
+	struct sseg_ascend_want want = { .fabric = t->what != PROBE_HOST_VMM,
+					 .huge1g = t->what == PROBE_FABRIC_1G,
+					 .huge = true, .node = t->node };
 	struct sseg_ascend_memory mem;
 	aclrtDrvMemHandle h = NULL;
 	int rc;
 
 	if (want.node < 0)
 		want.node = sseg_ascend_current_node();
-	rc = sseg_ascend_allocate(t->acl, &want, 1, &mem, &h);
+	rc = sseg_ascend_allocate(t->acl, &want, want.huge1g ? SSEG_1G : 1, &mem, &h);
 	if (!rc) {
-		rc = try_mapped(t->acl, h, mem.size, t->device, fabric);
+		rc = try_mapped(t->acl, h, mem.size, t->device, want.fabric);
 		free_probe_handle(t->acl, h);
 	}
 	if (rc == -ENOMEM)
@@ -126,6 +138,7 @@ static const char *missing_for(const struct probe_target *t)
 {
 	switch (t->what) {
 	case PROBE_FABRIC:
+	case PROBE_FABRIC_1G:
 		return t->acl->fabric ? NULL : "aclrtMemExportToShareableHandleV2";
 	case PROBE_HOST_VMM:
 		return t->acl->vmm ? NULL : "aclrtMallocPhysical";
@@ -139,7 +152,7 @@ static int run_on_device(const struct probe_target *t, char *why, size_t len)
 {
 	if (t->what == PROBE_HOST_REGISTER)
 		return try_register(t->acl, why, len);
-	return try_segment(t, t->what == PROBE_FABRIC, why, len);
+	return try_segment(t, why, len);
 }
 
 /* Sets the device (one reference of it) and makes its context current
@@ -167,7 +180,8 @@ static int run_probe(void *arg, char *why, size_t len)
 	}
 	sseg_ascend_device_close(t->acl, t->device);
 	if (rc == 0)
-		sseg_log(SSEG_LOG_INFO, "ACL device %d: a probe was refused: %s", t->device, why);
+		sseg_log(SSEG_LOG_INFO, "ACL device %d: a probe of %s was refused: %s", t->device,
+			 probe_names[t->what], why);
 	return rc;
 }
 
@@ -192,6 +206,14 @@ static bool fabric_wanted(void)
 bool sseg_ascend_fabric_works(const struct sseg_acl *acl, int device, int node)
 {
 	bool works = fabric_wanted() && ask(acl, PROBE_FABRIC, device, node, NULL, 0) > 0;
+
+	sseg_err_clear();
+	return works;
+}
+
+bool sseg_ascend_huge1g_works(const struct sseg_acl *acl, int device, int node)
+{
+	bool works = ask(acl, PROBE_FABRIC_1G, device, node, NULL, 0) > 0;
 
 	sseg_err_clear();
 	return works;

@@ -18,6 +18,10 @@ SSEG_HIDDEN int sseg_ascend_usable(char *why, size_t len, int *ndevices);
  * reference), cached per (device, node); false when SHAREDSEG_ASCEND_FABRIC=0.
  * Needs the device's context current. */
 SSEG_HIDDEN bool sseg_ascend_fabric_works(const struct sseg_acl *acl, int device, int node);
+/* Whether a fabric segment of a whole number of GiB may take 1 GiB pages
+ * (ACL_MEM_P2P_HUGE1G) on the device and host node: what such a segment
+ * does, on one GiB of them, cached per (device, node). */
+SSEG_HIDDEN bool sseg_ascend_huge1g_works(const struct sseg_acl *acl, int device, int node);
 /* The probe's device section. */
 SSEG_HIDDEN int sseg_ascend_probe_device(int index, struct sseg_probe_device *facts);
 

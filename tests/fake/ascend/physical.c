@@ -108,8 +108,9 @@ static int is_huge1g(aclrtMemAttr attr)
 }
 
 /* The host attributes of memAttrHandlers (memory.cpp); 1 GiB host pages
- * only with huge1g=1 (the reference: HUGE1G is for devices; public users
- * try it on the host and fall back). */
+ * not with huge1g=0 (the reference: HUGE1G is for devices; public users
+ * try it on the host and fall back), and refused at a later step with
+ * huge1g=map, access or export. */
 static aclError check_attr(aclrtMemAttr attr)
 {
 	switch ((int)attr) {
@@ -274,7 +275,7 @@ static aclError exportable(aclrtDrvMemHandle handle, uint64_t flags, struct fake
 	if (flags > ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION)
 		return fake_refuse(ACL_ERROR_INVALID_PARAM, "flags %llu", (unsigned long long)flags);
 	*out = h;
-	return ACL_SUCCESS;
+	return fake_huge1g_step(h, FAKE_HUGE1G_EXPORT, "export");
 }
 
 static aclError mark_exported(struct fake_handle *h, int type, uint64_t flags, uint64_t shareable)

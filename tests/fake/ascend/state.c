@@ -67,6 +67,18 @@ aclError fake_enter(enum fake_entry entry)
 	return ACL_SUCCESS;
 }
 
+aclError fake_huge1g_step(const struct fake_handle *h, enum fake_huge1g step, const char *call)
+{
+	static const char *const names[] = { [FAKE_HUGE1G_MAP] = "map",
+					     [FAKE_HUGE1G_ACCESS] = "access",
+					     [FAKE_HUGE1G_EXPORT] = "export" };
+
+	if (!h || h->granule != (size_t)1 << 30 || fake.cfg.huge1g != (int)step)
+		return ACL_SUCCESS;
+	return fake_refuse(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+			   "%s: 1 GiB host pages are refused here (huge1g=%s)", call, names[step]);
+}
+
 aclError fake_leave(aclError rc)
 {
 	fk_unlock();

@@ -25,7 +25,11 @@ static aclError reserve(void **virPtr, size_t size)
 	if (!r)
 		return fake_refuse(ACL_ERROR_RT_MEMORY_ALLOCATION, "too many reservations");
 	size = page_round(size);
-	start = fk_va_reserve(size, fake.cfg.granularity);
+	/* A whole number of GiB is 1 GiB-aligned, so that 1 GiB pages map
+	 * into it: public users map them into ranges reserved with
+	 * alignment 0, which is all the reference lets a caller pass. */
+	start = fk_va_reserve(size, size % ((size_t)1 << 30) ? fake.cfg.granularity
+							      : (size_t)1 << 30);
 	if (!start)
 		return fake_refuse(ACL_ERROR_RT_MEMORY_ALLOCATION, "no address space for %zu bytes",
 				   size);
@@ -100,7 +104,7 @@ static aclError check_map(uintptr_t start, size_t size, const struct fake_handle
 		fk_bug("aclrtMapMem(%#lx, %zu) over a mapped range", (unsigned long)start, size);
 		return fake_refuse(ACL_ERROR_RT_PARAM_INVALID, "mapped already");
 	}
-	return ACL_SUCCESS;
+	return fake_huge1g_step(h, FAKE_HUGE1G_MAP, "aclrtMapMem");
 }
 
 static aclError map(uintptr_t start, size_t size, uintptr_t handle)
@@ -241,6 +245,7 @@ static aclError set_access(uintptr_t start, size_t size, const aclrtMemAccessDes
 		return fake_refuse(ACL_ERROR_RT_PARAM_INVALID,
 				   "%#lx + %zu is not what aclrtMapMem mapped", (unsigned long)start,
 				   size);
+	rc = fake_huge1g_step(fake_handle_find(m->handle), FAKE_HUGE1G_ACCESS, "aclrtMemSetAccess");
 	for (size_t i = 0; i < n && rc == ACL_SUCCESS; i++) {
 		d = drv_desc(desc, i);
 		rc = check_desc(&d, i);
