@@ -16,7 +16,9 @@ import re
 import sys
 
 BASE = {"internal.h", "error.h", "log.h", "util.h", "fault.h"}
-BACKEND_WORDS = re.compile(r"SSEG_BACKEND_(CUDA|MEMFD|ASCEND)|cuda|acl|ascend|driver/")
+# Any case: CUDA_LIBRARY or ASCEND_FABRIC in a core file is a backend's
+# name as much as cuda.h is.
+BACKEND_WORDS = re.compile(r"SSEG_BACKEND_(CUDA|MEMFD|ASCEND)|cuda|acl|ascend|npu|driver/", re.I)
 # Each device backend's folder under backend/, and the drivers (driver/NAME*)
 # it may include.
 BACKEND_DRIVERS = {"cuda": ("cuda",), "ascend": ("acl",)}

@@ -430,9 +430,15 @@ static const struct sseg_vmm_driver ascend_vmm = {
 	.close = close_device,
 };
 
+/* What this backend reads that releases up to 0.2 spelled SSEG_...:
+ * SHAREDSEG_ACL_LIBRARY (src/driver/acl.c) and SHAREDSEG_ASCEND_FABRIC
+ * (ascend_probe.c). */
+static const char *const renamed_env[] = { "ACL_LIBRARY", "ASCEND_FABRIC", NULL };
+
 const struct sseg_backend_ops sseg_ascend_ops = {
 	.kind = SSEG_BACKEND_ASCEND,
 	.name = "ascend",
+	.renamed_env = renamed_env,
 	.caps = SSEG_CAP_PINNED | SSEG_CAP_DEVICES | SSEG_CAP_FABRIC,
 	.hostreg = &sseg_ascend_hostreg_ops,
 	.vmm = &ascend_vmm,
