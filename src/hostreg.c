@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Host registration (SSEG_F_HOST_REGISTER): each rank pins its own mapping
  * for device DMA through a backend's host-registration driver, in chunks,
- * because one CUDA registration of 512 GiB or more fails on current drivers.
+ * because a single registration of 512 GiB or more fails on current GPU
+ * drivers.
  * Chunks are cut between layout entries so that no copy of an entry
  * straddles two registrations, and on page boundaries wherever the layout
  * has one within reach (gVisor refuses registrations that do not start on

@@ -22,14 +22,20 @@ static pthread_mutex_t limit_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sseg_ratelimit *held_list; /* causes with lines held back */
 
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
+static const char *const off_names[] = { "off", "none" }; /* SSEG_LOG_OFF */
 
 /* The user-facing environment: SHAREDSEG_<name>. Releases up to 0.2 read
- * some as SSEG_<name>; that spelling still counts, with one warning. */
-static const char *const env_names[] = { "LOG", "CUDA_LIBRARY", "ACL_LIBRARY",
-					 "CUDA_HOST_NUMA_MIN_DRIVER", "ASCEND_FABRIC" };
-enum { ENV_LOG = 0 }; /* env_names[ENV_LOG] */
-static int env_warned[ARRAY_SIZE(env_names)];
+ * some as SSEG_<name>; that spelling still counts, with one warning: LOG,
+ * this file's own, and the names others declare (sseg_env_declare). */
+#define ENV_MAX 32
+static const char *env_names[ENV_MAX] = { "LOG" };
+static int env_count = 1;    /* published after its name */
+enum { ENV_LOG = 0 };        /* env_names[ENV_LOG] */
+static int env_warned[ENV_MAX];
+static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
 static int log_env_old = -1; /* read_level found the old spelling: ENV_LOG */
+static int log_env_bad;      /* read_level found a value that is no level */
+static int log_env_bad_told; /* and it was said, here or in a parent */
 
 #define ENV_PREFIX "SHAREDSEG_"
 #define ENV_OLD_PREFIX "SSEG_"
@@ -52,7 +58,7 @@ static const char *env_read(const char *name, int *old)
 	if (strncmp(name, ENV_PREFIX, strlen(ENV_PREFIX)))
 		return v;
 	suffix = name + strlen(ENV_PREFIX);
-	for (size_t i = 0; i < ARRAY_SIZE(env_names); i++) {
+	for (int i = 0; i < __atomic_load_n(&env_count, __ATOMIC_ACQUIRE); i++) {
 		if (strcmp(suffix, env_names[i]))
 			continue;
 		snprintf(old_name, sizeof(old_name), ENV_OLD_PREFIX "%s", suffix);
@@ -72,6 +78,22 @@ static void env_warn(int i)
 		 "(which wins where both are set)", env_names[i], env_names[i]);
 }
 
+void sseg_env_declare(const char *const *names)
+{
+	pthread_mutex_lock(&env_lock);
+	for (; names && *names; names++) {
+		int n = env_count, i;
+
+		for (i = 0; i < n && strcmp(env_names[i], *names); i++)
+			;
+		if (i < n || n == ENV_MAX)
+			continue;
+		env_names[n] = *names;
+		__atomic_store_n(&env_count, n + 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&env_lock);
+}
+
 const char *sseg_env(const char *name)
 {
 	int old;
@@ -81,18 +103,36 @@ const char *sseg_env(const char *name)
 	return v;
 }
 
+/* The level a value of SHAREDSEG_LOG names; false for none. */
+static bool level_named(const char *value, int *level)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(off_names); i++)
+		if (!strcmp(value, off_names[i])) {
+			*level = SSEG_LOG_OFF;
+			return true;
+		}
+	for (size_t i = 0; i < ARRAY_SIZE(level_names); i++)
+		if (!strcmp(value, level_names[i])) {
+			*level = (int)i;
+			return true;
+		}
+	return false;
+}
+
 static void read_level(void)
 {
 	const char *env = env_read(ENV_PREFIX "LOG", &log_env_old);
+	int level;
 
 	if (!env)
 		return;
-	if (!strcmp(env, "off") || !strcmp(env, "none"))
-		__atomic_store_n(&max_level, SSEG_LOG_OFF, __ATOMIC_RELAXED);
-	for (size_t i = 0; i < ARRAY_SIZE(level_names); i++)
-		if (!strcmp(env, level_names[i]))
-			__atomic_store_n(&max_level, (int)i, __ATOMIC_RELAXED);
+	if (level_named(env, &level))
+		__atomic_store_n(&max_level, level, __ATOMIC_RELAXED);
+	else
+		log_env_bad = 1;
 }
+
+static void tell_bad_level(void);
 
 void sseg_set_log_level(enum sseg_log_level level)
 {
@@ -110,6 +150,7 @@ enum sseg_log_level sseg_log_level(void)
 	/* Told here, not in read_level: the warning itself asks for the level. */
 	if (log_env_old == ENV_LOG)
 		env_warn(ENV_LOG);
+	tell_bad_level();
 	return (enum sseg_log_level)__atomic_load_n(&max_level, __ATOMIC_RELAXED);
 }
 
@@ -160,6 +201,63 @@ static void emit(enum sseg_log_level level, const char *message)
 		line[n - 1] = '\n';
 	}
 	write_stderr(line, (size_t)n);
+}
+
+/* Once per process (a forked child was told with its parent): the value
+ * of SHAREDSEG_LOG (or the old spelling) that is no level, and the ones it
+ * takes, from the names read_level knows. Straight to the writer: at load
+ * the level is not read yet (read at first use), and never at warn's
+ * expense when it is. */
+static void tell_bad_value(const char *name, const char *value)
+{
+	const size_t n = ARRAY_SIZE(off_names) + ARRAY_SIZE(level_names);
+	char accepted[128], message[SSEG_ERR_MAX];
+	size_t used = 0;
+
+	if (__atomic_exchange_n(&log_env_bad_told, 1, __ATOMIC_RELAXED))
+		return;
+	for (size_t i = 0; i < n && used < sizeof(accepted); i++)
+		used += (size_t)snprintf(accepted + used, sizeof(accepted) - used, "%s%s",
+					 !i ? "" : i + 1 < n ? ", " : " or ",
+					 i < ARRAY_SIZE(off_names) ? off_names[i]
+								   : level_names[i - ARRAY_SIZE(off_names)]);
+	snprintf(message, sizeof(message), "%s=%s is not a log level and is ignored: it takes %s",
+		 name, value, accepted);
+	emit(SSEG_LOG_WARN, message);
+}
+
+/* The value and its name as the user set them, when they name no level. */
+static bool bad_value(const char **name, const char **value)
+{
+	int level;
+
+	*name = ENV_PREFIX "LOG";
+	*value = env_value(*name);
+	if (!*value) {
+		*name = ENV_OLD_PREFIX "LOG";
+		*value = env_value(*name);
+	}
+	return *value && !level_named(*value, &level);
+}
+
+static void tell_bad_level(void)
+{
+	const char *name, *value;
+
+	if (log_env_bad && !__atomic_load_n(&log_env_bad_told, __ATOMIC_RELAXED) &&
+	    __atomic_load_n(&max_level, __ATOMIC_RELAXED) >= SSEG_LOG_WARN &&
+	    bad_value(&name, &value))
+		tell_bad_value(name, value);
+}
+
+/* A program that never logs still hears of a value that is no level: told
+ * when the library is loaded (the level itself is read at first use). */
+__attribute__((constructor)) static void check_level_at_load(void)
+{
+	const char *name, *value;
+
+	if (bad_value(&name, &value))
+		tell_bad_value(name, value);
 }
 
 /* "250 ms", "3 s": an interval below a second is not "0 s". */

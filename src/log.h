@@ -12,6 +12,10 @@
  * For a name a release up to 0.2 spelled SSEG_..., that spelling is read
  * too where the new one is unset, and its use is logged once (warn). */
 SSEG_HIDDEN const char *sseg_env(const char *name);
+/* Declares variables that releases up to 0.2 spelled SSEG_<name>: names
+ * after the SHAREDSEG_ prefix, NULL-terminated, static. Log's own (LOG) is
+ * known; each backend declares its own (its ops table's renamed_env). */
+SSEG_HIDDEN void sseg_env_declare(const char *const *names);
 
 SSEG_HIDDEN void sseg_log(enum sseg_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -4,7 +4,8 @@
 the include graph has no cycle, OS primitives and drivers include no core
 header beyond the base, each device backend keeps to its folder
 (backend/NAME/: it includes no other backend's files nor another driver,
-and the shared helpers in backend/ include and name no backend), no file
+and the shared helpers in backend/ include and name no backend; no two
+files of a backend call each other), no file
 is over 700 lines, no .c file declares another file's function, and
 the version script lists every public function by name, each once, and no
 file name is taken twice by the core and src/os/ nor shadows a Python header.
@@ -15,13 +16,16 @@ import re
 import sys
 
 BASE = {"internal.h", "error.h", "log.h", "util.h", "fault.h"}
-BACKEND_WORDS = re.compile(r"SSEG_BACKEND_(CUDA|MEMFD|ASCEND)|cuda|acl|ascend|driver/")
+# Any case: CUDA_LIBRARY or ASCEND_FABRIC in a core file is a backend's
+# name as much as cuda.h is.
+BACKEND_WORDS = re.compile(r"SSEG_BACKEND_(CUDA|MEMFD|ASCEND)|cuda|acl|ascend|npu|driver/", re.I)
 # Each device backend's folder under backend/, and the drivers (driver/NAME*)
 # it may include.
 BACKEND_DRIVERS = {"cuda": ("cuda",), "ascend": ("acl",)}
 # What every backend may share: the contract and the skeletons (backend/*.c, *.h).
 SHARED_BACKEND = {"backend/backend.h", "backend/backend.c", "backend/vmm.h", "backend/vmm.c",
-                  "backend/devreg.h", "backend/devreg.c"}
+                  "backend/devreg.h", "backend/devreg.c", "backend/probecache.h",
+                  "backend/probecache.c"}
 # What a shared helper must not name (memfd is what AUTO resolves to).
 DEVICE_WORDS = re.compile(r"SSEG_BACKEND_(CUDA|ASCEND)|cuda|acl|ascend", re.I)
 MAX_LINES = 700
@@ -115,6 +119,32 @@ def shared_backend(files):
         for n, line in enumerate(text.splitlines(), 1):
             if DEVICE_WORDS.search(line):
                 bad.append(f"{path}:{n}: a shared backend file names a backend: {line.strip()}")
+    return bad
+
+
+def calls_one_way(files):
+    """Within a backend folder, one file depends on another, not both ways:
+    no two files call each other's functions (cuda_probe.c calls the
+    device checks of cuda_device.c, never the reverse)."""
+    defined, bad = {}, []
+    definition = re.compile(r"^(?!static\b)[A-Za-z_][\w \*]*?\b(sseg_\w+)\s*\([^;{}]*\)\s*\{",
+                            re.M)
+    for path, text in files.items():
+        if path.endswith(".c"):
+            for m in definition.finditer(text):
+                defined[m.group(1)] = path
+    calls = {}
+    for path, text in files.items():
+        if backend_of(path) and path.endswith(".c"):
+            for name in set(re.findall(r"\b(sseg_\w+)\s*\(", text)):
+                target = defined.get(name)
+                if target and target != path and backend_of(target) == backend_of(path):
+                    calls.setdefault(path, set()).add(target)
+    for a in sorted(calls):
+        for b in sorted(calls[a]):
+            if a < b and a in calls.get(b, ()):
+                bad.append(f"{a} and {b} call each other (one depends on the other, "
+                           "not both ways)")
     return bad
 
 
@@ -230,7 +260,7 @@ def main():
     files = dict(sources(src))
     header = open(os.path.join(root, "include", "sharedseg.h"), encoding="utf-8").read()
     problems = (core_names_no_backend(files) + layers(files) + backend_folders(files) +
-                shared_backend(files) + sizes(files) + cycles(graph(files)) +
+                shared_backend(files) + calls_one_way(files) + sizes(files) + cycles(graph(files)) +
                 foreign_prototypes(files) + version_script(src, header) + file_names(files) +
                 project_files(root))
     for p in problems:

@@ -2,9 +2,10 @@
 /* The `sharedseg` command line with the fake ACL runtime, as a user would
  * point it at a runtime: `make` built build/libsseg_fake_acl.so; with
  * SHAREDSEG_ACL_LIBRARY naming it, `probe --json` reports the ascend backend
- * available, and a 4-rank demo shares one 256 MiB copy and verifies it,
- * with the in-server handle and with fabric handles; a memfd demo pins its
- * ranks' mappings through aclrtHostRegister. */
+ * available (not on NPUs attached over PCIe, and it says why), and a
+ * 4-rank demo shares one 256 MiB copy and verifies it, with the in-server
+ * handle and with fabric handles; a memfd demo pins its ranks' mappings
+ * through aclrtHostRegister. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -58,6 +59,24 @@ static void probe(void)
 	CHECK(strstr(out, "ascend"));
 }
 
+/* NPUs on PCIe (hccs=0): the backend is not available, the probe says
+ * why and what serves them, and a demo on it fails saying the same. */
+static void probe_pcie(void)
+{
+	setenv("SSEG_FAKE_ACL", "devices=2;hccs=0", 1);
+	CHECK(sharedseg("probe --json") == 0);
+	CHECK(!strncmp(field("\"ascend\": {", "available"), "false", 5));
+	CHECK(!strncmp(field("\"ascend\": {", "reason"), "\"not available: device 0 ", 25));
+	CHECK(strstr(field("\"ascend\": {", "reason"), "over HCCS only, not PCIe"));
+	CHECK(!strncmp(field("\"ascend\": {", "host_vmm_works"), "false", 5));
+	CHECK(!strncmp(field("\"ascend\": {", "host_register"), "true", 4));
+	CHECK(sharedseg("probe") == 0);
+	CHECK(strstr(out, "ascend  no   not available: device 0"));
+	CHECK(strstr(out, "backend=memfd with SSEG_F_HOST_REGISTER"));
+	CHECK(sharedseg("demo --backend ascend --ranks 2 --size 64MiB 2>&1") != 0);
+	CHECK(strstr(out, "over HCCS only, not PCIe"));
+}
+
 static void demo(const char *config)
 {
 	long long used;
@@ -91,6 +110,7 @@ int main(void)
 	setenv("SHAREDSEG_ACL_LIBRARY", fake, 1);
 	setenv("SSEG_FAKE_ACL", "devices=2;version=1.15.0", 1);
 	probe();
+	probe_pcie();
 	demo("devices=2");
 	demo("devices=2;fabric=1");
 	host_register();

@@ -2,7 +2,7 @@
 /* What the CANN runtime and driver refuse, as the fake ACL runtime now
  * refuses it, and what the backend does about each, one child per case:
  * an NPU on PCIe (device access to host VMM memory needs HCCS: the probe
- * says so, create names it), a driver without HOST_NUMA allocations (HOST
+ * says the backend is not available and why, create names it), a driver without HOST_NUMA allocations (HOST
  * with id 0 instead, unless a node was asked for), ASCEND_RT_VISIBLE_DEVICES
  * (access is granted to the driver's device, not the user's ordinal), a
  * runtime that needs no aclInit (the framework's aclInit stays the first),
@@ -38,12 +38,15 @@ static void destroy_failed(sseg_t *seg)
 		CHECK_RC(sseg_destroy(seg), 0);
 }
 
-/* PCIe: the probe does what a segment does and fails where it fails. */
+/* PCIe: the probe does what a segment does and fails where it fails; the
+ * backend is not available, and the reason names the link and what serves
+ * such a device (memfd + SSEG_F_HOST_REGISTER); a create says the same. */
 static int pcie(void *arg)
 {
 	SSEG_OPTS(o, .name = "acl-pcie", .size = SZ, .world_size = 1,
 		  .backend = SSEG_BACKEND_ASCEND);
 	struct sseg_probe_device d = { .sz = sizeof(d) };
+	struct sseg_probe_backend b = { .sz = sizeof(b) };
 	struct ta_fake fake;
 	sseg_t *seg = NULL;
 
@@ -51,10 +54,25 @@ static int pcie(void *arg)
 	ta_fake_load("devices=2;hccs=0", &fake);
 	CHECK_RC(sseg_probe_device(SSEG_BACKEND_ASCEND, 1, &d), 0);
 	CHECK(d.vmm == 1 && d.host_vmm_works == 0);
+	CHECK_RC(sseg_probe_backend(SSEG_BACKEND_ASCEND, &b), 0);
+	fprintf(stderr, "reason: %s\n", b.reason);
+	CHECK(!b.available && b.ndevices == 2 && b.pinned);
+	CHECK(!strncmp(b.reason, "not available: device 0 ", 24));
+	CHECK(strstr(b.reason, "over HCCS only, not PCIe"));
+	CHECK(strstr(b.reason, "backend=memfd with SSEG_F_HOST_REGISTER"));
+	CHECK_RC(sseg_check_support(SSEG_BACKEND_ASCEND, SSEG_PAGES_AUTO), -EOPNOTSUPP);
+	CHECK_ERR_HAS("over HCCS only, not PCIe");
 	CHECK_RC(solo(&o, &seg), -EOPNOTSUPP);
 	CHECK_ERR_HAS("over HCCS only, not PCIe");
-	CHECK_ERR_HAS("Only support hccs connect");
+	CHECK_ERR_HAS("SSEG_F_HOST_REGISTER");
 	destroy_failed(seg);
+	/* What does serve it: a memfd segment the runtime registers. */
+	o.backend = SSEG_BACKEND_MEMFD;
+	o.pages = SSEG_PAGES_BASE;
+	o.flags = SSEG_F_HOST_REGISTER;
+	o.device_backend = SSEG_BACKEND_ASCEND;
+	CHECK_RC(solo(&o, &seg), 0);
+	CHECK_RC(sseg_destroy(seg), 0);
 	CHECK(ta_fake_clean(&fake));
 	return 0;
 }

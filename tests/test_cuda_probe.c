@@ -10,7 +10,7 @@
  * its own driver configuration (the driver version is read once). */
 #include <string.h>
 
-#include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_probe.h"
 #include "fakeutil.h"
 #include "runcases.h"
 #include "testutil.h"

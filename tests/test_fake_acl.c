@@ -15,6 +15,7 @@
 
 #include "aclutil.h"
 #include "driver/acl_abi.h"
+#include "forkcheck.h"
 #include "runcases.h"
 #include "testutil.h"
 
@@ -307,11 +308,23 @@ static int child_calls(void *arg)
 	return rt.bugs() == 1 ? 0 : 1;
 }
 
+/* Nor are its mappings copied into the child (don't-fork): it has nothing
+ * at their address, and its first touch is SIGSEGV. */
 static int fork_rule(void *arg)
 {
+	aclrtDrvMemHandle h;
+	unsigned char *va;
+
 	(void)arg;
 	start("");
 	CHECK(tu_wait(tu_fork(child_calls, NULL), 10000) == 0);
+	h = allocate(GRAN);
+	va = map_granted(h, GRAN);
+	va[GRAN - 1] = 1;
+	CHECK(tu_touch_in_child(va) == 128 + SIGSEGV);
+	CHECK(tu_touch_in_child(va + GRAN - 1) == 128 + SIGSEGV);
+	unmap_release(va);
+	OK(rt.aclrtFreePhysical(h));
 	CHECK(rt.bugs() == 0);
 	return 0;
 }
@@ -427,6 +440,7 @@ static int set_pid_in_child(void *arg)
 {
 	int32_t pid = 1;
 
+	OK(rt.aclrtSetDevice(0)); /* the parent's device is not this process's */
 	EXPECT(rt.aclrtMemSetPidToShareableHandle(*(uint64_t *)arg, &pid, 1),
 	       ACL_ERROR_RT_NO_PERMISSION);
 	CHECK(strstr(rt.recent(), "not the exporting process"));

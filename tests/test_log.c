@@ -3,7 +3,8 @@
  * filters them (SHAREDSEG_LOG=off silences the default writer), and what a
  * stranger can cause comes at most once per interval with a count, told
  * even when the flood stops. The default writer never blocks, not even on
- * a full pipe. */
+ * a full pipe. A SHAREDSEG_LOG that names no level is ignored and said
+ * once, with the levels it takes, also by a command that logs nothing. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -215,6 +216,40 @@ static void default_writer(int (*child)(void *), const char *env, const char *ex
 		CHECK(!strstr(buf, expect_absent));
 }
 
+/* What the command line writes on stderr (stdout dropped) with this
+ * environment: the warning of a bad SHAREDSEG_LOG comes from the library
+ * as it is loaded, also where nothing else is logged (probe), and once
+ * for the command, not once per rank it forks (demo). */
+static void cli_stderr(const char *env, const char *args, char *buf, size_t len)
+{
+	char cmd[512];
+	size_t n = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "%s %s %s 2>&1 >/dev/null", env, tu_build_file("sharedseg"),
+		 args);
+	p = popen(cmd, "r");
+	CHECK(p);
+	while (n < len - 1 && !feof(p))
+		n += fread(buf + n, 1, len - 1 - n, p);
+	buf[n] = '\0';
+	CHECK(pclose(p) == 0);
+}
+
+static void bad_level_from_the_cli(void)
+{
+	static char err[8192];
+
+	cli_stderr("SHAREDSEG_LOG=garbage", "probe", err, sizeof(err));
+	CHECK(count_of(err, "SHAREDSEG_LOG=garbage is not a log level and is ignored: it "
+			    "takes off, none, error, warn, info or debug") == 1);
+	cli_stderr("SHAREDSEG_LOG=garbage", "demo --ranks 2 --size 8MiB --pages base", err,
+		   sizeof(err));
+	CHECK(count_of(err, "SHAREDSEG_LOG=garbage is not a log level") == 1);
+	cli_stderr("SHAREDSEG_LOG=warn", "probe", err, sizeof(err));
+	CHECK(!strstr(err, "not a log level"));
+}
+
 /* ---- stderr a full pipe that nobody drains ---- */
 
 #define FLOOD_LINES 2000
@@ -296,6 +331,17 @@ int main(void)
 		       "/nonexistent/old-name/libcuda.so.1");
 	default_writer(child_old_driver_name, "/nonexistent/old-name/libcuda.so.1", NULL,
 		       "SSEG_CUDA_LIBRARY is deprecated: set SHAREDSEG_CUDA_LIBRARY instead");
+	/* A value that is no level: ignored, said once, with the levels. */
+	default_writer(child_writes, "garbage", NULL,
+		       "]: warning: SHAREDSEG_LOG=garbage is not a log level and is ignored: it "
+		       "takes off, none, error, warn, info or debug\n");
+	CHECK(count_of(child_output, "is not a log level") == 1);
+	CHECK(strstr(child_output, "]: warning: a warning") && strstr(child_output, "an error"));
+	default_writer(child_writes_old_name, "Debug", NULL,
+		       "]: warning: SSEG_LOG=Debug is not a log level and is ignored");
+	CHECK(count_of(child_output, "is not a log level") == 1);
+	CHECK(count_of(child_output, "SSEG_LOG is deprecated") == 1);
+	bad_level_from_the_cli();
 	default_writer(child_holds_back, "warn", NULL,
 		       "]: warning: refused connection 2 (2 like it in the last ");
 	callback_and_level();

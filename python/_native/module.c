@@ -310,9 +310,10 @@ static PyObject *py_supported(PyObject *self, PyObject *args)
 	return Py_BuildValue("(Os)", rc ? Py_False : Py_True, rc ? sseg_last_error() : "");
 }
 
-PyDoc_STRVAR(probe_backend_doc, "probe_backend(backend) -> (name, pinned, crosses_hosts) or None:\n"
-				"sseg_probe_backend for one backend (enum value), which loads that\n"
-				"backend's driver only; None past the last backend.");
+PyDoc_STRVAR(probe_backend_doc, "probe_backend(backend) -> (name, pinned, crosses_hosts, driver)\n"
+				"or None: sseg_probe_backend for one backend (enum value), which loads\n"
+				"that backend's driver only (driver: its path, \"\" where none loaded);\n"
+				"None past the last backend.");
 
 static PyObject *py_probe_backend(PyObject *self, PyObject *args)
 {
@@ -327,8 +328,8 @@ static PyObject *py_probe_backend(PyObject *self, PyObject *args)
 	sseg_py_log_drain();
 	if (rc)
 		Py_RETURN_NONE;
-	return Py_BuildValue("(sOO)", f.name, f.pinned ? Py_True : Py_False,
-			     f.crosses_hosts ? Py_True : Py_False);
+	return Py_BuildValue("(sOOs)", f.name, f.pinned ? Py_True : Py_False,
+			     f.crosses_hosts ? Py_True : Py_False, f.driver);
 }
 
 PyDoc_STRVAR(create_doc,

@@ -29,16 +29,28 @@ PINNING_PLATFORM = "cuda"
 
 
 @functools.lru_cache(maxsize=None)
-def _pinned(name: str) -> bool:
-    """The probe's "pinned" for one backend (sseg_probe_backend, which loads
-    that backend's driver only: none for memfd); False for a name the
-    library does not know (create then says so)."""
+def _facts(name: str) -> Any:
+    """The probe's facts of one backend (sseg_probe_backend, which loads
+    that backend's driver only: none for memfd): (name, pinned,
+    crosses_hosts, driver); None for a name the library does not know
+    (create then says so)."""
     try:
         kind = _native.parse("backend", name)
     except ValueError:
-        return False
-    facts = _native.probe_backend(kind)
+        return None
+    return _native.probe_backend(kind)
+
+
+def _pinned(name: str) -> bool:
+    facts = _facts(name)
     return bool(facts and facts[1])
+
+
+def _driver_loaded(name: str) -> bool:
+    """Its driver loaded here (the backend may still be unavailable: its
+    create then says why, which beats another backend's missing driver)."""
+    facts = _facts(name)
+    return bool(facts and facts[3])
 
 
 def is_device_backend(backend: Any) -> bool:
@@ -70,14 +82,16 @@ def supported(backend: str) -> bool:
 
 def vmm_backend(backend: Any) -> str:
     """The backend mmap=False means: a device backend's VMM host memory, the
-    one named, else the first this host supports, else the first (whose
-    create then says why it cannot)."""
+    one named, else the first this host supports, else the first whose
+    driver loaded here, else the first (whose create then says why it
+    cannot: an NPU on PCIe, not a CUDA driver that is absent)."""
     names = device_backends()
     if not names:
         raise ValueError("mmap=False selects a device backend's VMM memory, and this "
                          "library has no device backend")
     if backend in (None, DEFAULT):
-        return next((name for name in names if supported(name)), names[0])
+        loaded = next((name for name in names if _driver_loaded(name)), names[0])
+        return next((name for name in names if supported(name)), loaded)
     if backend not in names:
         raise ValueError(f"mmap=False selects a device backend's VMM memory "
                          f"({', '.join(names)}), not backend={backend!r}")

@@ -149,3 +149,38 @@ def test_the_npu_is_synchronised_before_an_ascend_segment_goes():
     assert lines["synced-before-last-view"] == "[]"
     # Both devices, while the segment (its tag page) was still mapped.
     assert lines["synced"] == "[(0, True), (1, True)]", lines
+
+
+PCIE = '''
+import json
+import sharedseg
+from sharedseg._backends import is_device_backend, vmm_backend
+facts = sharedseg.probe()["backends"]["ascend"]
+ok, why = sharedseg.supported("ascend")
+print(json.dumps(dict(available=facts["available"], reason=facts["reason"], supported=ok,
+                      why=why, device=is_device_backend("ascend"), vmm=vmm_backend(None))))
+'''
+
+
+def test_npus_on_pcie_are_not_available_and_mmap_false_says_why():
+    """NPUs attached over PCIe cannot map ACL VMM host memory (HCCS only):
+    probe() and supported() say the backend is not available and what
+    serves such NPUs; it stays a device backend, and mmap=False still
+    picks it where no CUDA driver is, so that its create names the link,
+    not a missing CUDA driver."""
+    import subprocess
+    import sys
+
+    from conftest import env_with_package
+
+    run = subprocess.run([sys.executable, "-c", PCIE], capture_output=True, text=True,
+                         timeout=60, env=env_with_package(
+                             SHAREDSEG_ACL_LIBRARY=fake_runtime(),
+                             SSEG_FAKE_ACL="devices=2;hccs=0",
+                             SHAREDSEG_CUDA_LIBRARY="/nonexistent/libcuda.so.1"))
+    assert run.returncode == 0, run.stdout + run.stderr
+    got = json.loads(run.stdout)
+    assert got["available"] is False and got["supported"] is False, got
+    for text in (got["reason"], got["why"]):
+        assert "over HCCS only, not PCIe" in text and "SSEG_F_HOST_REGISTER" in text, got
+    assert got["device"] is True and got["vmm"] == "ascend", got

@@ -12,6 +12,15 @@
 static const struct sseg_backend_ops *const table[] = { SSEG_BACKEND_TABLE(ENTRY) };
 #undef ENTRY
 
+/* Each backend's environment, told to sseg_env before anything reads it
+ * (the core names none of it). */
+__attribute__((constructor)) static void declare_env(void)
+{
+	for (size_t k = 0; k < ARRAY_SIZE(table); k++)
+		if (table[k])
+			sseg_env_declare(table[k]->renamed_env);
+}
+
 const struct sseg_backend_ops *sseg_backend_get(enum sseg_backend backend)
 {
 	if (backend == SSEG_BACKEND_AUTO)

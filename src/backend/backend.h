@@ -57,6 +57,11 @@ struct sseg_backend_ops {
 	/* A VMM backend's driver table (backend/vmm.h), which its sseg_vmm_*
 	 * ops read; NULL for any other backend. */
 	const struct sseg_vmm_driver *vmm;
+	/* The SHAREDSEG_ variables it and its driver read that releases up to
+	 * 0.2 spelled SSEG_<name> (the names after the prefix, NULL-ended):
+	 * that spelling is still read, with one warning (sseg_env). NULL:
+	 * none. */
+	const char *const *renamed_env;
 
 	/* ---- facts (sseg_probe_backend, sseg_probe_device, sseg_check_support) ---- */
 	/* Fills facts; 0 when the backend can create segments here, else

@@ -68,7 +68,8 @@ static int map_handle(struct sseg *seg, struct sseg_vmm *v)
 	return 0;
 }
 
-static int allocate(struct sseg *seg, struct sseg_vmm *v)
+/* Allocate, reserve, map, grant, export: one attempt. */
+static int attempt(struct sseg *seg, struct sseg_vmm *v)
 {
 	int fd = -1;
 	int rc = v->drv->allocate(seg, v);
@@ -82,6 +83,25 @@ static int allocate(struct sseg *seg, struct sseg_vmm *v)
 	if (fd >= 0) {
 		v->export_fd = fd;
 		v->held |= SSEG_VMM_HELD_FD;
+	}
+	return rc;
+}
+
+static int release_memory(struct sseg *seg, struct sseg_vmm *v);
+
+/* Again another way where the driver has one, once what the failed attempt
+ * took is released (a failed release ends it: the stages left are the
+ * segment's, for destroy). */
+static int allocate(struct sseg *seg, struct sseg_vmm *v)
+{
+	int rc = attempt(seg, v);
+
+	while (rc && v->drv->allocate_again && v->drv->allocate_again(seg, v)) {
+		rc = release_memory(seg, v);
+		if (rc)
+			return rc;
+		seg->base = NULL;
+		rc = attempt(seg, v);
 	}
 	/* The channel is the barrier for other hosts' peers too: the owner
 	 * must not release its handle before its own host's peers imported. */
@@ -214,7 +234,8 @@ void sseg_vmm_describe(const struct sseg *seg, struct sseg_info *info)
 /* The driver's handles, mappings and device stay the parent's (drivers do
  * not work in a forked child): a child closes the exported fd and lets go
  * of the rest without a driver call, so that its destroy makes none
- * either. Its inherited mapping stays. */
+ * either. Whatever the child finds at the address is the driver's doing:
+ * a driver may not copy its mappings into a child at all (don't-fork). */
 void sseg_vmm_forget_in_child(struct sseg *seg)
 {
 	struct sseg_vmm *v = vmm_of(seg);

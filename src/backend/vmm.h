@@ -54,6 +54,11 @@ struct sseg_vmm_driver {
 	/* Owner, once mapped: what peers import by; *fd for the fd channel
 	 * when fd_pages (else left -1). */
 	int (*export_owner)(struct sseg *seg, struct sseg_vmm *v, int *fd);
+	/* Owner, optional: an attempt from allocate to export failed (the
+	 * sentence says where); whether allocate has another way to try
+	 * (other pages), the driver logging why. The skeleton then releases
+	 * what the attempt took, each stage once, and starts again. */
+	bool (*allocate_again)(struct sseg *seg, struct sseg_vmm *v);
 	/* Owner: the driver's data in its blob's handle section (the kind is
 	 * SSEG_HANDLE_FD_CHANNEL unless it sets another). No context. */
 	int (*describe_handle)(struct sseg *seg, struct sseg_vmm *v, struct sseg_blob_handle *h);

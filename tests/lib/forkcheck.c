@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <signal.h>
+#include <sys/resource.h>
+
 #include "forkcheck.h"
 #include "testutil.h"
 
@@ -24,12 +27,31 @@ static sseg_t *solo(const char *suffix, enum sseg_backend backend)
 	return seg;
 }
 
+static int touch(void *addr)
+{
+	volatile unsigned char *byte = addr;
+	struct rlimit no_core = { 0, 0 };
+
+	setrlimit(RLIMIT_CORE, &no_core);
+	signal(SIGSEGV, SIG_DFL);
+	signal(SIGBUS, SIG_DFL);
+	*byte = *byte;
+	return 0;
+}
+
+int tu_touch_in_child(void *addr)
+{
+	return tu_wait(tu_fork(touch, addr), 10000);
+}
+
 static int child(void *arg)
 {
 	struct sseg_info info = { .sz = sizeof(info) };
 
 	(void)arg;
 	CHECK(forked->calls(NULL) == calls_before_fork); /* the atfork handler made none */
+	if (forked->device_pages == TU_FORK_PAGES_ABSENT)
+		CHECK(tu_touch_in_child(sseg_base(device_seg)) == 128 + SIGSEGV);
 	CHECK_RC(sseg_info(device_seg, &info), 0);
 	CHECK_RC(sseg_info(registered_seg, &info), 0);
 	CHECK_RC(sseg_destroy(device_seg), 0);

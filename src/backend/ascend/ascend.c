@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "backend/ascend/ascend_device.h"
+#include "backend/ascend/ascend_probe.h"
 #include "backend/vmm.h"
 #include "os/host.h"
 
@@ -23,6 +24,8 @@ struct ascend_state {
 	uint64_t shareable;         /* owner: the in-server handle */
 	aclrtMemFabricHandle fabric_handle; /* owner: the fabric handle */
 	int32_t bare_tgid;          /* owner: its pid as the runtime names it */
+	bool huge1g;                /* owner: this attempt is on 1 GiB pages */
+	bool huge1g_failed;         /* owner: an attempt on them failed: 2 MiB now */
 };
 
 _Static_assert(sizeof(aclrtMemFabricHandle) == SSEG_HANDLE_DATA_LEN,
@@ -198,6 +201,17 @@ static int export_owner(struct sseg *seg, struct sseg_vmm *v, int *fd)
 	return rc;
 }
 
+/* 1 GiB pages for a fabric segment of a whole number of GiB, as public
+ * users allocate fabric memory, where the probe of them (a GiB allocated,
+ * mapped, granted and exported) passed, and no attempt of this segment's
+ * on them failed. */
+static bool on_1g_pages(struct sseg *seg, struct ascend_state *st, int node)
+{
+	if (!st->vmm.fabric || st->huge1g_failed || seg->size < SSEG_1G || seg->size % SSEG_1G)
+		return false;
+	return sseg_ascend_huge1g_works(st->acl, st->device, node);
+}
+
 /* A fabric segment is P2P memory on the device's fabric node unless the
  * caller chose a node; the probe tries what the segment will do. */
 static int allocate(struct sseg *seg, struct sseg_vmm *v)
@@ -215,10 +229,27 @@ static int allocate(struct sseg *seg, struct sseg_vmm *v)
 	v->fabric = sseg_ascend_fabric_works(st->acl, st->device, fabric_node);
 	want.fabric = v->fabric;
 	want.node = v->fabric ? fabric_node : node;
+	want.huge1g = st->huge1g = on_1g_pages(seg, st, want.node);
 	rc = sseg_ascend_allocate(st->acl, &want, seg->size, &mem, &st->handle);
 	if (!rc)
 		record_memory(seg, &mem);
 	return rc;
+}
+
+/* A step on 1 GiB pages failed where their probe passed (the pool ran
+ * short since, a step the probe's GiB did not meet): once more on 2 MiB
+ * pages, as public users fall back. */
+static bool allocate_again(struct sseg *seg, struct sseg_vmm *v)
+{
+	struct ascend_state *st = ascend(v);
+
+	if (!st->huge1g)
+		return false;
+	st->huge1g = false;
+	st->huge1g_failed = true;
+	sseg_log(SSEG_LOG_WARN, "segment '%s': 1 GiB pages (ACL_MEM_P2P_HUGE1G) failed: %s; "
+		 "trying again on 2 MiB pages (ACL_MEM_P2P_HUGE)", seg->name, sseg_last_error());
+	return true;
 }
 
 /* "TGID" and the peer's runtime pid, in its blob's handle data: the name
@@ -386,6 +417,7 @@ static const struct sseg_vmm_driver ascend_vmm = {
 	.leave = leave,
 	.allocate = allocate,
 	.export_owner = export_owner,
+	.allocate_again = allocate_again,
 	.describe_handle = describe_handle,
 	.import = import,
 	.admit = admit_peer,
@@ -398,9 +430,15 @@ static const struct sseg_vmm_driver ascend_vmm = {
 	.close = close_device,
 };
 
+/* What this backend reads that releases up to 0.2 spelled SSEG_...:
+ * SHAREDSEG_ACL_LIBRARY (src/driver/acl.c) and SHAREDSEG_ASCEND_FABRIC
+ * (ascend_probe.c). */
+static const char *const renamed_env[] = { "ACL_LIBRARY", "ASCEND_FABRIC", NULL };
+
 const struct sseg_backend_ops sseg_ascend_ops = {
 	.kind = SSEG_BACKEND_ASCEND,
 	.name = "ascend",
+	.renamed_env = renamed_env,
 	.caps = SSEG_CAP_PINNED | SSEG_CAP_DEVICES | SSEG_CAP_FABRIC,
 	.hostreg = &sseg_ascend_hostreg_ops,
 	.vmm = &ascend_vmm,

@@ -1,57 +1,29 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Devices, placement, allocation, access and the real probes of the
- * ascend backend. */
+/* Devices, placement, allocation and access of the ascend backend; the
+ * real probes over them are ascend_probe.c. */
 #define _GNU_SOURCE /* syscall */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "backend/ascend/ascend_device.h"
 #include "os/numa.h"
 #include "pages.h"
-#include "registry.h"
 #include "segment_types.h"
 
-static int device_count(const struct sseg_acl *acl, uint32_t *count)
+int sseg_ascend_device_count(const struct sseg_acl *acl, uint32_t *count)
 {
 	*count = 0;
 	return sseg_acl_result(acl->aclrtGetDeviceCount(count), "aclrtGetDeviceCount");
-}
-
-int sseg_ascend_usable(char *why, size_t len, int *ndevices)
-{
-	const struct sseg_acl *acl;
-	uint32_t count = 0;
-	int rc = sseg_acl_get(&acl);
-
-	if (!rc && !acl->vmm)
-		rc = sseg_err(-EOPNOTSUPP, "the ACL runtime %s lacks the virtual memory entry points "
-			      "(aclrtMallocPhysical, aclrtMemExportToShareableHandle, ...)",
-			      acl->path);
-	if (!rc)
-		rc = device_count(acl, &count);
-	if (!rc && count == 0)
-		rc = sseg_err(-ENODEV, "the ACL runtime sees no device");
-	*ndevices = (int)count;
-	if (rc) {
-		snprintf(why, len, "not available: %s", sseg_last_error());
-		return rc;
-	}
-	snprintf(why, len, "available: %u device(s), ACL runtime %d.%d.%d", count,
-		 acl->version / 1000000, acl->version / 1000 % 1000, acl->version % 1000);
-	return 0;
 }
 
 int sseg_ascend_device_open(const struct sseg_acl *acl, int ordinal, aclrtContext *ctx)
 {
 	aclrtContext saved = NULL;
 	uint32_t count;
-	int rc = device_count(acl, &count);
+	int rc = sseg_ascend_device_count(acl, &count);
 
 	if (rc)
 		return rc;
@@ -75,7 +47,7 @@ int sseg_ascend_device_close(const struct sseg_acl *acl, int ordinal)
 	return sseg_acl_result(acl->aclrtResetDevice(ordinal), "aclrtResetDevice");
 }
 
-static int current_node(void)
+int sseg_ascend_current_node(void)
 {
 	unsigned cpu = 0, node = 0;
 
@@ -94,7 +66,7 @@ int sseg_ascend_placement(struct sseg *seg, int *node)
 		break;
 	case SSEG_NUMA_NONE:
 		/* Where the owner runs, as first touch would place it. */
-		*node = current_node();
+		*node = sseg_ascend_current_node();
 		seg->opts.numa_node = *node;
 		break;
 	default:
@@ -160,10 +132,10 @@ int sseg_ascend_grant(const struct sseg_acl *acl, void *ptr, size_t size, int de
 	desc.location.id = (uint32_t)logic;
 	rc = sseg_acl_result(acl->aclrtMemSetAccess(ptr, size, &desc, 1), "aclrtMemSetAccess");
 	if (rc == -EOPNOTSUPP)
-		return sseg_err_wrap(rc, "device %d (the driver's %d) was refused access to ACL VMM "
-				     "host memory: the driver maps host memory for a device over "
-				     "HCCS only, not PCIe; a memfd segment with SSEG_F_HOST_REGISTER "
-				     "serves such a device", device, (int)logic);
+		return sseg_err_wrap(rc, "device %d (the driver's %d) cannot map ACL VMM host memory: "
+				     "the driver maps it over HCCS only, not PCIe; backend=memfd "
+				     "with SSEG_F_HOST_REGISTER serves such a device", device,
+				     (int)logic);
 	return rc;
 }
 
@@ -188,22 +160,23 @@ static void prop_of(const struct way *w, aclrtPhysicalMemProp *prop)
 
 /* What public users of fabric-exported host memory try (hixl's
  * FabricMemTransferService::AllocatePhysicalMemory, Mooncake): P2P memory,
- * 1 GiB pages first (here only for a whole number of GiB), then 2 MiB; the
- * given node, then HOST with id 0, which the ACL layer accepts where
- * HOST_NUMA is refused (older drivers lack the feature the runtime checks,
- * ApiErrorDecorator::MallocPhysical). A node the caller chose is kept. */
-static int ways_of(const struct sseg_ascend_want *want, uint64_t size, struct way ways[4])
+ * 1 GiB pages first, then 2 MiB; the caller chooses which (1 GiB pages
+ * for a whole number of GiB where the probe of them passed, and 2 MiB
+ * pages again where a step of theirs fails later). The given node, then
+ * HOST with id 0, which the ACL layer accepts where HOST_NUMA is refused
+ * (older drivers lack the feature the runtime checks,
+ * ApiErrorDecorator::MallocPhysical); 1 GiB pages on the node only. A node
+ * the caller chose is kept. */
+static int ways_of(const struct sseg_ascend_want *want, struct way ways[2])
 {
 	aclrtMemAttr attr = want->huge ? ACL_DDR_MEM_HUGE : ACL_DDR_MEM_NORMAL;
 	uint32_t node = (uint32_t)want->node;
 	int n = 0;
 
-	if (want->fabric && size >= SSEG_1G && size % SSEG_1G == 0)
-		ways[n++] = (struct way){ ACL_MEM_P2P_HUGE1G, ACL_MEM_LOCATION_TYPE_HOST_NUMA, node };
 	if (want->fabric)
-		attr = ACL_MEM_P2P_HUGE;
+		attr = want->huge1g ? ACL_MEM_P2P_HUGE1G : ACL_MEM_P2P_HUGE;
 	ways[n++] = (struct way){ attr, ACL_MEM_LOCATION_TYPE_HOST_NUMA, node };
-	if (!want->node_fixed)
+	if (!want->node_fixed && attr != ACL_MEM_P2P_HUGE1G)
 		ways[n++] = (struct way){ attr, ACL_MEM_LOCATION_TYPE_HOST, 0 };
 	return n;
 }
@@ -244,8 +217,8 @@ static int try_way(const struct sseg_acl *acl, const struct way *w, uint64_t siz
 int sseg_ascend_allocate(const struct sseg_acl *acl, const struct sseg_ascend_want *want,
 			 uint64_t size, struct sseg_ascend_memory *mem, aclrtDrvMemHandle *h)
 {
-	struct way ways[4];
-	int n = ways_of(want, size, ways);
+	struct way ways[2];
+	int n = ways_of(want, ways);
 	bool refused = true;
 	int rc = -ENOMEM;
 
@@ -287,233 +260,8 @@ int sseg_ascend_fabric_node(const struct sseg_acl *acl, int device)
 	if (!acl->aclrtGetPhyDevIdByLogicDevId || sseg_ascend_logic_device(acl, device, &logic) ||
 	    acl->aclrtGetPhyDevIdByLogicDevId(logic, &phys) != ACL_SUCCESS || phys < 0) {
 		sseg_err_clear();
-		return current_node();
+		return sseg_ascend_current_node();
 	}
 	node = phys / 4 * 2;
-	return node < 64 && (nodes & (1ull << node)) ? node : current_node();
-}
-
-/* ---- real probes, cached per (what, device, node) ---- */
-
-enum probe_kind { PROBE_FABRIC, PROBE_HOST_VMM, PROBE_HOST_REGISTER };
-
-#define PROBE_CACHE 64
-
-struct probe_answer {
-	enum probe_kind kind;
-	int device;
-	int node;
-	bool works;
-};
-
-static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct probe_answer probe_cache[PROBE_CACHE];
-static int probe_cached;
-
-/* What a segment's owner does, on one granule: allocate, reserve, map,
- * grant the device, export (a probe that stops at the export misses what
- * the driver refuses later, at access or map time). Every stage is undone
- * whatever the next answered; a handle whose free failed is abandoned. */
-static void free_probe_handle(const struct sseg_acl *acl, aclrtDrvMemHandle h)
-{
-	if (acl->aclrtFreePhysical(h) != ACL_SUCCESS) {
-		sseg_registry_abandoned();
-		sseg_log(SSEG_LOG_ERROR, "the probe's physical memory handle could not be freed "
-			 "(aclrtFreePhysical failed); it is not freed again");
-	}
-}
-
-static bool try_export(const struct sseg_acl *acl, aclrtDrvMemHandle h, bool fabric)
-{
-	aclrtMemFabricHandle handle;
-	uint64_t shareable = 0;
-
-	if (fabric)
-		return acl->aclrtMemExportToShareableHandleV2(
-			       h, ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION,
-			       ACL_MEM_SHARE_HANDLE_TYPE_FABRIC, &handle) == ACL_SUCCESS;
-	return acl->aclrtMemExportToShareableHandle(h, ACL_MEM_HANDLE_TYPE_NONE,
-						    ACL_RT_VMM_EXPORT_FLAG_DEFAULT,
-						    &shareable) == ACL_SUCCESS;
-}
-
-static bool try_mapped(const struct sseg_acl *acl, aclrtDrvMemHandle h, size_t size, int device,
-		       bool fabric)
-{
-	void *va = NULL;
-	bool ok;
-
-	if (acl->aclrtReserveMemAddress(&va, size, 0, NULL, 0) != ACL_SUCCESS)
-		return false;
-	ok = acl->aclrtMapMem(va, size, 0, h, 0) == ACL_SUCCESS;
-	if (ok) {
-		ok = sseg_ascend_grant(acl, va, size, device) == 0 && try_export(acl, h, fabric);
-		if (acl->aclrtUnmapMem(va) != ACL_SUCCESS)
-			return false; /* the reservation stays: releasing it would fail */
-	}
-	acl->aclrtReleaseMemAddress(va);
-	return ok;
-}
-
-static bool try_segment(const struct sseg_acl *acl, int device, int node, bool fabric)
-{
-	struct sseg_ascend_want want = { .fabric = fabric, .huge = true, .node = node };
-	struct sseg_ascend_memory mem;
-	aclrtDrvMemHandle h = NULL;
-	bool ok;
-
-	if (sseg_ascend_allocate(acl, &want, 1, &mem, &h))
-		return false;
-	ok = try_mapped(acl, h, mem.size, device, fabric);
-	free_probe_handle(acl, h);
-	return ok;
-}
-
-/* A page of this process registered and unregistered again. */
-static bool try_register(const struct sseg_acl *acl)
-{
-	size_t len = 2u << 20;
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	void *dev = NULL;
-	bool ok;
-
-	if (p == MAP_FAILED)
-		return false;
-	memset(p, 0, len);
-	ok = acl->aclrtHostRegister(p, len, ACL_HOST_REGISTER_MAPPED, &dev) == ACL_SUCCESS;
-	if (ok)
-		ok = acl->aclrtHostUnregister(p) == ACL_SUCCESS;
-	munmap(p, len);
-	return ok;
-}
-
-static bool run_probe(const struct sseg_acl *acl, enum probe_kind kind, int device, int node)
-{
-	switch (kind) {
-	case PROBE_FABRIC:
-		return acl->fabric && try_segment(acl, device, node, true);
-	case PROBE_HOST_VMM:
-		return acl->vmm && try_segment(acl, device, node, false);
-	case PROBE_HOST_REGISTER:
-		return acl->host_register && try_register(acl);
-	}
-	return false;
-}
-
-static bool probe_cached_run(const struct sseg_acl *acl, enum probe_kind kind, int device,
-			     int node)
-{
-	bool works = false;
-	int i;
-
-	pthread_mutex_lock(&probe_lock);
-	for (i = 0; i < probe_cached; i++)
-		if (probe_cache[i].kind == kind && probe_cache[i].device == device &&
-		    probe_cache[i].node == node)
-			break;
-	if (i < probe_cached) {
-		works = probe_cache[i].works;
-	} else {
-		works = run_probe(acl, kind, device, node);
-		if (probe_cached < PROBE_CACHE)
-			probe_cache[probe_cached++] = (struct probe_answer){ kind, device, node, works };
-	}
-	pthread_mutex_unlock(&probe_lock);
-	return works;
-}
-
-/* SHAREDSEG_ASCEND_FABRIC=0 keeps fabric handles off (the in-server handle and
- * its trust list, one host only) where the runtime could make them. */
-static bool fabric_wanted(void)
-{
-	const char *env = sseg_env("SHAREDSEG_ASCEND_FABRIC");
-
-	return !env || strcmp(env, "0") != 0;
-}
-
-bool sseg_ascend_fabric_works(const struct sseg_acl *acl, int device, int node)
-{
-	bool works = fabric_wanted() && probe_cached_run(acl, PROBE_FABRIC, device, node);
-
-	sseg_err_clear();
-	return works;
-}
-
-/* The reference: with a kernel of 5.10 or older, registering memory that
- * is not aclrtMallocHost's fails; newer kernels take ordinary memory. */
-static bool kernel_newer_than_5_10(void)
-{
-	struct utsname u;
-	int major = 0, minor = 0;
-
-	if (uname(&u) || sscanf(u.release, "%d.%d", &major, &minor) != 2)
-		return false;
-	return major > 5 || (major == 5 && minor > 10);
-}
-
-int sseg_ascend_hostreg_usable(char *why, size_t len)
-{
-	const struct sseg_acl *acl;
-	int rc = sseg_acl_get(&acl);
-
-	if (rc) {
-		snprintf(why, len, "%s", sseg_last_error());
-		return rc;
-	}
-	if (!acl->host_register) {
-		snprintf(why, len, "the ACL runtime %s has no aclrtHostRegister", acl->path);
-		return -EOPNOTSUPP;
-	}
-	if (!kernel_newer_than_5_10()) {
-		snprintf(why, len, "aclrtHostRegister takes memory that aclrtMallocHost did not "
-			 "allocate only on kernels newer than 5.10");
-		return -EOPNOTSUPP;
-	}
-	return 0;
-}
-
-/* ---- the probe's device section ---- */
-
-static void probe_one(const struct sseg_acl *acl, int index, struct sseg_probe_device *g)
-{
-	char why[128];
-	int node = current_node();
-
-	g->vmm = acl->vmm;
-	g->host_vmm = -1;       /* the runtime has no attribute for it */
-	g->fabric_claimed = -1; /* likewise: only a real export tells */
-	g->ipc_fd = 0;          /* ACL handles are numbers, not file descriptors */
-	g->host_vmm_works = probe_cached_run(acl, PROBE_HOST_VMM, index, node);
-	g->fabric_works = probe_cached_run(acl, PROBE_FABRIC, index,
-					   sseg_ascend_fabric_node(acl, index));
-	g->host_register = !sseg_ascend_hostreg_usable(why, sizeof(why)) &&
-			   probe_cached_run(acl, PROBE_HOST_REGISTER, index, -1);
-	g->host_register_readonly = 0; /* ACL_HOST_REGISTER_READONLY: reserved, unsupported */
-	g->host_numa_id = -1;          /* no query of a device's host node is documented */
-}
-
-int sseg_ascend_probe_device(int index, struct sseg_probe_device *g)
-{
-	const struct sseg_acl *acl;
-	aclrtContext ctx, saved;
-	uint32_t count = 0;
-	int rc;
-
-	if (sseg_acl_get(&acl))
-		return sseg_err(-EOPNOTSUPP, "no ACL runtime");
-	if (acl->aclrtGetDeviceCount(&count) != ACL_SUCCESS || index < 0 ||
-	    (uint32_t)index >= count)
-		return sseg_err(-ENOENT, "no ACL device %d", index);
-	/* The device is there; what it can do stays unknown if it cannot be set. */
-	g->vmm = g->host_vmm = g->host_vmm_works = g->fabric_claimed = -1;
-	g->fabric_works = g->host_register = g->host_register_readonly = -1;
-	rc = sseg_ascend_device_open(acl, index, &ctx);
-	if (!rc && !sseg_acl_enter(acl, ctx, &saved)) {
-		probe_one(acl, index, g);
-		sseg_acl_leave(acl, saved);
-	}
-	if (!rc)
-		sseg_ascend_device_close(acl, index);
-	sseg_err_clear();
-	return 0;
+	return node < 64 && (nodes & (1ull << node)) ? node : sseg_ascend_current_node();
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What the ascend backend and its host registration ask of the ACL
- * runtime's devices (ascend_device.c). */
+ * runtime's devices (ascend_device.c). The real probes, which use these,
+ * are ascend_probe.h. */
 #ifndef SSEG_ASCEND_DEVICE_H
 #define SSEG_ASCEND_DEVICE_H
 
@@ -8,18 +9,18 @@
 #include "internal.h"
 
 struct sseg;
-struct sseg_probe_device;
 struct sseg_hostreg_ops;
 
-/* 0 when the runtime loads, has the VMM entry points and sees a device;
- * else -errno, and why in why. *ndevices: what the runtime sees. */
-SSEG_HIDDEN int sseg_ascend_usable(char *why, size_t len, int *ndevices);
+/* The devices the runtime sees (aclrtGetDeviceCount). */
+SSEG_HIDDEN int sseg_ascend_device_count(const struct sseg_acl *acl, uint32_t *count);
 /* Sets the device on this thread (aclrtSetDevice, one reference) and
  * returns its default context; the caller's context is current again
  * afterwards where it had one. Undone by sseg_ascend_device_close. */
 SSEG_HIDDEN int sseg_ascend_device_open(const struct sseg_acl *acl, int ordinal,
 					aclrtContext *ctx);
 SSEG_HIDDEN int sseg_ascend_device_close(const struct sseg_acl *acl, int ordinal);
+/* The host node the calling thread runs on (0 where it cannot be told). */
+SSEG_HIDDEN int sseg_ascend_current_node(void);
 /* The host NUMA node of the allocation: opts.numa_node, or the node the
  * calling thread runs on for numa=none. */
 SSEG_HIDDEN int sseg_ascend_placement(struct sseg *seg, int *node);
@@ -27,6 +28,7 @@ SSEG_HIDDEN int sseg_ascend_placement(struct sseg *seg, int *node);
 /* What a segment's physical memory is to be. */
 struct sseg_ascend_want {
 	bool fabric;     /* to be exported as a fabric handle */
+	bool huge1g;     /* fabric: on 1 GiB pages (ACL_MEM_P2P_HUGE1G), else 2 MiB */
 	bool huge;       /* pages=auto (else base) */
 	int node;        /* host NUMA node */
 	bool node_fixed; /* the caller chose it: no other placement */
@@ -54,17 +56,10 @@ SSEG_HIDDEN int sseg_ascend_fabric_node(const struct sseg_acl *acl, int device);
 SSEG_HIDDEN int sseg_ascend_logic_device(const struct sseg_acl *acl, int device, int32_t *logic);
 /* Read-write access for the user's device to the mapping at ptr. */
 SSEG_HIDDEN int sseg_ascend_grant(const struct sseg_acl *acl, void *ptr, size_t size, int device);
-/* Whether a fabric handle can be made on the current device for host node
- * `node`: what a segment does, on one granule (A3 only, per the
- * reference), cached per (device, node); false when SHAREDSEG_ASCEND_FABRIC=0.
- * Needs the device's context current. */
-SSEG_HIDDEN bool sseg_ascend_fabric_works(const struct sseg_acl *acl, int device, int node);
 /* 0 when aclrtHostRegister may pin memory this library maps (a memfd
  * mapping, not aclrtMallocHost memory); else -errno and why. */
 SSEG_HIDDEN int sseg_ascend_hostreg_usable(char *why, size_t len);
-SSEG_HIDDEN int sseg_ascend_probe_device(int index, struct sseg_probe_device *facts);
-
-/* Host registration of memfd segments (ascend_hostreg.c). */
+/* Host registration of memfd segments (ascend_hostreg.c, with the above). */
 SSEG_HIDDEN extern const struct sseg_hostreg_ops sseg_ascend_hostreg_ops;
 
 #endif

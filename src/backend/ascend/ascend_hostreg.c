@@ -8,6 +8,9 @@
  * Registrations belong to the process that made them: in a forked child
  * (ACL does not work there; torch_npu refuses it) every op lets go without
  * a runtime call (the devreg skeleton). */
+#include <stdio.h>
+#include <sys/utsname.h>
+
 #include "backend/ascend/ascend_device.h"
 #include "backend/devreg.h"
 
@@ -23,9 +26,37 @@ static struct acl_reg *acl_reg(struct sseg_devreg *reg)
 	return (struct acl_reg *)reg;
 }
 
-static int usable(char *why, size_t len)
+/* The reference: with a kernel of 5.10 or older, registering memory that
+ * is not aclrtMallocHost's fails; newer kernels take ordinary memory. */
+static bool kernel_newer_than_5_10(void)
 {
-	return sseg_ascend_hostreg_usable(why, len);
+	struct utsname u;
+	int major = 0, minor = 0;
+
+	if (uname(&u) || sscanf(u.release, "%d.%d", &major, &minor) != 2)
+		return false;
+	return major > 5 || (major == 5 && minor > 10);
+}
+
+int sseg_ascend_hostreg_usable(char *why, size_t len)
+{
+	const struct sseg_acl *acl;
+	int rc = sseg_acl_get(&acl);
+
+	if (rc) {
+		snprintf(why, len, "%s", sseg_last_error());
+		return rc;
+	}
+	if (!acl->host_register) {
+		snprintf(why, len, "the ACL runtime %s has no aclrtHostRegister", acl->path);
+		return -EOPNOTSUPP;
+	}
+	if (!kernel_newer_than_5_10()) {
+		snprintf(why, len, "aclrtHostRegister takes memory that aclrtMallocHost did not "
+			 "allocate only on kernels newer than 5.10");
+		return -EOPNOTSUPP;
+	}
+	return 0;
 }
 
 static int open_ordinal(struct sseg_devreg *reg)
@@ -103,7 +134,7 @@ static int open_device(int ordinal, void **dev)
 }
 
 const struct sseg_hostreg_ops sseg_ascend_hostreg_ops = {
-	.usable = usable,
+	.usable = sseg_ascend_hostreg_usable,
 	.open = open_device,
 	SSEG_DEVREG_OPS,
 	.register_range = register_range,

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_probe.h"
 #include "backend/vmm.h"
 
 struct cuda_state {
@@ -381,9 +382,15 @@ static const struct sseg_vmm_driver cuda_vmm = {
 	.close = close_device,
 };
 
+/* What this backend reads that releases up to 0.2 spelled SSEG_...:
+ * SHAREDSEG_CUDA_LIBRARY (src/driver/cuda.c) and
+ * SHAREDSEG_CUDA_HOST_NUMA_MIN_DRIVER (cuda_device.c). */
+static const char *const renamed_env[] = { "CUDA_LIBRARY", "CUDA_HOST_NUMA_MIN_DRIVER", NULL };
+
 const struct sseg_backend_ops sseg_cuda_ops = {
 	.kind = SSEG_BACKEND_CUDA,
 	.name = "cuda",
+	.renamed_env = renamed_env,
 	.caps = SSEG_CAP_PINNED | SSEG_CAP_DEVICES | SSEG_CAP_FABRIC,
 	.hostreg = &sseg_cuda_hostreg_ops,
 	.vmm = &cuda_vmm,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What the CUDA backend and its host registration ask of the driver's
- * devices: capabilities (cuda_device.c), the real probes (cuda_probe.c)
- * and access to a mapping (cuda_access.c). */
+ * devices: capabilities (cuda_device.c) and access to a mapping
+ * (cuda_access.c). The real probes, which use these, are cuda_probe.h. */
 #ifndef SSEG_CUDA_DEVICE_H
 #define SSEG_CUDA_DEVICE_H
 
@@ -9,10 +9,6 @@
 #include "internal.h"
 
 struct sseg;
-
-/* 0 when the driver loads, has the VMM entry points and some device can
- * allocate VMM host memory (a real create passed); else why not. */
-SSEG_HIDDEN int sseg_cuda_usable(char *why, size_t len);
 
 /* What a path needs of its device. */
 enum sseg_cuda_need {
@@ -43,17 +39,6 @@ SSEG_HIDDEN bool sseg_cuda_uuid(const struct sseg_cuda *cu, CUdevice dev, CUuuid
 /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi writes it. */
 SSEG_HIDDEN void sseg_cuda_uuid_text(const CUuuid *uuid, char *buf, size_t len);
 
-/* ---- the real probes (cuda_probe.c), once per (device, node) ---- */
-
-/* 0 when a minimum-size HOST_NUMA create and release passed on node under
- * dev's primary context; else -errno and the driver's refusal explained. */
-SSEG_HIDDEN int sseg_cuda_host_vmm_works(const struct sseg_cuda *cu, CUdevice dev, int node);
-/* A fabric handle created (with a POSIX fd beside it), exported and
- * imported again on node under dev's primary context. */
-SSEG_HIDDEN bool sseg_cuda_fabric_works(const struct sseg_cuda *cu, CUdevice dev, int node);
-/* Test hook: forget every answer (the fake driver changes its mind). */
-SSEG_HIDDEN void sseg_cuda_forget_probes(void);
-
 /* ---- access (cuda_access.c) ---- */
 
 /* Who may access a mapping of HOST_NUMA memory: the host, the rank's own
@@ -77,7 +62,6 @@ SSEG_HIDDEN int sseg_cuda_grant_access(const struct sseg_cuda *cu, const struct 
  * such topologies. */
 SSEG_HIDDEN int sseg_cuda_no_peer_access(const struct sseg_cuda *cu, CUresult r, const char *call,
 					 CUdevice own, const char *owner_uuid);
-SSEG_HIDDEN int sseg_cuda_probe_device(int index, struct sseg_probe_device *facts);
 
 struct sseg_hostreg_ops;
 /* Host registration of memfd segments (cuda_hostreg.c). */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fake_acl.h"
 #include "fake/kit/config.h"
@@ -34,6 +35,23 @@ static int parse_version(const char *text, int version[3])
 	return 0;
 }
 
+/* 0 or 1, or the step that refuses 1 GiB pages: map, access, export. */
+static int parse_huge1g(const char *text, int *huge1g)
+{
+	static const char *const steps[] = {
+		[FAKE_HUGE1G_MALLOC] = "0", [FAKE_HUGE1G_WORKS] = "1",
+		[FAKE_HUGE1G_MAP] = "map", [FAKE_HUGE1G_ACCESS] = "access",
+		[FAKE_HUGE1G_EXPORT] = "export",
+	};
+
+	for (int i = 0; i < (int)(sizeof(steps) / sizeof(steps[0])); i++)
+		if (strcmp(text, steps[i]) == 0) {
+			*huge1g = i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
 static const struct fk_int_key int_keys[] = {
 	FK_INT_KEY(struct fake_config, devices, 0, FAKE_MAX_DEVICES),
 	FK_INT_KEY(struct fake_config, bare_tgid_offset, 0, 1 << 20),
@@ -44,7 +62,6 @@ static const struct fk_int_key int_keys[] = {
 	FK_INT_KEY(struct fake_config, hccs, 0, 1),
 	FK_INT_KEY(struct fake_config, host_numa, 0, 1),
 	FK_INT_KEY(struct fake_config, v1_host_import, 0, 1),
-	FK_INT_KEY(struct fake_config, huge1g, 0, 1),
 	FK_INT_KEY(struct fake_config, fork_works, 0, 1),
 };
 
@@ -55,6 +72,8 @@ static int set_key(void *config, const char *key, const char *text)
 
 	if (strcmp(key, "version") == 0)
 		return parse_version(text, cfg->version);
+	if (strcmp(key, "huge1g") == 0)
+		return parse_huge1g(text, &cfg->huge1g);
 	if (strcmp(key, "granularity") == 0) {
 		/* A power of two from 4 KiB: the runtime's granularity is a page size. */
 		if (fk_parse_long(text, 4096, 1l << 30, &v) || (v & (v - 1)))
@@ -101,6 +120,7 @@ static void start(void)
 					 .need_ctx = 1, .need_init = 1, .hccs = 1,
 					 .host_numa = 1 };
 	fake.handle_seq = 0xac10000;
+	fake.pid = getpid();
 	read_visible();
 }
 

@@ -74,8 +74,19 @@ struct fake_config {
 	int hccs;           /* the devices reach host memory over HCCS, not PCIe */
 	int host_numa;      /* the driver allocates on a given host NUMA node */
 	int v1_host_import; /* V1 import of host memory works (older runtimes) */
-	int huge1g;         /* 1 GiB host pages (ACL_MEM_P2P_HUGE1G) */
+	int huge1g;         /* 1 GiB host pages (ACL_MEM_P2P_HUGE1G): enum fake_huge1g */
 	int fork_works;     /* a forked child may call the runtime */
+};
+
+/* huge1g=: the step of a segment at which 1 GiB host pages are refused
+ * (0: at allocation; 1: none), as a driver may take them and refuse them
+ * later. */
+enum fake_huge1g {
+	FAKE_HUGE1G_MALLOC = 0,
+	FAKE_HUGE1G_WORKS = 1,
+	FAKE_HUGE1G_MAP,    /* huge1g=map: aclrtMapMem */
+	FAKE_HUGE1G_ACCESS, /* huge1g=access: aclrtMemSetAccess */
+	FAKE_HUGE1G_EXPORT, /* huge1g=export: the export, in-server or fabric */
 };
 
 enum fake_origin { FAKE_MALLOCED = 1, FAKE_IMPORTED = 2 };
@@ -112,6 +123,7 @@ struct fake_state {
 	int initialized;
 	const char *init_config; /* the first aclInit's configPath ("" for NULL) */
 	pid_t device_pid;        /* the process that set a device first; 0 */
+	pid_t pid;               /* the process the tables below are of */
 	int visible[FAKE_MAX_DEVICES]; /* user ordinal -> logical id */
 	int nvisible;
 	int device_refs[FAKE_MAX_DEVICES];
@@ -149,6 +161,10 @@ static inline struct fake_handle *fake_handle_find(uintptr_t id)
 {
 	return fk_slot_at(FK_TABLE(fake.handles), id);
 }
+
+/* ACL_SUCCESS, or the refusal of h's 1 GiB pages where huge1g= names
+ * this step. */
+aclError fake_huge1g_step(const struct fake_handle *h, enum fake_huge1g step, const char *call);
 
 /* What the control API reads of the cross-process header. */
 int fake_trusted_of(uint64_t shareable, int32_t *pids, int max);

@@ -108,8 +108,9 @@ static int is_huge1g(aclrtMemAttr attr)
 }
 
 /* The host attributes of memAttrHandlers (memory.cpp); 1 GiB host pages
- * only with huge1g=1 (the reference: HUGE1G is for devices; public users
- * try it on the host and fall back). */
+ * not with huge1g=0 (the reference: HUGE1G is for devices; public users
+ * try it on the host and fall back), and refused at a later step with
+ * huge1g=map, access or export. */
 static aclError check_attr(aclrtMemAttr attr)
 {
 	switch ((int)attr) {
@@ -274,7 +275,7 @@ static aclError exportable(aclrtDrvMemHandle handle, uint64_t flags, struct fake
 	if (flags > ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION)
 		return fake_refuse(ACL_ERROR_INVALID_PARAM, "flags %llu", (unsigned long long)flags);
 	*out = h;
-	return ACL_SUCCESS;
+	return fake_huge1g_step(h, FAKE_HUGE1G_EXPORT, "export");
 }
 
 static aclError mark_exported(struct fake_handle *h, int type, uint64_t flags, uint64_t shareable)
@@ -435,25 +436,54 @@ static aclError add_pids(struct block_header *hdr, const int32_t *pid, size_t n)
 	return ACL_SUCCESS;
 }
 
+static aclError open_exported(uint32_t pid, int32_t fd, int *out, struct block_header *hdr);
+
+/* The kernel finds a shareable handle by its id, whoever asks
+ * (devmm_ioctl_mem_set_pid): here by the exporter's pid and fd in it.
+ * *fd is this process's own (*opened 0: not to close) or a new one. */
+static aclError shared_by_id(uint64_t shareable, int *fd, int *opened)
+{
+	struct fake_handle *h = exported_here(shareable);
+	struct block_header hdr;
+	aclError rc;
+
+	*opened = 0;
+	if (h) {
+		*fd = h->fd;
+		return ACL_SUCCESS;
+	}
+	rc = open_exported((uint32_t)(shareable >> FD_BITS & ((1u << PID_BITS) - 1)),
+			   (int32_t)(shareable & ((1u << FD_BITS) - 1)), fd, &hdr);
+	if (rc == ACL_SUCCESS && hdr.shareable != shareable) {
+		close(*fd);
+		rc = ACL_ERROR_RT_PARAM_INVALID;
+	}
+	if (rc != ACL_SUCCESS)
+		return fake_refuse(ACL_ERROR_RT_PARAM_INVALID, "%#llx is no exported handle",
+				   (unsigned long long)shareable);
+	*opened = 1;
+	return ACL_SUCCESS;
+}
+
 FK_API aclError aclrtMemSetPidToShareableHandle(uint64_t shareableHandle, int32_t *pid,
 						size_t pidNum)
 {
 	aclError rc = fake_enter_ctx(FE_aclrtMemSetPidToShareableHandle);
-	struct fake_handle *h = NULL;
 	struct block_header hdr;
+	int fd = -1, opened = 0;
 
 	if (rc == ACL_SUCCESS && (!pid || !pidNum || pidNum > FAKE_MAX_TRUSTED))
 		rc = fake_refuse(ACL_ERROR_INVALID_PARAM, "pid NULL or pidNum %zu", pidNum);
-	if (rc == ACL_SUCCESS && !(h = exported_here(shareableHandle)))
-		rc = fake_refuse(ACL_ERROR_RT_PARAM_INVALID,
-				 "%#llx is no handle this process exported",
-				 (unsigned long long)shareableHandle);
-	if (rc == ACL_SUCCESS && header_read(h->fd, &hdr))
+	if (rc == ACL_SUCCESS)
+		rc = shared_by_id(shareableHandle, &fd, &opened);
+	if (rc == ACL_SUCCESS && header_read(fd, &hdr))
 		rc = fake_refuse(ACL_ERROR_RT_INTERNAL_ERROR, "header unreadable");
 	if (rc == ACL_SUCCESS)
 		rc = add_pids(&hdr, pid, pidNum);
-	if (rc == ACL_SUCCESS && header_write(h->fd, &hdr))
+	if (rc == ACL_SUCCESS && header_write(fd, &hdr))
 		rc = fake_refuse(ACL_ERROR_RT_INTERNAL_ERROR, "header unwritable");
+	if (opened)
+		close(fd);
 	return fake_leave(rc);
 }
 

@@ -8,6 +8,8 @@
  *   SSEG_FAKE_ACL="devices=2;version=1.15.0;granularity=2097152;fabric=1;
  *                  host_register=1;bare_tgid_offset=0;need_ctx=1;need_init=1;
  *                  hccs=1;host_numa=1;v1_host_import=0;huge1g=0;fork_works=0"
+ *   (huge1g=0: 1 GiB host pages refused at allocation; 1: taken; map,
+ *   access, export: allocated, then refused at that step)
  *   SSEG_FAKE_ACL_FAIL="aclrtMapMem:2:ACL_ERROR_RT_MEMORY_ALLOCATION,aclrtUnmapMem:1-:507000"
  *     (entry:call numbers N, N- or N-M:error name or number; calls counted
  *     from the first call of the process)

@@ -4,6 +4,7 @@
  * and the control API the tests reach with dlsym. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "fake_acl.h"
@@ -28,9 +29,29 @@ static int forked_child(enum fake_entry entry)
 	       entry != FE_aclrtGetVersion;
 }
 
+/* What the driver holds is per process: a forked child where the runtime
+ * works (fork_works=1) starts with none of its parent's handles, ranges
+ * or device references; the parent's mappings are not even in its address
+ * space (don't-fork). Under the lock. */
+static void forget_parent(void)
+{
+	for (int i = 0; i < FAKE_MAX_HANDLES; i++)
+		if (fake.handles[i].id)
+			close(fake.handles[i].fd);
+	memset(fake.handles, 0, sizeof(fake.handles));
+	memset(fake.reservations, 0, sizeof(fake.reservations));
+	memset(fake.mappings, 0, sizeof(fake.mappings));
+	memset(fake.registrations, 0, sizeof(fake.registrations));
+	memset(fake.device_refs, 0, sizeof(fake.device_refs));
+	fake.pid = getpid();
+}
+
 aclError fake_enter(enum fake_entry entry)
 {
 	aclError rc = (aclError)fk_enter(entry);
+
+	if (fake.cfg.fork_works && fake.pid != getpid())
+		forget_parent();
 
 	recent[0] = '\0';
 	if (rc != ACL_SUCCESS)
@@ -44,6 +65,18 @@ aclError fake_enter(enum fake_entry entry)
 	if (!entry_before_init[entry] && !fake.initialized && fake.cfg.need_init)
 		return fake_refuse(ACL_ERROR_UNINITIALIZE, "aclInit was not called");
 	return ACL_SUCCESS;
+}
+
+aclError fake_huge1g_step(const struct fake_handle *h, enum fake_huge1g step, const char *call)
+{
+	static const char *const names[] = { [FAKE_HUGE1G_MAP] = "map",
+					     [FAKE_HUGE1G_ACCESS] = "access",
+					     [FAKE_HUGE1G_EXPORT] = "export" };
+
+	if (!h || h->granule != (size_t)1 << 30 || fake.cfg.huge1g != (int)step)
+		return ACL_SUCCESS;
+	return fake_refuse(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+			   "%s: 1 GiB host pages are refused here (huge1g=%s)", call, names[step]);
 }
 
 aclError fake_leave(aclError rc)

@@ -2,7 +2,8 @@
 /* Virtual address ranges: a reservation is a PROT_NONE anonymous mapping,
  * aclrtMapMem puts a whole allocation's memfd over part of one, read-write
  * for the CPU (the memory is the host's: the driver skips a host entry on
- * the owner, halMemSetAccess / svm_mem_set_access). aclrtMemSetAccess
+ * the owner, halMemSetAccess / svm_mem_set_access), not copied into a
+ * forked child (don't-fork, as the driver's own). aclrtMemSetAccess
  * reads its descriptors as the driver does, and grants devices.
  * aclrtUnmapMem puts the reservation back. */
 #include <string.h>
@@ -24,7 +25,11 @@ static aclError reserve(void **virPtr, size_t size)
 	if (!r)
 		return fake_refuse(ACL_ERROR_RT_MEMORY_ALLOCATION, "too many reservations");
 	size = page_round(size);
-	start = fk_va_reserve(size, fake.cfg.granularity);
+	/* A whole number of GiB is 1 GiB-aligned, so that 1 GiB pages map
+	 * into it: public users map them into ranges reserved with
+	 * alignment 0, which is all the reference lets a caller pass. */
+	start = fk_va_reserve(size, size % ((size_t)1 << 30) ? fake.cfg.granularity
+							      : (size_t)1 << 30);
 	if (!start)
 		return fake_refuse(ACL_ERROR_RT_MEMORY_ALLOCATION, "no address space for %zu bytes",
 				   size);
@@ -99,7 +104,7 @@ static aclError check_map(uintptr_t start, size_t size, const struct fake_handle
 		fk_bug("aclrtMapMem(%#lx, %zu) over a mapped range", (unsigned long)start, size);
 		return fake_refuse(ACL_ERROR_RT_PARAM_INVALID, "mapped already");
 	}
-	return ACL_SUCCESS;
+	return fake_huge1g_step(h, FAKE_HUGE1G_MAP, "aclrtMapMem");
 }
 
 static aclError map(uintptr_t start, size_t size, uintptr_t handle)
@@ -114,6 +119,12 @@ static aclError map(uintptr_t start, size_t size, uintptr_t handle)
 	if (!m || mmap((void *)start, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, h->fd,
 		       FAKE_HEADER) == MAP_FAILED)
 		return fake_refuse(ACL_ERROR_RT_MEMORY_ALLOCATION, "cannot map %zu bytes", size);
+	/* The driver's mappings are not copied into a forked child: it has
+	 * nothing at this address, and its first touch is SIGSEGV. */
+	if (madvise((void *)start, size, MADV_DONTFORK)) {
+		fk_va_restore((void *)start, size);
+		return fake_refuse(ACL_ERROR_RT_MEMORY_ALLOCATION, "cannot mark %zu bytes", size);
+	}
 	*m = (struct fake_range){ .start = start, .size = size, .handle = handle };
 	res->origin = (int)h->origin;
 	return ACL_SUCCESS;
@@ -234,6 +245,7 @@ static aclError set_access(uintptr_t start, size_t size, const aclrtMemAccessDes
 		return fake_refuse(ACL_ERROR_RT_PARAM_INVALID,
 				   "%#lx + %zu is not what aclrtMapMem mapped", (unsigned long)start,
 				   size);
+	rc = fake_huge1g_step(fake_handle_find(m->handle), FAKE_HUGE1G_ACCESS, "aclrtMemSetAccess");
 	for (size_t i = 0; i < n && rc == ACL_SUCCESS; i++) {
 		d = drv_desc(desc, i);
 		rc = check_desc(&d, i);
