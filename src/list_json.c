@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
+#include "json_doc.h"
 #include "list_json.h"
 
 static void process_facts(struct sseg_json *j, const struct sseg_list *l,
