@@ -58,6 +58,28 @@ static struct page_facts page_facts(const struct sseg_list *l, const struct sseg
 	return f;
 }
 
+/* Whose it is: driver memory's ranks' uid (its key); else the uid its
+ * owner runs as, else the one all its processes share; -1 when unknown or
+ * they differ. */
+static int64_t segment_uid(const struct sseg_list *l, const struct sseg_listed *s,
+			   const struct sseg_holder *owner)
+{
+	int64_t uid = -1;
+
+	if (!s->ino)
+		return s->uid;
+	if (owner)
+		return l->procs[owner->process].uid;
+	for (int i = s->first; i >= 0; i = l->holders[i].next) {
+		int64_t u = l->procs[l->holders[i].process].uid;
+
+		if (u < 0 || (uid >= 0 && u != uid))
+			return -1;
+		uid = u;
+	}
+	return uid;
+}
+
 static void segment_facts(struct sseg_json *j, const struct sseg_list *l,
 			  const struct sseg_listed *s)
 {
@@ -72,6 +94,7 @@ static void segment_facts(struct sseg_json *j, const struct sseg_list *l,
 	}
 	sseg_json_begin(j, NULL, '{');
 	sseg_json_str(j, "name", s->name);
+	sseg_json_opt_int(j, "uid", segment_uid(l, s, owner));
 	/* Driver memory: no inode, and /proc does not show what is resident. */
 	sseg_json_opt_int(j, "inode", s->ino ? (long long)s->ino : -1);
 	sseg_json_str(j, "backend", s->backend);

@@ -7,8 +7,10 @@
  * (driver_claim), and two groups of one user that declare the same one
  * stay two (two_groups); a thousand memfds are listed from one scan in bounded
  * memory (scale); a process that exits after the scan keeps the uid and
- * command it had (exited). Needs root (skips otherwise); one case runs when
- * named on the command line. */
+ * command it had (exited); another user's segment of the same name says
+ * whose it is in the document, the tool's JSON and its table (users).
+ * Needs root (skips otherwise); one case runs when named on the command
+ * line. */
 #define _GNU_SOURCE /* memfd_create, setresuid */
 #include <fcntl.h>
 #include <stdio.h>
@@ -501,6 +503,62 @@ static void exited(void)
 	free(text);
 }
 
+/* ---- 7: another user's segment of the same name ---- */
+
+static int own_segment(void *arg)
+{
+	return !tu_one_rank(arg, SSEG_BACKEND_MEMFD); /* kept until it exits */
+}
+
+/* The table's line of the segment named name whose text has user. */
+static bool table_has(const char *table, const char *name, const char *user)
+{
+	char needle[160];
+
+	snprintf(needle, sizeof(needle), "\n%s  %s, ", name, user);
+	return strstr(table, needle) || !strncmp(table, needle + 1, strlen(needle + 1));
+}
+
+/* Two segments of one name, root's and the stranger's: each says whose it
+ * is, in the document, in the tool's JSON and in its table. */
+static void users(void)
+{
+	char name[64], needle[160], *text;
+	struct stranger h = { .act = own_segment, .arg = name };
+	const char *seg, *theirs = NULL, *mine = NULL;
+	sseg_t *seg_h;
+	size_t len;
+
+	tu_name(name, sizeof(name), "ls-user");
+	stranger_start(&h);
+	seg_h = tu_one_rank(name, SSEG_BACKEND_MEMFD);
+	text = listing();
+	for (seg = segment_of(text, name); seg; seg = segment_of(seg + 1, name)) {
+		snprintf(needle, sizeof(needle), "{\"name\":\"%s\",\"uid\":", name);
+		CHECK(!strncmp(seg, needle, strlen(needle)));
+		if (has_pid(seg, h.pid))
+			theirs = seg + strlen(needle);
+		if (has_pid(seg, getpid()))
+			mine = seg + strlen(needle);
+	}
+	CHECK(theirs && mine && theirs != mine);
+	CHECK(!strncmp(theirs, "65534,", 6) && !strncmp(mine, "0,", 2));
+	free(text);
+	text = run_ls("--json", &len);
+	snprintf(needle, sizeof(needle), "\"name\": \"%s\",\n      \"uid\": %d,", name, STRANGER_UID);
+	CHECK(strstr(text, needle));
+	snprintf(needle, sizeof(needle), "\"name\": \"%s\",\n      \"uid\": 0,", name);
+	CHECK(strstr(text, needle));
+	free(text);
+	text = run_ls("", &len);
+	if (getenv("SSEG_TEST_VERBOSE"))
+		fprintf(stderr, "%s", text);
+	CHECK(table_has(text, name, "user nobody") && table_has(text, name, "user root"));
+	free(text);
+	CHECK_RC(sseg_destroy(seg_h), 0);
+	stranger_stop(&h);
+}
+
 /* Each case as the runner calls it: in a child of its own. */
 #define LS_CASE(fn)                             \
 	static int case_##fn(void *arg)         \
@@ -516,6 +574,7 @@ LS_CASE(driver_claim)
 LS_CASE(two_groups)
 LS_CASE(scale)
 LS_CASE(exited)
+LS_CASE(users)
 
 static const struct tu_case cases[] = {
 	{ "utf8", case_utf8, NULL, 0 },
@@ -525,6 +584,7 @@ static const struct tu_case cases[] = {
 	{ "two_groups", case_two_groups, NULL, 0 },
 	{ "scale", case_scale, NULL, 0 },
 	{ "exited", case_exited, NULL, 0 },
+	{ "users", case_users, NULL, 0 },
 	{ NULL, NULL, NULL, 0 },
 };
 

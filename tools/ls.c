@@ -2,6 +2,7 @@
 /* sharedseg ls: the segments live on this host, from /proc (the library's
  * sseg_list_json), as a table or as the JSON itself. */
 #include <errno.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,17 +27,18 @@ void ls_help(FILE *out)
 		"The cuda and ascend backends' memory is the driver's, which /proc does not\n"
 		"name: each rank maps a tag page instead, and their resident bytes are\n"
 		"unknown (null).\n"
-		"For each segment: name, size, page kind, NUMA nodes, host bytes resident,\n"
-		"the owner's pid, and each process that maps it (pid, rank, command,\n"
-		"mapped and resident bytes) or holds its memfd. A segment that no process\n"
-		"maps any more but a descriptor keeps alive is marked UNMAPPED.\n"
+		"For each segment: name, whose it is (the user its owner runs as), size,\n"
+		"page kind, NUMA nodes, host bytes resident, the owner's pid, and each\n"
+		"process that maps it (pid, rank, command, mapped and resident bytes, and\n"
+		"its user where that is another) or holds its memfd. A segment that no\n"
+		"process maps any more but a descriptor keeps alive is marked UNMAPPED.\n"
 		"Names and commands are whatever bytes their processes chose: in the JSON\n"
 		"each byte that is not UTF-8 reads as U+FFFD and controls as \\u00XX; the\n"
 		"table shows every control as an escape (\\x1b, \\u202e) and \\ as \\\\.\n"
 		"\n"
 		"options:\n"
-		"  --json       one JSON object: schema, segments [{name, inode, backend,\n"
-		"               size, pages, page_size, resident_bytes, numa_nodes [],\n"
+		"  --json       one JSON object: schema, segments [{name, uid, inode,\n"
+		"               backend, size, pages, page_size, resident_bytes, numa_nodes [],\n"
 		"               world_size, owner_rank, owner_pid, unmapped, processes\n"
 		"               [{pid, uid, comm, rank, mapped_bytes, resident_bytes,\n"
 		"               holds_fd, readonly}]}], truncated (a cap was reached:\n"
@@ -123,9 +125,29 @@ static const char *visible(const char *s, char *buf, size_t len)
 	return buf;
 }
 
-static void print_process(const struct jval *p)
+/* "user NAME" for obj's uid ("user 1234" without a passwd entry, "user ?"
+ * unknown): another user's segment of a name must not read as one's own. */
+static const char *user_of(const struct jval *obj, char *buf, size_t len)
 {
-	char mapped[32], resident[32], rank[16] = "?", comm[128];
+	double uid = json_num(obj, "uid", -1);
+	struct passwd pw, *found = NULL;
+	char text[1024], name[128];
+
+	if (uid < 0) {
+		snprintf(buf, len, "user ?");
+		return buf;
+	}
+	if (getpwuid_r((uid_t)uid, &pw, text, sizeof(text), &found) || !found)
+		snprintf(buf, len, "user %.0f", uid);
+	else
+		snprintf(buf, len, "user %s", visible(found->pw_name, name, sizeof(name)));
+	return buf;
+}
+
+/* A process that is not the segment's user says whose it is. */
+static void print_process(const struct jval *p, const char *seg_user)
+{
+	char mapped[32], resident[32], rank[16] = "?", comm[128], user[160];
 
 	if (json_get(p, "rank") && json_get(p, "rank")->type == JSON_NUMBER)
 		snprintf(rank, sizeof(rank), "%.0f", json_num(p, "rank", -1));
@@ -135,18 +157,20 @@ static void print_process(const struct jval *p)
 				sizeof(resident));
 	else
 		snprintf(resident, sizeof(resident), "?");
-	printf("    pid %-8.0f rank %-4s %-16s mapped %-11s resident %-11s%s%s\n",
+	user_of(p, user, sizeof(user));
+	printf("    pid %-8.0f rank %-4s %-16s mapped %-11s resident %-11s%s%s%s%s\n",
 	       json_num(p, "pid", 0), rank, visible(json_str(p, "comm"), comm, sizeof(comm)),
 	       mapped, resident,
 	       json_num(p, "holds_fd", 0) ? " holds fd" : "",
-	       json_num(p, "readonly", 0) ? " read-only" : "");
+	       json_num(p, "readonly", 0) ? " read-only" : "",
+	       strcmp(user, seg_user) ? " " : "", strcmp(user, seg_user) ? user : "");
 }
 
 static void print_segment(const struct jval *s)
 {
 	const struct jval *procs = json_get(s, "processes"), *nodes = json_get(s, "numa_nodes");
 	char size[32], resident[96], owner[64] = "owner gone or unknown";
-	char name[512], pages[128], backend[128];
+	char name[512], pages[128], backend[128], user[160];
 
 	cli_format_size((uint64_t)json_num(s, "size", 0), size, sizeof(size));
 	if (json_num(s, "resident_bytes", -1) >= 0)
@@ -158,15 +182,15 @@ static void print_segment(const struct jval *s)
 	if (json_num(s, "owner_pid", -1) >= 0)
 		snprintf(owner, sizeof(owner), "owner rank %.0f pid %.0f", json_num(s, "owner_rank", 0),
 			 json_num(s, "owner_pid", 0));
-	printf("%s  %s, %s pages, %s resident, nodes",
-	       visible(json_str(s, "name"), name, sizeof(name)), size,
-	       visible(json_str(s, "pages"), pages, sizeof(pages)), resident);
+	printf("%s  %s, %s, %s pages, %s resident, nodes",
+	       visible(json_str(s, "name"), name, sizeof(name)), user_of(s, user, sizeof(user)),
+	       size, visible(json_str(s, "pages"), pages, sizeof(pages)), resident);
 	for (int i = 0; nodes && i < nodes->n; i++)
 		printf("%s%.0f", i ? "," : " ", nodes->items[i]->num);
 	printf("%s, %s%s\n", nodes && nodes->n ? "" : " ?", owner,
 	       json_num(s, "unmapped", 0) ? ", UNMAPPED (held by a descriptor only)" : "");
 	for (int i = 0; procs && i < procs->n; i++)
-		print_process(procs->items[i]);
+		print_process(procs->items[i], user);
 }
 
 static int print_table(const char *text)

@@ -6,6 +6,7 @@ and bench fork their ranks, so they run the C tool when there is one, else
 say where it is."""
 import json
 import os
+import pwd
 import re
 import subprocess
 import sys
@@ -152,7 +153,9 @@ def test_ls_lists_a_live_segment_as_the_c_tool_does():
         s = [s for s in sharedseg.list_segments() if s["name"] == name]
         assert len(s) == 1 and s[0]["owner_pid"] == os.getpid(), s
         table, entry = assert_ls_is_the_c_tools(name)
-        assert table[0].startswith(f"{name}  4.0 MiB, base pages"), table
+        user = pwd.getpwuid(os.getuid()).pw_name
+        assert table[0].startswith(f"{name}  user {user}, 4.0 MiB, base pages"), table
+        assert entry["uid"] == os.getuid()
         assert table[1].startswith(f"    pid {os.getpid():<8} rank 0"), table
         assert entry["owner_pid"] == os.getpid() and entry["size"] == 4 << 20
     finally:
