@@ -8,8 +8,9 @@
  * stay two (two_groups); a thousand memfds are listed from one scan in bounded
  * memory (scale); a process that exits after the scan keeps the uid and
  * command it had (exited); another user's segment of the same name says
- * whose it is in the document, the tool's JSON and its table (users).
- * Needs root (skips otherwise); one case runs when named on the command
+ * whose it is in the document, the tool's JSON and its table (users); a
+ * tag page with nothing behind it is listed as declared, with no mapped
+ * bytes (declared_only). Needs root (skips otherwise); one case runs when named on the command
  * line. */
 #define _GNU_SOURCE /* memfd_create, setresuid */
 #include <fcntl.h>
@@ -559,6 +560,53 @@ static void users(void)
 	stranger_stop(&h);
 }
 
+/* ---- 8: a tag page of driver memory and nothing else ---- */
+
+/* 4 KiB named like a rank's tag page of a 64 MiB cuda segment. */
+static int fake_tag(void *arg)
+{
+	char tag[256];
+
+	snprintf(tag, sizeof(tag), "sseg-tag:%s rank=0 world=1 owner=0 backend=cuda "
+		 "size=67108864 pages=hugetlb-2M page=2097152 group=1.00000001", (char *)arg);
+	return stranger_hold_memfd(tag, true) < 0;
+}
+
+/* The listing says what the tag declares as declared, and no mapped size
+ * that /proc did not show. */
+static void declared_only(void)
+{
+	char name[64], needle[160], *text;
+	struct stranger h = { .act = fake_tag, .arg = name };
+	const char *seg;
+	size_t len;
+
+	tu_name(name, sizeof(name), "ls-fake-tag");
+	stranger_start(&h);
+	text = listing();
+	seg = segment_of(text, name);
+	CHECK(seg && has_pid(seg, h.pid));
+	if (getenv("SSEG_TEST_VERBOSE"))
+		fprintf(stderr, "%s\n", seg);
+	CHECK(in_segment(seg, "\"size\":67108864,\"declared\":true,"));
+	snprintf(needle, sizeof(needle), "{\"pid\":%d,\"uid\":%d,", (int)h.pid, STRANGER_UID);
+	CHECK(in_segment(seg, needle));
+	CHECK(in_segment(seg, "\"rank\":0,\"mapped_bytes\":null,\"resident_bytes\":null,"));
+	CHECK(in_segment(seg, "\"unmapped\":false"));
+	free(text);
+	text = run_ls("", &len);
+	if (getenv("SSEG_TEST_VERBOSE"))
+		fprintf(stderr, "%s", text);
+	snprintf(needle, sizeof(needle), "%s  user nobody, 64.0 MiB declared, hugetlb-2M pages, ",
+		 name);
+	CHECK(strstr(text, needle));
+	snprintf(needle, sizeof(needle), "    pid %-8d rank 0    ", (int)h.pid);
+	CHECK(strstr(text, needle) && !strncmp(strstr(strstr(text, needle), " mapped "),
+						" mapped ?  ", 11));
+	free(text);
+	stranger_stop(&h);
+}
+
 /* Each case as the runner calls it: in a child of its own. */
 #define LS_CASE(fn)                             \
 	static int case_##fn(void *arg)         \
@@ -575,6 +623,7 @@ LS_CASE(two_groups)
 LS_CASE(scale)
 LS_CASE(exited)
 LS_CASE(users)
+LS_CASE(declared_only)
 
 static const struct tu_case cases[] = {
 	{ "utf8", case_utf8, NULL, 0 },
@@ -585,6 +634,7 @@ static const struct tu_case cases[] = {
 	{ "scale", case_scale, NULL, 0 },
 	{ "exited", case_exited, NULL, 0 },
 	{ "users", case_users, NULL, 0 },
+	{ "declared_only", case_declared_only, NULL, 0 },
 	{ NULL, NULL, NULL, 0 },
 };
 

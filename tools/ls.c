@@ -25,8 +25,10 @@ void ls_help(FILE *out)
 		"names sseg:NAME, the tag each rank's window carries, the descriptors\n"
 		"that still hold a memfd, and numa_maps. No daemon, nothing to clean up.\n"
 		"The cuda and ascend backends' memory is the driver's, which /proc does not\n"
-		"name: each rank maps a tag page instead, and their resident bytes are\n"
-		"unknown (null).\n"
+		"name: each rank maps a tag page instead, whose name declares the size, the\n"
+		"pages and the rank (\"declared\" in the table and the JSON: a page of that\n"
+		"name is all /proc shows), and what they map and hold resident is unknown\n"
+		"(null).\n"
 		"For each segment: name, whose it is (the user its owner runs as), size,\n"
 		"page kind, NUMA nodes, host bytes resident, the owner's pid, and each\n"
 		"process that maps it (pid, rank, command, mapped and resident bytes, and\n"
@@ -38,11 +40,12 @@ void ls_help(FILE *out)
 		"\n"
 		"options:\n"
 		"  --json       one JSON object: schema, segments [{name, uid, inode,\n"
-		"               backend, size, pages, page_size, resident_bytes, numa_nodes [],\n"
-		"               world_size, owner_rank, owner_pid, unmapped, processes\n"
-		"               [{pid, uid, comm, rank, mapped_bytes, resident_bytes,\n"
-		"               holds_fd, readonly}]}], truncated (a cap was reached:\n"
-		"               the rest are left out); unknown values are null\n"
+		"               backend, size, declared, pages, page_size, resident_bytes,\n"
+		"               numa_nodes [], world_size, owner_rank, owner_pid, unmapped,\n"
+		"               processes [{pid, uid, comm, rank, mapped_bytes,\n"
+		"               resident_bytes, holds_fd, readonly}]}], truncated (a cap\n"
+		"               was reached: the rest are left out); unknown values are\n"
+		"               null\n"
 		"  -h, --help   this text\n"
 		"\n"
 		"examples:\n"
@@ -144,6 +147,15 @@ static const char *user_of(const struct jval *obj, char *buf, size_t len)
 	return buf;
 }
 
+/* obj's key as a size; "?" when it is unknown (null). */
+static void known_size(const struct jval *obj, const char *key, char *buf, size_t len)
+{
+	if (json_num(obj, key, -1) >= 0)
+		cli_format_size((uint64_t)json_num(obj, key, 0), buf, len);
+	else
+		snprintf(buf, len, "?");
+}
+
 /* A process that is not the segment's user says whose it is. */
 static void print_process(const struct jval *p, const char *seg_user)
 {
@@ -151,12 +163,8 @@ static void print_process(const struct jval *p, const char *seg_user)
 
 	if (json_get(p, "rank") && json_get(p, "rank")->type == JSON_NUMBER)
 		snprintf(rank, sizeof(rank), "%.0f", json_num(p, "rank", -1));
-	cli_format_size((uint64_t)json_num(p, "mapped_bytes", 0), mapped, sizeof(mapped));
-	if (json_num(p, "resident_bytes", -1) >= 0)
-		cli_format_size((uint64_t)json_num(p, "resident_bytes", 0), resident,
-				sizeof(resident));
-	else
-		snprintf(resident, sizeof(resident), "?");
+	known_size(p, "mapped_bytes", mapped, sizeof(mapped));
+	known_size(p, "resident_bytes", resident, sizeof(resident));
 	user_of(p, user, sizeof(user));
 	printf("    pid %-8.0f rank %-4s %-16s mapped %-11s resident %-11s%s%s%s%s\n",
 	       json_num(p, "pid", 0), rank, visible(json_str(p, "comm"), comm, sizeof(comm)),
@@ -169,10 +177,12 @@ static void print_process(const struct jval *p, const char *seg_user)
 static void print_segment(const struct jval *s)
 {
 	const struct jval *procs = json_get(s, "processes"), *nodes = json_get(s, "numa_nodes");
-	char size[32], resident[96], owner[64] = "owner gone or unknown";
+	char size[48], resident[96], owner[64] = "owner gone or unknown";
 	char name[512], pages[128], backend[128], user[160];
 
 	cli_format_size((uint64_t)json_num(s, "size", 0), size, sizeof(size));
+	if (json_num(s, "declared", 0)) /* what its tags say: /proc shows none of it */
+		strcat(size, " declared");
 	if (json_num(s, "resident_bytes", -1) >= 0)
 		cli_format_size((uint64_t)json_num(s, "resident_bytes", 0), resident,
 				sizeof(resident));

@@ -53,7 +53,9 @@ def list_segments() -> List[Dict[str, Any]]:
     processes (pid, uid, comm, rank, mapped_bytes, resident_bytes, holds_fd,
     readonly); unknown values are None. The cuda and ascend backends'
     memory is the driver's, which /proc does not name: their segments are
-    seen from each rank's tag page, with inode and resident_bytes None."""
+    seen from each rank's tag page, declared (size, pages and rank are what
+    the tags say), with inode, resident_bytes and each process's
+    mapped_bytes None."""
     return json.loads(_native.list_json())["segments"]
 
 

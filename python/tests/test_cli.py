@@ -187,8 +187,9 @@ def test_ls_shows_a_cuda_segment_as_the_c_tool_does():
     try:
         assert holder.stdout.readline() == "cuda\n", holder.communicate(timeout=60)
         table, entry = assert_ls_is_the_c_tools(name)
-        assert "4.0 MiB, auto pages, ? (cuda driver memory) resident" in table[0], table
+        assert "4.0 MiB declared, auto pages, ? (cuda driver memory) resident" in table[0], table
         assert entry["backend"] == "cuda" and entry["resident_bytes"] is None
+        assert entry["declared"] and entry["processes"][0]["mapped_bytes"] is None
     finally:
         out, err = holder.communicate(input="", timeout=60)
     assert holder.returncode == 0, out + err
