@@ -14,7 +14,7 @@ import os
 import re
 import sys
 
-BASE = {"internal.h", "error.h", "log.h", "util.h", "fault.h"}
+BASE = {"internal.h", "error.h", "log.h", "util.h", "fault.h", "hidden.h"}
 BACKEND_WORDS = re.compile(r"SSEG_BACKEND_(CUDA|MEMFD|ASCEND)|cuda|acl|ascend|driver/")
 # Each device backend's folder under backend/, and the drivers (driver/NAME*)
 # it may include.
