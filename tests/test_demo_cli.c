@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The `sharedseg` command line, run as a user would: help, argument errors
  * (exit 2, one line), probe --json, a 4-rank demo that must hold one copy
- * of the segment host-wide, and a HugeTLB request the machine cannot meet. */
+ * of the segment host-wide, a HugeTLB request the machine cannot meet, and
+ * one the pool is too small for, refused with the pages the size needs. */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,6 +265,24 @@ static void check_hugetlb_refused(struct result *r)
 	CHECK(strstr(r->err, "no CUDA driver"));
 }
 
+/* A HugeTLB pool too small for the segment: the refusal counts the pages
+ * SIZE needs (64 MiB of 2 MiB pages: 32), as a create of that size would,
+ * not those of the smallest segment. Empties the pool (put back at exit). */
+static void check_hugetlb_count(struct result *r)
+{
+	if (access("/sys/kernel/mm/hugepages/hugepages-2048kB", F_OK) ||
+	    tu_knob_set("/proc/sys/vm/nr_hugepages", "0")) {
+		fprintf(stderr, "no 2 MiB pool or not root: the HugeTLB count is not checked\n");
+		return;
+	}
+	run("demo --ranks 2 --size 64MiB --pages hugetlb", r);
+	CHECK(expect(r, 2, "demo hugetlb with an empty pool"));
+	CHECK(count_lines(r->err) == 1 && strstr(r->err, "has 0 free pages, 32 needed"));
+	run("bench --size 64MiB --pages hugetlb --reps 1", r);
+	CHECK(expect(r, 2, "bench hugetlb with an empty pool"));
+	CHECK(strstr(r->err, "has 0 free pages, 32 needed"));
+}
+
 /* SIGTERM to the demo reaches its ranks: none outlives it holding the
  * segment. */
 static void check_sigterm(struct result *r)
@@ -345,5 +364,6 @@ int main(void)
 	check_hugetlb_refused(&r);
 	check_sigterm(&r);
 	check_cuda_fake(&r);
+	check_hugetlb_count(&r);
 	return 0;
 }

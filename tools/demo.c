@@ -421,7 +421,7 @@ static bool supported(const struct demo_config *c)
 		return true; /* the ranks will say it themselves */
 	pid = fork();
 	if (pid == 0) {
-		int rc = sseg_check_support(c->backend, c->pages);
+		int rc = sseg_check_support_size(c->backend, c->pages, c->size);
 
 		if (rc)
 			(void)!write(fds[1], sseg_last_error(), strlen(sseg_last_error()));
