@@ -3,13 +3,16 @@
  * (exit 2, one line), probe --json, a 4-rank demo that must hold one copy
  * of the segment host-wide, a HugeTLB request the machine cannot meet, and
  * one the pool is too small for, refused with the pages the size needs. */
+#define _GNU_SOURCE /* memfd_create */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "intruder.h"
 #include "listing.h"
 #include "testutil.h"
 
@@ -211,6 +214,22 @@ static void check_probe(struct result *r)
 	CHECK(expect(r, 0, "ls"));
 }
 
+/* The table's totals: "host memory used: X MiB (...)", "ratio: R of
+ * private copies (O x one copy)", for one copy of mib MiB among ranks. */
+static void check_totals(const char *out, double mib, int ranks)
+{
+	const char *used = strstr(out, "\nhost memory used: "), *ratio = strstr(out, "\nratio: ");
+	double got = -1, of_private = -1, of_one = -1;
+
+	CHECK(used && sscanf(used, "\nhost memory used: %lf MiB (", &got) == 1);
+	CHECK(ratio && sscanf(ratio, "\nratio: %lf of private copies (%lf x one copy)",
+			      &of_private, &of_one) == 2);
+	fprintf(stderr, "host memory used %.1f MiB, ratio %.2f (%.2f x one copy)\n", got,
+		of_private, of_one);
+	CHECK(got >= mib * 0.9 && got <= mib * 1.1);
+	CHECK(of_one >= 0.9 && of_one <= 1.1 && of_private <= 1.1 / ranks);
+}
+
 static void check_demo(struct result *r)
 {
 	const long long size = 64ll << 20;
@@ -230,7 +249,70 @@ static void check_demo(struct result *r)
 	CHECK(private_bytes == 4 * size);
 	run("demo --ranks 3 --size 8MiB --readonly-peers --populate lazy", r);
 	CHECK(expect(r, 0, "demo --readonly-peers"));
-	CHECK(strstr(r->out, "host memory used:") && strstr(r->out, "ratio:"));
+	check_totals(r->out, 8.0, 3);
+}
+
+
+/* A process that holds 256 MiB of Shmem when the demo starts and lets go
+ * of it once the demo's group is there (its rendezvous socket, in
+ * /proc/net/unix), while the ranks open and fill the segment. */
+struct neighbour {
+	const char *name;
+	int ready_w;
+};
+
+static int noisy_neighbour(void *arg)
+{
+	const struct neighbour *n = arg;
+	const size_t noise = 256u << 20;
+	int fd = memfd_create("sseg-cli-noise", MFD_CLOEXEC);
+	char prefix[128], sock[160];
+	bool seen = false;
+	void *p;
+
+	if (fd < 0 || ftruncate(fd, (off_t)noise))
+		return 1;
+	p = mmap(NULL, noise, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return 1;
+	memset(p, 1, noise);
+	if (write(n->ready_w, "r", 1) != 1)
+		return 1;
+	snprintf(prefix, sizeof(prefix), "sharedseg-group-%u-%s", (unsigned)getuid(), n->name);
+	for (int i = 0; i < 12 && !seen; i++) /* 5 s each */
+		seen = intruder_find_socket(prefix, sock, sizeof(sock)) == 0;
+	return seen ? 0 : 1; /* its exit frees the 256 MiB */
+}
+
+/* Other processes free memory while the demo runs: the demo's figure is
+ * the segment's own pages, which that does not move (a host-wide delta
+ * read -128 MiB here). Where the neighbour lets go after the ranks have
+ * measured (a loaded host), the check holds all the same. */
+static void check_busy_host(struct result *r)
+{
+	const long long size = 128ll << 20;
+	char name[64], args[192];
+	struct neighbour n = { name, -1 };
+	long long used = -1;
+	int ready[2];
+	pid_t pid;
+	char c;
+
+	tu_name(name, sizeof(name), "sseg-cli-busy");
+	CHECK(pipe(ready) == 0);
+	n.ready_w = ready[1];
+	pid = tu_fork(noisy_neighbour, &n);
+	close(ready[1]);
+	CHECK(read(ready[0], &c, 1) == 1);
+	close(ready[0]);
+	snprintf(args, sizeof(args), "demo --ranks 2 --size 128MiB --pages base --name %s --json",
+		 name);
+	run(args, r);
+	CHECK(tu_wait(pid, 70000) == 0); /* it saw the group, and let go */
+	CHECK(expect(r, 0, "demo on a busy host"));
+	CHECK(json_number(r->out, "host_bytes_used", &used));
+	fprintf(stderr, "host_bytes_used %lld for a %lld-byte segment on a busy host\n", used, size);
+	CHECK(used >= size * 9 / 10 && used <= size * 11 / 10);
 }
 
 /* Every JSON the project writes names its schema; bench's is read by
@@ -360,6 +442,7 @@ int main(void)
 	check_bad_arguments(&r);
 	check_probe(&r);
 	check_demo(&r);
+	check_busy_host(&r);
 	check_bench_json(&r);
 	check_hugetlb_refused(&r);
 	check_sigterm(&r);

@@ -122,11 +122,13 @@ static inline uint64_t host_mem_total(const struct host_mem *m)
 }
 
 /* This process's use of the mappings inside [addr, addr+len), from
- * /proc/self/smaps. HugeTLB pages show in hugetlb, not in rss/pss. */
+ * /proc/self/smaps. HugeTLB pages show in the hugetlb fields, not in
+ * rss/pss. */
 struct vma_use {
 	uint64_t rss;
 	uint64_t pss;
-	uint64_t hugetlb; /* Shared_Hugetlb + Private_Hugetlb */
+	uint64_t hugetlb_shared;  /* Shared_Hugetlb: pages another process maps too */
+	uint64_t hugetlb_private; /* Private_Hugetlb */
 	uint64_t pmd_mapped; /* ShmemPmdMapped + FilePmdMapped: THP */
 };
 

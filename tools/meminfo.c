@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Host-wide shared-memory use (/proc/meminfo, the HugeTLB pools in sysfs)
- * and one process's use of a mapping (/proc/self/smaps): how the demo shows
- * that N ranks hold one copy, not N. */
+/* Host-wide shared-memory use (/proc/meminfo, the HugeTLB pools in sysfs),
+ * for the demo's progress line, and one process's use of a mapping
+ * (/proc/self/smaps): how the demo shows that N ranks hold one copy, not N. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,8 +59,8 @@ static void add_field(const char *line, struct vma_use *u)
 	} fields[] = {
 		{ "Rss:", offsetof(struct vma_use, rss) },
 		{ "Pss:", offsetof(struct vma_use, pss) },
-		{ "Shared_Hugetlb:", offsetof(struct vma_use, hugetlb) },
-		{ "Private_Hugetlb:", offsetof(struct vma_use, hugetlb) },
+		{ "Shared_Hugetlb:", offsetof(struct vma_use, hugetlb_shared) },
+		{ "Private_Hugetlb:", offsetof(struct vma_use, hugetlb_private) },
 		{ "ShmemPmdMapped:", offsetof(struct vma_use, pmd_mapped) },
 		{ "FilePmdMapped:", offsetof(struct vma_use, pmd_mapped) },
 	};
