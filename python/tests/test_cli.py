@@ -54,6 +54,26 @@ def test_version_and_bad_arguments_exit_codes():
     assert version.returncode == 0 and sharedseg.__version__ in version.stdout
 
 
+def numbers_masked(value):
+    """A parsed document with every number 0: the host's free pages and
+    memory move between two probes; names, strings and shape do not."""
+    if isinstance(value, dict):
+        return {k: numbers_masked(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [numbers_masked(v) for v in value]
+    return 0 if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+
+
+def test_probe_json_is_the_library_document_indented():
+    """What `probe --json` prints (the library's text, indented by the
+    tool) reads as the library's document, string for string."""
+    for out in both("probe", "--json", "--size", "64MiB"):
+        assert out.returncode == 0, out.stderr
+        printed = json.loads(out.stdout)
+        assert numbers_masked(printed) == numbers_masked(json.loads(_native.probe_json(64 << 20)))
+        assert out.stdout.startswith('{\n  "schema": 1,\n')
+
+
 def counts_masked(text):
     """The host's free pages and memory move while a test runs; every number
     reads N, so what is compared is the wording and the layout."""
