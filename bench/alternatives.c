@@ -135,8 +135,8 @@ static void print_way(const struct bench_case *bc, const char *bench, enum way w
 {
 	struct row r = { bench, way_names[w], 1, bc->size, "base", "base", "s" };
 
-	row_begin(stdout, &r, seconds, n);
-	row_end(stdout);
+	row_begin(&r, seconds, n);
+	row_end();
 }
 
 /* A peer's page tables on populated memory, each way. */
@@ -144,8 +144,8 @@ static void print_tables(const struct bench_case *bc, const char *way, double *s
 {
 	struct row r = { "peer_tables_4k", way, 1, bc->size, "base", "base", "s" };
 
-	row_begin(stdout, &r, seconds, n);
-	row_end(stdout);
+	row_begin(&r, seconds, n);
+	row_end();
 }
 
 int alternatives_run(const struct bench_case *bc)

@@ -123,15 +123,15 @@ static void print_row(const struct bench_case *bc, const char *pages, const stru
 
 	for (int i = 0; i < bw->reps; i++)
 		rates[i] = seconds[i] > 0 ? bytes / seconds[i] / 1e9 : 0;
-	row_begin(stdout, &r, rates, bw->reps);
-	row_str(stdout, "role", priv ? "private" : br->role);
-	row_str(stdout, "pair", br->role);
-	row_str(stdout, "paired_with", bc->mech->label);
+	row_begin(&r, rates, bw->reps);
+	row_str("role", priv ? "private" : br->role);
+	row_str("pair", br->role);
+	row_str("paired_with", bc->mech->label);
 	if (bc->mech == &mech_sharedseg)
-		row_str(stdout, "populate", sseg_populate_name(bc->populate));
+		row_str("populate", sseg_populate_name(bc->populate));
 	if (br->block)
-		row_u64(stdout, "block", br->block);
-	row_end(stdout);
+		row_u64("block", br->block);
+	row_end();
 }
 
 void bw_print(const struct bench_case *bc, const char *pages, const char *role,

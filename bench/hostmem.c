@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* /proc/meminfo, the HugeTLB pools in sysfs, and /proc/self/smaps. */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,50 +8,9 @@
 
 #include "hostmem.h"
 #include "kernels.h"
+#include "os/hugetlb_use.h"
 
-#define POOLS "/sys/kernel/mm/hugepages"
 #define KIB 1024ull
-
-static uint64_t pool_value(const char *pool, const char *file)
-{
-	char path[320];
-	unsigned long long v = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), POOLS "/%s/%s", pool, file);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	if (fscanf(f, "%llu", &v) != 1)
-		v = 0;
-	fclose(f);
-	return v;
-}
-
-/* In use = persistent + surplus - free, in every pool. */
-static uint64_t hugetlb_in_use(void)
-{
-	DIR *d = opendir(POOLS);
-	struct dirent *e;
-	uint64_t bytes = 0;
-
-	if (!d)
-		return 0;
-	while ((e = readdir(d))) {
-		unsigned long long kb;
-		uint64_t pages;
-
-		if (sscanf(e->d_name, "hugepages-%llukB", &kb) != 1)
-			continue;
-		pages = pool_value(e->d_name, "nr_hugepages") +
-			pool_value(e->d_name, "surplus_hugepages");
-		pages -= pages < pool_value(e->d_name, "free_hugepages") ? pages :
-			 pool_value(e->d_name, "free_hugepages");
-		bytes += pages * kb * KIB;
-	}
-	closedir(d);
-	return bytes;
-}
 
 /* The cpu line's steal column, in seconds summed over the CPUs. */
 static double steal_seconds(void)
@@ -75,7 +33,7 @@ int hostmem_read(struct hostmem *m)
 	FILE *f = fopen("/proc/meminfo", "re");
 	char key[64];
 	unsigned long long kb;
-	int found = 0;
+	int found = 0, rc;
 
 	memset(m, 0, sizeof(*m));
 	if (!f)
@@ -91,9 +49,9 @@ int hostmem_read(struct hostmem *m)
 		}
 	}
 	fclose(f);
-	m->hugetlb = hugetlb_in_use();
+	rc = sseg_os_hugetlb_in_use(SSEG_OS_HUGETLB_DIR, &m->hugetlb);
 	m->steal_s = steal_seconds();
-	return found == 3 ? 0 : -ENOENT;
+	return found == 3 ? rc : -ENOENT;
 }
 
 uint64_t hostmem_total(const struct hostmem *m)

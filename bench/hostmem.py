@@ -17,12 +17,15 @@ def _read_int(path):
         return 0
 
 
-def hugetlb_in_use():
+def hugetlb_in_use(pools=POOLS):
+    """Bytes of HugeTLB pages in use, every pool: nr_hugepages less
+    free_hugepages, as sseg_os_hugetlb_in_use (src/os/hugetlb_use.c) counts
+    them. nr_hugepages (HugePages_Total) counts the surplus pages already."""
     total = 0
-    for pool in glob.glob(f"{POOLS}/hugepages-*kB"):
+    for pool in glob.glob(f"{pools}/hugepages-*kB"):
         kb = int(pool.rsplit("-", 1)[1][:-2])
-        pages = _read_int(f"{pool}/nr_hugepages") + _read_int(f"{pool}/surplus_hugepages")
-        total += max(0, pages - _read_int(f"{pool}/free_hugepages")) * kb * 1024
+        pages = _read_int(f"{pool}/nr_hugepages") - _read_int(f"{pool}/free_hugepages")
+        total += max(0, pages) * kb * 1024
     return total
 
 

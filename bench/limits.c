@@ -19,8 +19,8 @@ static void print_limit(const struct bench_case *bc, const char *bench, const ch
 
 	for (int i = 0; i < n; i++)
 		seconds[i] = (double)bc->size / seconds[i] / 1e9;
-	row_begin(stdout, &r, seconds, n);
-	row_end(stdout);
+	row_begin(&r, seconds, n);
+	row_end();
 }
 
 int limits_run(const struct bench_case *bc)
@@ -108,9 +108,9 @@ int retouch_run(const struct bench_case *bc)
 				sseg_pages_name(bc->pages));
 			return 2;
 		}
-		row_begin(stdout, &r, rates, bc->reps);
-		row_num(stdout, "idle_s", idle[k]);
-		row_end(stdout);
+		row_begin(&r, rates, bc->reps);
+		row_num("idle_s", idle[k]);
+		row_end();
 	}
 	return 0;
 }

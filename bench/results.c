@@ -156,20 +156,20 @@ static void begin(const struct results *res, const char *bench, const char *unit
 	struct row r = { bench, bc->mech->label, bc->ranks, bc->size,
 			 sseg_pages_name(bc->pages), res->pages, unit };
 
-	row_begin(stdout, &r, samples, res->n);
+	row_begin(&r, samples, res->n);
 	if (bc->mech == &mech_sharedseg) {
-		row_str(stdout, "populate", sseg_populate_name(bc->populate));
-		row_num(stdout, "threads", bc->threads);
+		row_str("populate", sseg_populate_name(bc->populate));
+		row_num("threads", bc->threads);
 	}
-	row_str(stdout, "pages_owner", res->pages_owner);
+	row_str("pages_owner", res->pages_owner);
 	if (bc->ranks > 1)
-		row_str(stdout, "pages_peers", res->pages_peers);
-	row_num(stdout, "huge_fraction", res->huge_fraction);
+		row_str("pages_peers", res->pages_peers);
+	row_num("huge_fraction", res->huge_fraction);
 }
 
 static void median_extra(const struct results *res, const char *key, enum series s)
 {
-	row_num(stdout, key, median_of(res->s[s], res->n));
+	row_num(key, median_of(res->s[s], res->n));
 }
 
 static void print_setup(const struct results *res)
@@ -181,26 +181,26 @@ static void print_setup(const struct results *res)
 	median_extra(res, "populated_fraction", S_POPULATED);
 	median_extra(res, "steal_s", S_STEAL);
 	median_extra(res, "cpu_s_all_ranks", S_CPU_ALL);
-	row_end(stdout);
+	row_end();
 	begin(res, "resident", "s", res->s[S_RESIDENT]);
 	if (bc->read_during)
 		median_extra(res, "during_read_gbps", S_DURING_READ);
-	row_end(stdout);
+	row_end();
 	begin(res, "owner_create", "s", res->s[S_CREATE]);
-	row_num(stdout, "rate_gbps", create > 0 ? (double)bc->size / create / 1e9 : 0);
+	row_num("rate_gbps", create > 0 ? (double)bc->size / create / 1e9 : 0);
 	median_extra(res, "sys_s", S_CREATE_SYS);
 	median_extra(res, "user_s", S_CREATE_USER);
 	median_extra(res, "minor_faults", S_CREATE_FAULTS);
 	median_extra(res, "preempted", S_CREATE_PREEMPTED);
-	row_end(stdout);
+	row_end();
 	if (bc->ranks > 1 && bc->mech->attach[0]) {
 		begin(res, "peer_attach", "ms", res->s[S_ATTACH]);
-		row_str(stdout, "what", bc->mech->attach);
+		row_str("what", bc->mech->attach);
 		if (bc->touch != TOUCH_NONE) {
 			median_extra(res, "smaps_read_ms", S_SMAPS);
-			row_num(stdout, "vmas", res->vmas);
+			row_num("vmas", res->vmas);
 		}
-		row_end(stdout);
+		row_end();
 	}
 }
 
@@ -211,11 +211,11 @@ static void print_private_read(const struct results *res)
 	struct row r = { "first_read", mech_private.label, bc->ranks, bc->size,
 			 sseg_pages_name(bc->pages), res->private_pages, "GB/s" };
 
-	row_begin(stdout, &r, res->s[S_PRIVATE_READ], res->n);
-	row_str(stdout, "role", "private");
-	row_str(stdout, "pair", "peer");
-	row_str(stdout, "paired_with", bc->mech->label);
-	row_end(stdout);
+	row_begin(&r, res->s[S_PRIVATE_READ], res->n);
+	row_str("role", "private");
+	row_str("pair", "peer");
+	row_str("paired_with", bc->mech->label);
+	row_end();
 }
 
 static void print_memory(const struct results *res)
@@ -223,23 +223,23 @@ static void print_memory(const struct results *res)
 	const struct bench_case *bc = res->bc;
 
 	begin(res, "first_read", "GB/s", res->s[S_READ]);
-	row_str(stdout, "role", bc->ranks > 1 ? "peer" : "owner");
-	row_str(stdout, "pair", bc->ranks > 1 ? "peer" : "owner");
+	row_str("role", bc->ranks > 1 ? "peer" : "owner");
+	row_str("pair", bc->ranks > 1 ? "peer" : "owner");
 	median_extra(res, "sys_s", S_READ_SYS);
 	median_extra(res, "minor_faults", S_READ_FAULTS);
 	median_extra(res, "second_read_gbps", S_SECOND_READ);
-	row_end(stdout);
+	row_end();
 	if (res->private_pages[0])
 		print_private_read(res);
 	if (bc->touch != TOUCH_ALL)
 		return;
 	begin(res, "memory_factor", "factor", res->s[S_FACTOR]);
 	median_extra(res, "populated_fraction", S_POPULATED);
-	row_end(stdout);
+	row_end();
 	begin(res, "page_tables", "bytes", res->s[S_TABLES]);
-	row_num(stdout, "fraction_of_size", median_of(res->s[S_TABLES], res->n) / (double)bc->size);
+	row_num("fraction_of_size", median_of(res->s[S_TABLES], res->n) / (double)bc->size);
 	median_extra(res, "host_page_tables", S_HOST_TABLES);
-	row_end(stdout);
+	row_end();
 }
 
 void results_print(const struct results *res)

@@ -6,45 +6,23 @@
 
 #include "rows.h"
 
-static void put_string(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
+/* The row being written: rows go to stdout one at a time, through the
+ * library's JSON writer (src/json.c). */
+static struct sseg_json row;
 
-		if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(out, "\\u%04x", c);
-		else
-			fputc(c, out);
-	}
-	fputc('"', out);
+void row_str(const char *key, const char *value)
+{
+	sseg_json_str(&row, key, value ? value : "");
 }
 
-void row_str(FILE *out, const char *key, const char *value)
+void row_num(const char *key, double value)
 {
-	fputs(", ", out);
-	put_string(out, key);
-	fputs(": ", out);
-	put_string(out, value ? value : "");
+	sseg_json_double(&row, key, value);
 }
 
-void row_num(FILE *out, const char *key, double value)
+void row_u64(const char *key, uint64_t value)
 {
-	fputs(", ", out);
-	put_string(out, key);
-	if (isfinite(value))
-		fprintf(out, ": %.9g", value);
-	else
-		fputs(": null", out);
-}
-
-void row_u64(FILE *out, const char *key, uint64_t value)
-{
-	fputs(", ", out);
-	put_string(out, key);
-	fprintf(out, ": %llu", (unsigned long long)value);
+	sseg_json_u64(&row, key, value);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -76,27 +54,29 @@ double median_of(const double *samples, int n)
 	return median;
 }
 
-void row_begin(FILE *out, const struct row *r, const double *samples, int n)
+void row_begin(const struct row *r, const double *samples, int n)
 {
 	double min, median, max;
 
 	stats_of(samples, n, &min, &median, &max);
-	fputs("{\"schema\": 1", out);
-	row_str(out, "bench", r->bench);
-	row_str(out, "mechanism", r->mechanism);
-	row_u64(out, "ranks", (uint64_t)r->ranks);
-	row_u64(out, "size", r->size);
-	row_str(out, "pages_requested", r->pages_requested);
-	row_str(out, "pages_obtained", r->pages_obtained);
-	row_str(out, "unit", r->unit);
-	row_num(out, "min", min);
-	row_num(out, "median", median);
-	row_num(out, "max", max);
-	row_u64(out, "reps", (uint64_t)n);
+	sseg_json_init(&row, stdout, SSEG_JSON_LINE);
+	sseg_json_begin(&row, NULL, '{');
+	sseg_json_int(&row, "schema", 1);
+	row_str("bench", r->bench);
+	row_str("mechanism", r->mechanism);
+	row_u64("ranks", (uint64_t)r->ranks);
+	row_u64("size", r->size);
+	row_str("pages_requested", r->pages_requested);
+	row_str("pages_obtained", r->pages_obtained);
+	row_str("unit", r->unit);
+	row_num("min", min);
+	row_num("median", median);
+	row_num("max", max);
+	row_u64("reps", (uint64_t)n);
 }
 
-void row_end(FILE *out)
+void row_end(void)
 {
-	fputs("}\n", out);
-	fflush(out);
+	sseg_json_end(&row, '}');
+	sseg_json_finish(&row);
 }

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "json.h"
+
 #define ROW_MAX_REPS 64
 
 struct row {
@@ -20,13 +22,13 @@ struct row {
 	const char *unit;
 };
 
-/* Writes the fixed keys and the statistics of n samples; extras follow,
- * then row_end. */
-void row_begin(FILE *out, const struct row *r, const double *samples, int n);
-void row_str(FILE *out, const char *key, const char *value);
-void row_num(FILE *out, const char *key, double value); /* non-finite: null */
-void row_u64(FILE *out, const char *key, uint64_t value);
-void row_end(FILE *out);
+/* Writes the fixed keys and the statistics of n samples to stdout; extras
+ * follow, then row_end. One row at a time. */
+void row_begin(const struct row *r, const double *samples, int n);
+void row_str(const char *key, const char *value); /* NULL: "" */
+void row_num(const char *key, double value); /* non-finite: null */
+void row_u64(const char *key, uint64_t value);
+void row_end(void);
 
 void stats_of(const double *samples, int n, double *min, double *median, double *max);
 double median_of(const double *samples, int n);

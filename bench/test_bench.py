@@ -201,6 +201,27 @@ def test_vllm_small_devshm():
         "Insufficient space in /dev/shm" in e for e in theirs["errors"]), theirs
 
 
+def fake_pools(root, pools):
+    """A copy of /sys/kernel/mm/hugepages: {"hugepages-2048kB": {file: n}}."""
+    for pool, files in pools.items():
+        os.makedirs(os.path.join(root, pool))
+        for name, value in files.items():
+            with open(os.path.join(root, pool, name), "w") as f:
+                f.write(f"{value}\n")
+
+
+def test_hugetlb_in_use_counts_surplus_pages_once():
+    """5 pages of which 3 surplus, all in use: nr_hugepages says 5 (it
+    counts the surplus ones), so 10 MiB, not 16."""
+    import hostmem
+    with tempfile.TemporaryDirectory() as root:
+        fake_pools(root, {"hugepages-2048kB": dict(nr_hugepages=5, surplus_hugepages=3,
+                                                   free_hugepages=0, resv_hugepages=0),
+                          "hugepages-1048576kB": dict(nr_hugepages=1, surplus_hugepages=0,
+                                                      free_hugepages=1, resv_hugepages=0)})
+        assert hostmem.hugetlb_in_use(root) == 5 * (2 << 20)
+
+
 def test_report():
     if importlib.util.find_spec("matplotlib") is None:
         skip("matplotlib is missing (make bench installs it)")

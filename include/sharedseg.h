@@ -265,6 +265,11 @@ SSEG_API const char *sseg_last_error(void);
  * int call here, 0 is the success: `if (sseg_check_support(b, p))` is the
  * branch where segments cannot be made. */
 SSEG_API int sseg_check_support(enum sseg_backend backend, enum sseg_pages pages);
+/* The same for a segment of size bytes (0: the smallest): the decision the
+ * owner's create makes, so a HugeTLB pool too small for size is refused
+ * with the pages it has and the pages size needs. */
+SSEG_API int sseg_check_support_size(enum sseg_backend backend, enum sseg_pages pages,
+				     uint64_t size);
 /* The name sseg_check_support had up to 0.2 (the same answer: 0 when
  * supported, which the name reads the other way round). */
 SSEG_API int sseg_supported(enum sseg_backend backend, enum sseg_pages pages);

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A small JSON writer: compact, escaped, enough for the library's facts. */
-#include <stdlib.h>
+/* The one JSON writer (json.h): compact, one line, or indented. */
+#include <math.h>
 #include <string.h>
 
 #include "json.h"
 
-void sseg_json_init(struct sseg_json *j, FILE *out)
+void sseg_json_init(struct sseg_json *j, FILE *out, enum sseg_json_style style)
 {
 	memset(j, 0, sizeof(*j));
 	j->out = out;
+	j->style = style;
 	j->first[0] = true;
 }
 
@@ -71,37 +72,67 @@ static void put_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
+/* What goes before a value or a key: the comma, and the style's space or
+ * new line and indentation. */
+static void item(struct sseg_json *j)
+{
+	bool first = j->first[j->depth];
+
+	j->first[j->depth] = false;
+	if (!first)
+		fputc(',', j->out);
+	if (j->style == SSEG_JSON_PRETTY && j->depth > 0)
+		fprintf(j->out, "\n%*s", 2 * j->depth, "");
+	else if (j->style == SSEG_JSON_LINE && !first)
+		fputc(' ', j->out);
+}
+
+static void colon(struct sseg_json *j)
+{
+	fputs(j->style == SSEG_JSON_COMPACT ? ":" : ": ", j->out);
+}
+
 static void key(struct sseg_json *j, const char *k)
 {
-	if (!j->first[j->depth])
-		fputc(',', j->out);
-	j->first[j->depth] = false;
+	item(j);
 	if (k) {
 		put_string(j->out, k);
-		fputc(':', j->out);
+		colon(j);
 	}
 }
 
-void sseg_json_begin(struct sseg_json *j, const char *k, char bracket)
+static void open_container(struct sseg_json *j, char bracket)
 {
-	key(j, k);
 	fputc(bracket, j->out);
 	if (j->depth + 1 < SSEG_JSON_MAX_DEPTH)
 		j->depth++;
 	j->first[j->depth] = true;
 }
 
+void sseg_json_begin(struct sseg_json *j, const char *k, char bracket)
+{
+	key(j, k);
+	open_container(j, bracket);
+}
+
 void sseg_json_end(struct sseg_json *j, char bracket)
 {
+	bool empty = j->first[j->depth];
+
 	if (j->depth > 0)
 		j->depth--;
+	if (j->style == SSEG_JSON_PRETTY && !empty)
+		fprintf(j->out, "\n%*s", 2 * j->depth, "");
 	fputc(bracket, j->out);
 }
 
 void sseg_json_str(struct sseg_json *j, const char *k, const char *value)
 {
 	key(j, k);
-	put_string(j->out, value ? value : "");
+	if (value)
+		put_string(j->out, value);
+	else
+		fputs("null", j->out);
 }
 
 void sseg_json_int(struct sseg_json *j, const char *k, long long value)
@@ -114,6 +145,15 @@ void sseg_json_u64(struct sseg_json *j, const char *k, uint64_t value)
 {
 	key(j, k);
 	fprintf(j->out, "%llu", (unsigned long long)value);
+}
+
+void sseg_json_double(struct sseg_json *j, const char *k, double value)
+{
+	key(j, k);
+	if (isfinite(value))
+		fprintf(j->out, "%.9g", value);
+	else
+		fputs("null", j->out);
 }
 
 void sseg_json_bool(struct sseg_json *j, const char *k, bool value)
@@ -137,45 +177,52 @@ void sseg_json_opt_int(struct sseg_json *j, const char *k, long long value)
 		fprintf(j->out, "%lld", value);
 }
 
-int sseg_json_text(void (*doc)(struct sseg_json *j, const void *ctx), const void *ctx,
-		   char **text, size_t *len)
+/* Past the string token at p (its opening quote): a backslash escapes the
+ * next byte, whatever it is. */
+static const char *string_end(const char *p)
 {
-	struct sseg_json j;
-	FILE *f;
-
-	*text = NULL;
-	*len = 0;
-	f = open_memstream(text, len);
-	if (!f)
-		return sseg_err(-ENOMEM, "out of memory");
-	sseg_json_init(&j, f);
-	doc(&j, ctx);
-	if (fclose(f) || !*text || *len > INT32_MAX) {
-		free(*text);
-		*text = NULL;
-		return sseg_err(-ENOMEM, "out of memory");
-	}
-	return 0;
+	for (p++; *p && *p != '"'; p++)
+		if (*p == '\\' && p[1])
+			p++;
+	return *p ? p + 1 : p;
 }
 
-int sseg_json_render(void (*doc)(struct sseg_json *j, const void *ctx), const void *ctx,
-		     char *buf, size_t len)
+void sseg_json_copy(struct sseg_json *j, const char *k, const char *text)
 {
-	char *text;
-	size_t n;
-	int rc;
+	bool keyed = k != NULL; /* the next value follows its key */
+	const char *p = text, *end;
 
-	if (!buf && len)
-		return sseg_err(-EINVAL, "no buffer for %zu bytes of JSON", len);
-	rc = sseg_json_text(doc, ctx, &text, &n);
-	if (rc)
-		return rc;
-	if (len) {
-		size_t copy = n < len ? n : len - 1;
-
-		memcpy(buf, text, copy);
-		buf[copy] = '\0';
+	if (k)
+		key(j, k);
+	while (*p) {
+		if (*p == ',' || *p == ' ' || *p == '\n' || *p == '\t' || *p == '\r') {
+			p++; /* the writer puts its own separators */
+			continue;
+		}
+		if (*p == '}' || *p == ']') {
+			sseg_json_end(j, *p++);
+			continue;
+		}
+		if (!keyed)
+			item(j);
+		keyed = false;
+		if (*p == '{' || *p == '[') {
+			open_container(j, *p++);
+			continue;
+		}
+		end = *p == '"' ? string_end(p) : p + strcspn(p, ",:]} \n\t\r");
+		fwrite(p, 1, (size_t)(end - p), j->out);
+		p = end;
+		if (*p == ':') {
+			colon(j);
+			keyed = true;
+			p++;
+		}
 	}
-	free(text);
-	return (int)n;
+}
+
+void sseg_json_finish(struct sseg_json *j)
+{
+	fputc('\n', j->out);
+	fflush(j->out);
 }

@@ -255,7 +255,9 @@ static void window_tag(struct scan *sc, const char *name, int rank, int world, i
 /* A tag page of driver memory: " backend=B size=S pages=P page=Z
  * group=PID.NONCE". The segment is the one of that declaration and group
  * (the owner's pid and create nonce) among the processes of this uid; the
- * rank is the process's. */
+ * rank is the process's. What it maps of the driver's memory /proc does
+ * not show, and any process can map a page of that name: its mapped bytes
+ * stay unknown, and the segment's size is only what its tags declare. */
 static void driver_tag(struct scan *sc, const char *name, const char *rest, int rank,
 		       int world, int owner)
 {
@@ -274,10 +276,8 @@ static void driver_tag(struct scan *sc, const char *name, const char *rest, int 
 				 page, world, owner };
 	seg = sseg_list_driver_segment(sc->l, &k);
 	h = seg >= 0 ? holder_for(sc, seg) : -1;
-	if (h < 0 || sc->l->holders[h].rank >= 0)
-		return;
-	sc->l->holders[h].rank = rank;
-	sc->l->holders[h].mapped = size;
+	if (h >= 0 && sc->l->holders[h].rank < 0)
+		sc->l->holders[h].rank = rank;
 }
 
 /* "/memfd:sseg-tag:NAME rank=R world=W owner=O[ backend=...] (deleted)";

@@ -6,11 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
+#include "json_doc.h"
 #include "list_json.h"
 
+/* seen: its mappings of the segment are in /proc (a memfd's), so what it
+ * maps and what is resident are known. */
 static void process_facts(struct sseg_json *j, const struct sseg_list *l,
-			  const struct sseg_holder *h, bool resident_known)
+			  const struct sseg_holder *h, bool seen)
 {
 	const struct sseg_listed_process *p = &l->procs[h->process];
 
@@ -19,8 +21,8 @@ static void process_facts(struct sseg_json *j, const struct sseg_list *l,
 	sseg_json_opt_int(j, "uid", p->uid);
 	sseg_json_str(j, "comm", p->comm);
 	sseg_json_opt_int(j, "rank", h->rank);
-	sseg_json_u64(j, "mapped_bytes", h->mapped);
-	sseg_json_opt_int(j, "resident_bytes", resident_known ? (long long)h->resident : -1);
+	sseg_json_opt_int(j, "mapped_bytes", seen ? (long long)h->mapped : -1);
+	sseg_json_opt_int(j, "resident_bytes", seen ? (long long)h->resident : -1);
 	sseg_json_bool(j, "holds_fd", h->fd);
 	sseg_json_bool(j, "readonly", h->mapped && h->readonly);
 	sseg_json_end(j, '}');
@@ -58,6 +60,28 @@ static struct page_facts page_facts(const struct sseg_list *l, const struct sseg
 	return f;
 }
 
+/* Whose it is: driver memory's ranks' uid (its key); else the uid its
+ * owner runs as, else the one all its processes share; -1 when unknown or
+ * they differ. */
+static int64_t segment_uid(const struct sseg_list *l, const struct sseg_listed *s,
+			   const struct sseg_holder *owner)
+{
+	int64_t uid = -1;
+
+	if (!s->ino)
+		return s->uid;
+	if (owner)
+		return l->procs[owner->process].uid;
+	for (int i = s->first; i >= 0; i = l->holders[i].next) {
+		int64_t u = l->procs[l->holders[i].process].uid;
+
+		if (u < 0 || (uid >= 0 && u != uid))
+			return -1;
+		uid = u;
+	}
+	return uid;
+}
+
 static void segment_facts(struct sseg_json *j, const struct sseg_list *l,
 			  const struct sseg_listed *s)
 {
@@ -72,10 +96,13 @@ static void segment_facts(struct sseg_json *j, const struct sseg_list *l,
 	}
 	sseg_json_begin(j, NULL, '{');
 	sseg_json_str(j, "name", s->name);
+	sseg_json_opt_int(j, "uid", segment_uid(l, s, owner));
 	/* Driver memory: no inode, and /proc does not show what is resident. */
 	sseg_json_opt_int(j, "inode", s->ino ? (long long)s->ino : -1);
 	sseg_json_str(j, "backend", s->backend);
 	sseg_json_u64(j, "size", f.size);
+	/* Driver memory: size, pages and ranks are what its tag pages say. */
+	sseg_json_bool(j, "declared", !s->ino);
 	sseg_json_str(j, "pages", s->pages[0] ? s->pages : f.kind);
 	sseg_json_u64(j, "page_size", s->page_size ? s->page_size : f.page);
 	sseg_json_opt_int(j, "resident_bytes", s->ino ? (long long)f.resident : -1);
@@ -87,8 +114,9 @@ static void segment_facts(struct sseg_json *j, const struct sseg_list *l,
 	sseg_json_opt_int(j, "world_size", s->world);
 	sseg_json_opt_int(j, "owner_rank", s->owner_rank);
 	sseg_json_opt_int(j, "owner_pid", owner ? l->procs[owner->process].pid : -1);
-	/* Mapped by nobody, held only by a descriptor: a leak to look at. */
-	sseg_json_bool(j, "unmapped", !mapped);
+	/* Mapped by nobody, held only by a descriptor: a leak to look at
+	 * (driver memory is listed from the tag pages its ranks map). */
+	sseg_json_bool(j, "unmapped", s->ino && !mapped);
 	sseg_json_begin(j, "processes", '[');
 	for (int i = s->first; i >= 0; i = l->holders[i].next)
 		process_facts(j, l, &l->holders[i], s->ino != 0);

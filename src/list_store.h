@@ -13,7 +13,8 @@
 
 /* One process that maps a segment or holds its memfd. */
 struct sseg_holder {
-	uint64_t mapped;     /* bytes of its mappings of the memfd */
+	uint64_t mapped;     /* bytes of its mappings of the memfd; 0 for driver
+			      * memory, which /proc does not show */
 	uint64_t resident;   /* Rss + HugeTLB pages of those mappings */
 	uint64_t thp;        /* ShmemPmdMapped */
 	uint64_t page_size;  /* KernelPageSize */
@@ -40,7 +41,8 @@ struct sseg_listed {
 	char pages[16];      /* a tag's pages=; "" for a memfd (seen from its mappings) */
 	uint64_t page_size;  /* a tag's page= */
 	uint64_t dev, ino;
-	uint64_t size;       /* from a descriptor's fstat; 0 when none */
+	uint64_t size;       /* from a descriptor's fstat, 0 when none; driver
+			      * memory: what its tags declare */
 	uint64_t allocated;  /* its allocated blocks */
 	uint64_t numa_nodes;
 	uint64_t key;        /* its hash in the index */

@@ -160,6 +160,11 @@ int sseg_probe_device(enum sseg_backend backend, int index, struct sseg_probe_de
 
 int sseg_check_support(enum sseg_backend backend, enum sseg_pages pages)
 {
+	return sseg_check_support_size(backend, pages, 0);
+}
+
+int sseg_check_support_size(enum sseg_backend backend, enum sseg_pages pages, uint64_t size)
+{
 	const struct sseg_backend_ops *ops = sseg_backend_get(backend);
 	struct sseg_probe_backend facts = { .sz = sizeof(facts) };
 	struct sseg_page_choice choice;
@@ -172,8 +177,8 @@ int sseg_check_support(enum sseg_backend backend, enum sseg_pages pages)
 	rc = sseg_backend_probe(ops, &facts);
 	if (rc)
 		return sseg_err(rc, "backend %s: %s", ops->name, facts.reason);
-	/* The same decision as the owner's create, for the smallest segment. */
-	return sseg_backend_choose_pages(ops, pages, 0, &choice);
+	/* The same decision as the owner's create. */
+	return sseg_backend_choose_pages(ops, pages, size, &choice);
 }
 
 int sseg_supported(enum sseg_backend backend, enum sseg_pages pages)

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
-#include "json.h"
+#include "json_doc.h"
 
 #define PROBE_SCHEMA 1
 

@@ -15,7 +15,7 @@ import os
 import re
 import sys
 
-BASE = {"internal.h", "error.h", "log.h", "util.h", "fault.h"}
+BASE = {"internal.h", "error.h", "log.h", "util.h", "fault.h", "hidden.h"}
 # Any case: CUDA_LIBRARY or ASCEND_FABRIC in a core file is a backend's
 # name as much as cuda.h is.
 BACKEND_WORDS = re.compile(r"SSEG_BACKEND_(CUDA|MEMFD|ASCEND)|cuda|acl|ascend|npu|driver/", re.I)

@@ -7,11 +7,13 @@
  * (driver_claim), and two groups of one user that declare the same one
  * stay two (two_groups); a thousand memfds are listed from one scan in bounded
  * memory (scale); a process that exits after the scan keeps the uid and
- * command it had (exited). Needs root (skips otherwise); one case runs when
- * named on the command line. */
+ * command it had (exited); another user's segment of the same name says
+ * whose it is in the document, the tool's JSON and its table (users); a
+ * tag page with nothing behind it is listed as declared, with no mapped
+ * bytes (declared_only). Needs root (skips otherwise); one case runs when named on the command
+ * line. */
 #define _GNU_SOURCE /* memfd_create, setresuid */
 #include <fcntl.h>
-#include <grp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -22,127 +24,15 @@
 
 #include "fakeutil.h"
 #include "list_json.h"
+#include "listing.h"
 #include "runcases.h"
+#include "stranger.h"
 #include "testutil.h"
 
-#define NOBODY 65534
 #define RANKS 3
 #define SZ (8u << 20)
 
-/* ---- a process of another uid, kept alive while the test looks ---- */
-
-struct hostile {
-	int (*act)(void *arg); /* runs as NOBODY; 0 when it is set up */
-	void *arg;
-	int fds;               /* how many descriptors it may need */
-	int ready[2], release[2];
-	pid_t pid;
-};
-
-static int become_nobody(int fds)
-{
-	struct rlimit r = { (rlim_t)fds + 64, (rlim_t)fds + 64 };
-
-	if (fds && setrlimit(RLIMIT_NOFILE, &r))
-		return -1;
-	if (setgroups(0, NULL) || setresgid(NOBODY, NOBODY, NOBODY) ||
-	    setresuid(NOBODY, NOBODY, NOBODY))
-		return -1;
-	/* A uid change leaves it undumpable; a login process is not. */
-	return prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
-}
-
-/* Forks it: it becomes NOBODY and runs act; hostile_ready waits for that. */
-static void hostile_fork(struct hostile *h)
-{
-	char c;
-
-	CHECK(pipe(h->ready) == 0 && pipe(h->release) == 0);
-	h->pid = fork();
-	CHECK(h->pid >= 0);
-	if (h->pid == 0) {
-		close(h->ready[0]);
-		close(h->release[1]);
-		if (become_nobody(h->fds) || h->act(h->arg))
-			_exit(1);
-		if (write(h->ready[1], "r", 1) != 1)
-			_exit(1);
-		_exit(read(h->release[0], &c, 1) == 0 ? 0 : 1);
-	}
-	close(h->ready[1]);
-	close(h->release[0]);
-}
-
-static void hostile_ready(struct hostile *h)
-{
-	char c;
-
-	CHECK(read(h->ready[0], &c, 1) == 1); /* a child that failed ends the read */
-}
-
-static void hostile_start(struct hostile *h)
-{
-	hostile_fork(h);
-	hostile_ready(h);
-}
-
-static void hostile_stop(struct hostile *h)
-{
-	close(h->release[1]);
-	CHECK(tu_wait(h->pid, 20000) == 0);
-	close(h->ready[0]);
-}
-
-/* A memfd of that name, held, and mapped when map (one page). */
-static int hold_memfd(const char *name, bool map)
-{
-	int fd = memfd_create(name, 0);
-
-	if (fd < 0 || ftruncate(fd, 4096))
-		return -1;
-	if (map && mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) == MAP_FAILED)
-		return -1;
-	return fd;
-}
-
 /* ---- reading the list ---- */
-
-static char *listing(void)
-{
-	int n = sseg_list_json(NULL, 0);
-	char *text;
-
-	CHECK(n > 0);
-	text = malloc((size_t)n + 1);
-	CHECK(text && sseg_list_json(text, (size_t)n + 1) == n);
-	return text;
-}
-
-/* The JSON object of the first segment named name at or after from. */
-static const char *segment_of(const char *from, const char *name)
-{
-	char needle[160];
-
-	snprintf(needle, sizeof(needle), "{\"name\":\"%s\"", name);
-	return strstr(from, needle);
-}
-
-/* Whether needle occurs in the segment object at seg (up to the next). */
-static bool in_segment(const char *seg, const char *needle)
-{
-	const char *next = strstr(seg + 1, "{\"name\":");
-	const char *at = strstr(seg, needle);
-
-	return at && (!next || at < next);
-}
-
-static bool has_pid(const char *seg, pid_t pid)
-{
-	char needle[32];
-
-	snprintf(needle, sizeof(needle), "{\"pid\":%d,", (int)pid);
-	return in_segment(seg, needle);
-}
 
 /* Strict UTF-8: no stray byte, overlong form, surrogate or past U+10FFFF. */
 static bool valid_utf8(const unsigned char *p, size_t n)
@@ -167,50 +57,25 @@ static bool valid_utf8(const unsigned char *p, size_t n)
 	return true;
 }
 
-/* What `sharedseg ls ARGS` prints, NUL-ended; *len its length. */
-static char *run_ls(const char *args, size_t *len)
-{
-	char cmd[512], *out = NULL;
-	size_t cap = 0;
-	FILE *p;
-
-	snprintf(cmd, sizeof(cmd), "%s/sharedseg ls %s", getenv("SSEG_BUILD_DIR"), args);
-	p = popen(cmd, "r");
-	CHECK(p);
-	*len = 0;
-	for (;;) {
-		if (*len + 4096 + 1 > cap)
-			CHECK((out = realloc(out, cap = cap * 2 + 8192)));
-		size_t got = fread(out + *len, 1, 4096, p);
-
-		if (!got)
-			break;
-		*len += got;
-	}
-	out[*len] = '\0';
-	CHECK(pclose(p) == 0);
-	return out;
-}
-
 /* ---- 1: bytes that are not UTF-8 ---- */
 
 static int bad_utf8(void *arg)
 {
 	prctl(PR_SET_NAME, "ls-\xfe\xff-comm", 0, 0, 0);
-	return hold_memfd(arg, true) < 0;
+	return stranger_hold_memfd(arg, true) < 0;
 }
 
 static void utf8(void)
 {
 	char name[96], shown[96];
-	struct hostile h = { .act = bad_utf8, .arg = name };
+	struct stranger h = { .act = bad_utf8, .arg = name };
 	size_t len;
 	char *text;
 
 	snprintf(name, sizeof(name), "sseg:ls-utf8-%d-\xff\xc0\xaf-end", (int)getpid());
 	snprintf(shown, sizeof(shown), "ls-utf8-%d-\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd-end",
 		 (int)getpid());
-	hostile_start(&h);
+	stranger_start(&h);
 	text = listing();
 	CHECK(valid_utf8((const unsigned char *)text, strlen(text)));
 	CHECK(segment_of(text, shown)); /* each bad byte is U+FFFD */
@@ -219,7 +84,7 @@ static void utf8(void)
 	text = run_ls("--json", &len);
 	CHECK(valid_utf8((const unsigned char *)text, len));
 	free(text);
-	hostile_stop(&h);
+	stranger_stop(&h);
 }
 
 /* ---- 2: terminal escapes in the table ---- */
@@ -227,19 +92,19 @@ static void utf8(void)
 static int escaping(void *arg)
 {
 	prctl(PR_SET_NAME, "\x1b]0;pwn\x07\xc2\x9b" "2J", 0, 0, 0);
-	return hold_memfd(arg, true) < 0;
+	return stranger_hold_memfd(arg, true) < 0;
 }
 
 static void escapes(void)
 {
 	char name[96], shown[128];
-	struct hostile h = { .act = escaping, .arg = name };
+	struct stranger h = { .act = escaping, .arg = name };
 	size_t len;
 	char *table;
 
 	snprintf(name, sizeof(name), "sseg:ls-esc-%d\x1b[2J\x1b[31mFAKE\xe2\x80\xae", (int)getpid());
 	snprintf(shown, sizeof(shown), "ls-esc-%d\\x1b[2J\\x1b[31mFAKE\\u202e", (int)getpid());
-	hostile_start(&h);
+	stranger_start(&h);
 	table = run_ls("", &len);
 	if (getenv("SSEG_TEST_VERBOSE"))
 		fprintf(stderr, "%s", table);
@@ -249,7 +114,7 @@ static void escapes(void)
 	CHECK(strstr(table, shown));
 	CHECK(strstr(table, "\\x1b]0;pwn\\x07"));
 	free(table);
-	hostile_stop(&h);
+	stranger_stop(&h);
 }
 
 /* ---- 3: a name longer than a line buffer ---- */
@@ -300,7 +165,7 @@ static int forge(void *arg)
 	close(f->info[1]);
 	if (read(f->info[0], &f->v, sizeof(f->v)) != sizeof(f->v))
 		return 1;
-	if (hold_memfd("sseg:p", true) < 0 || !own_line("/memfd:sseg:p ", line, sizeof(line)))
+	if (stranger_hold_memfd("sseg:p", true) < 0 || !own_line("/memfd:sseg:p ", line, sizeof(line)))
 		return 1;
 	path = strstr(line, "/memfd:sseg:p ");
 	col = (int)(path - line) + (int)strlen("/memfd:sseg:");
@@ -313,26 +178,26 @@ static int forge(void *arg)
 	for (int i = 0; i < escaped % 4; i++)
 		name[n++] = 'x';
 	snprintf(name + n, sizeof(name) - (size_t)n, "%s", fake);
-	if (strlen(name) > 249 || hold_memfd(name, true) < 0 ||
+	if (strlen(name) > 249 || stranger_hold_memfd(name, true) < 0 ||
 	    !own_line("/memfd:sseg:\\012", line, sizeof(line)) ||
 	    strncmp(line + 511, "1000-2000 ", 10))
 		return 1; /* the forgery would not be where the old reader cuts */
 	snprintf(tag, sizeof(tag), "sseg-tag:%s rank=0 world=99 owner=0", v->name);
-	return hold_memfd(tag, true) < 0;
+	return stranger_hold_memfd(tag, true) < 0;
 }
 
 static void long_line(void)
 {
 	struct forgery f;
 	struct victim v;
-	struct hostile h = { .act = forge, .arg = &f };
+	struct stranger h = { .act = forge, .arg = &f };
 	char label[96], line[1024], needle[32];
 	const char *seg;
 	sseg_t *seg_h;
 	char *text;
 
 	CHECK(pipe(f.info) == 0);
-	hostile_fork(&h);
+	stranger_fork(&h);
 	close(f.info[0]);
 	memset(&v, 0, sizeof(v));
 	tu_name(v.name, sizeof(v.name), "ls-victim");
@@ -342,7 +207,7 @@ static void long_line(void)
 	CHECK(sscanf(line, "%*x-%*x %*s %*x %x:%x %llu", &v.maj, &v.min, &v.ino) == 3);
 	CHECK(write(f.info[1], &v, sizeof(v)) == sizeof(v));
 	close(f.info[1]);
-	hostile_ready(&h);
+	stranger_ready(&h);
 	text = listing();
 	seg = segment_of(text, v.name);
 	CHECK(seg);
@@ -353,7 +218,7 @@ static void long_line(void)
 	snprintf(needle, sizeof(needle), "\"owner_pid\":%d,", (int)getpid());
 	CHECK(in_segment(seg, needle));
 	free(text);
-	hostile_stop(&h);
+	stranger_stop(&h);
 	CHECK_RC(sseg_destroy(seg_h), 0);
 }
 
@@ -414,7 +279,7 @@ static void tag_of(pid_t pid, const char *name, char *tag, size_t len)
 
 static int claim(void *arg)
 {
-	return hold_memfd(arg, true) < 0;
+	return stranger_hold_memfd(arg, true) < 0;
 }
 
 static void driver_claim(void)
@@ -423,7 +288,7 @@ static void driver_claim(void)
 	int ready[2], done[2];
 	pid_t pids[RANKS];
 	char c, name[64], tag[256], needle[32];
-	struct hostile h = { .act = claim, .arg = tag };
+	struct stranger h = { .act = claim, .arg = tag };
 	const char *seg;
 	char *text;
 
@@ -441,7 +306,7 @@ static void driver_claim(void)
 	for (int r = 0; r < RANKS; r++)
 		CHECK(read(ready[0], &c, 1) == 1);
 	tag_of(pids[0], name, tag, sizeof(tag));
-	hostile_start(&h);
+	stranger_start(&h);
 	text = listing();
 	for (seg = segment_of(text, name); seg && !has_pid(seg, pids[0]);)
 		seg = segment_of(seg + 1, name);
@@ -454,7 +319,7 @@ static void driver_claim(void)
 	for (int r = 1; r < RANKS; r++)
 		CHECK(has_pid(seg, pids[r]));
 	free(text);
-	hostile_stop(&h);
+	stranger_stop(&h);
 	close(done[1]);
 	for (int r = 0; r < RANKS; r++)
 		CHECK(tu_wait(pids[r], 10000) == 0);
@@ -527,7 +392,7 @@ static int many(void *arg)
 
 	for (int i = 0; i < MANY; i++) {
 		snprintf(name, sizeof(name), "sseg:%s-%d", (const char *)arg, i);
-		if (hold_memfd(name, false) < 0)
+		if (stranger_hold_memfd(name, false) < 0)
 			return 1;
 	}
 	return 0;
@@ -571,13 +436,13 @@ static long listing_peak(int *segments)
 static void scale(void)
 {
 	char prefix[64], late[64], small[16], *text;
-	struct hostile h = { .act = many, .arg = prefix, .fds = MANY };
+	struct stranger h = { .act = many, .arg = prefix, .fds = MANY };
 	sseg_t *seg;
 	long peak;
 	int n;
 
 	tu_name(prefix, sizeof(prefix), "ls-many");
-	hostile_start(&h);
+	stranger_start(&h);
 	/* One scan per document: asked for its length, then for the text, the
 	 * library gives the document it found the first time. */
 	n = sseg_list_json(small, sizeof(small));
@@ -601,7 +466,7 @@ static void scale(void)
 	if (getenv("SSEG_TEST_VERBOSE"))
 		fprintf(stderr, "%d segments listed in %ld KiB at peak\n", n, peak >> 10);
 	CHECK(n >= MANY && peak < n * (long)SEGMENT_BYTES);
-	hostile_stop(&h);
+	stranger_stop(&h);
 }
 
 /* ---- 6: a process that exits between the scan and the render ---- */
@@ -609,22 +474,22 @@ static void scale(void)
 static int leaving(void *arg)
 {
 	prctl(PR_SET_NAME, "ls-gone", 0, 0, 0);
-	return hold_memfd(arg, false) < 0;
+	return stranger_hold_memfd(arg, false) < 0;
 }
 
 static void exited(void)
 {
 	char name[64], label[80], needle[96], *text;
-	struct hostile h = { .act = leaving, .arg = label };
+	struct stranger h = { .act = leaving, .arg = label };
 	struct sseg_list l;
 	const char *seg;
 	int n;
 
 	tu_name(name, sizeof(name), "ls-gone");
 	snprintf(label, sizeof(label), "sseg:%s", name);
-	hostile_start(&h);
+	stranger_start(&h);
 	CHECK_RC(sseg_list_scan(&l), 0);
-	hostile_stop(&h); /* gone, and reaped: its pid may be anyone's now */
+	stranger_stop(&h); /* gone, and reaped: its pid may be anyone's now */
 	n = sseg_list_render(&l, NULL, 0);
 	CHECK(n > 0 && (text = malloc((size_t)n + 1)));
 	CHECK(sseg_list_render(&l, text, (size_t)n + 1) == n);
@@ -634,9 +499,112 @@ static void exited(void)
 	if (getenv("SSEG_TEST_VERBOSE"))
 		fprintf(stderr, "%s\n", seg);
 	snprintf(needle, sizeof(needle), "{\"pid\":%d,\"uid\":%d,\"comm\":\"ls-gone\"", (int)h.pid,
-		 NOBODY);
+		 STRANGER_UID);
 	CHECK(in_segment(seg, needle));
 	free(text);
+}
+
+/* ---- 7: another user's segment of the same name ---- */
+
+static int own_segment(void *arg)
+{
+	return !tu_one_rank(arg, SSEG_BACKEND_MEMFD); /* kept until it exits */
+}
+
+/* The table's line of the segment named name whose text has user. */
+static bool table_has(const char *table, const char *name, const char *user)
+{
+	char needle[160];
+
+	snprintf(needle, sizeof(needle), "\n%s  %s, ", name, user);
+	return strstr(table, needle) || !strncmp(table, needle + 1, strlen(needle + 1));
+}
+
+/* Two segments of one name, root's and the stranger's: each says whose it
+ * is, in the document, in the tool's JSON and in its table. */
+static void users(void)
+{
+	char name[64], needle[160], *text;
+	struct stranger h = { .act = own_segment, .arg = name };
+	const char *seg, *theirs = NULL, *mine = NULL;
+	sseg_t *seg_h;
+	size_t len;
+
+	tu_name(name, sizeof(name), "ls-user");
+	stranger_start(&h);
+	seg_h = tu_one_rank(name, SSEG_BACKEND_MEMFD);
+	text = listing();
+	for (seg = segment_of(text, name); seg; seg = segment_of(seg + 1, name)) {
+		snprintf(needle, sizeof(needle), "{\"name\":\"%s\",\"uid\":", name);
+		CHECK(!strncmp(seg, needle, strlen(needle)));
+		if (has_pid(seg, h.pid))
+			theirs = seg + strlen(needle);
+		if (has_pid(seg, getpid()))
+			mine = seg + strlen(needle);
+	}
+	CHECK(theirs && mine && theirs != mine);
+	CHECK(!strncmp(theirs, "65534,", 6) && !strncmp(mine, "0,", 2));
+	free(text);
+	text = run_ls("--json", &len);
+	snprintf(needle, sizeof(needle), "\"name\": \"%s\",\n      \"uid\": %d,", name, STRANGER_UID);
+	CHECK(strstr(text, needle));
+	snprintf(needle, sizeof(needle), "\"name\": \"%s\",\n      \"uid\": 0,", name);
+	CHECK(strstr(text, needle));
+	free(text);
+	text = run_ls("", &len);
+	if (getenv("SSEG_TEST_VERBOSE"))
+		fprintf(stderr, "%s", text);
+	CHECK(table_has(text, name, "user nobody") && table_has(text, name, "user root"));
+	free(text);
+	CHECK_RC(sseg_destroy(seg_h), 0);
+	stranger_stop(&h);
+}
+
+/* ---- 8: a tag page of driver memory and nothing else ---- */
+
+/* 4 KiB named like a rank's tag page of a 64 MiB cuda segment. */
+static int fake_tag(void *arg)
+{
+	char tag[256];
+
+	snprintf(tag, sizeof(tag), "sseg-tag:%s rank=0 world=1 owner=0 backend=cuda "
+		 "size=67108864 pages=hugetlb-2M page=2097152 group=1.00000001", (char *)arg);
+	return stranger_hold_memfd(tag, true) < 0;
+}
+
+/* The listing says what the tag declares as declared, and no mapped size
+ * that /proc did not show. */
+static void declared_only(void)
+{
+	char name[64], needle[160], *text;
+	struct stranger h = { .act = fake_tag, .arg = name };
+	const char *seg;
+	size_t len;
+
+	tu_name(name, sizeof(name), "ls-fake-tag");
+	stranger_start(&h);
+	text = listing();
+	seg = segment_of(text, name);
+	CHECK(seg && has_pid(seg, h.pid));
+	if (getenv("SSEG_TEST_VERBOSE"))
+		fprintf(stderr, "%s\n", seg);
+	CHECK(in_segment(seg, "\"size\":67108864,\"declared\":true,"));
+	snprintf(needle, sizeof(needle), "{\"pid\":%d,\"uid\":%d,", (int)h.pid, STRANGER_UID);
+	CHECK(in_segment(seg, needle));
+	CHECK(in_segment(seg, "\"rank\":0,\"mapped_bytes\":null,\"resident_bytes\":null,"));
+	CHECK(in_segment(seg, "\"unmapped\":false"));
+	free(text);
+	text = run_ls("", &len);
+	if (getenv("SSEG_TEST_VERBOSE"))
+		fprintf(stderr, "%s", text);
+	snprintf(needle, sizeof(needle), "%s  user nobody, 64.0 MiB declared, hugetlb-2M pages, ",
+		 name);
+	CHECK(strstr(text, needle));
+	snprintf(needle, sizeof(needle), "    pid %-8d rank 0    ", (int)h.pid);
+	CHECK(strstr(text, needle) && !strncmp(strstr(strstr(text, needle), " mapped "),
+						" mapped ?  ", 11));
+	free(text);
+	stranger_stop(&h);
 }
 
 /* Each case as the runner calls it: in a child of its own. */
@@ -654,6 +622,8 @@ LS_CASE(driver_claim)
 LS_CASE(two_groups)
 LS_CASE(scale)
 LS_CASE(exited)
+LS_CASE(users)
+LS_CASE(declared_only)
 
 static const struct tu_case cases[] = {
 	{ "utf8", case_utf8, NULL, 0 },
@@ -663,6 +633,8 @@ static const struct tu_case cases[] = {
 	{ "two_groups", case_two_groups, NULL, 0 },
 	{ "scale", case_scale, NULL, 0 },
 	{ "exited", case_exited, NULL, 0 },
+	{ "users", case_users, NULL, 0 },
+	{ "declared_only", case_declared_only, NULL, 0 },
 	{ NULL, NULL, NULL, 0 },
 };
 
@@ -671,7 +643,7 @@ int main(int argc, char **argv)
 	if (argc == 2 && !strcmp(argv[1], "--peak"))
 		return peak_main();
 	if (geteuid() != 0) {
-		printf("ls_hostile: needs root (its hostile processes become uid %d)\n", NOBODY);
+		printf("ls_hostile: needs root (its hostile processes become uid %d)\n", STRANGER_UID);
 		return TU_SKIP;
 	}
 	if (tu_run_cases(argc, argv, cases))

@@ -92,7 +92,7 @@ static int resolve_pages(struct bench_config *b)
 		}
 		b->pages = p.auto_pages;
 	}
-	if (sseg_check_support(SSEG_BACKEND_MEMFD, b->pages)) {
+	if (sseg_check_support_size(SSEG_BACKEND_MEMFD, b->pages, b->size)) {
 		fprintf(stderr, "sharedseg bench: %s (bench changes no knobs)\n", sseg_last_error());
 		return CLI_USAGE;
 	}

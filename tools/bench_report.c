@@ -59,48 +59,48 @@ void bench_print_text(const struct bench_config *b, const struct bench_results *
 	       median_ratio(r->private_read, r->shared_read, b->reps));
 }
 
-static void json_stat(struct json *j, const char *key, const char *kind, const double *samples,
+static void json_stat(struct sseg_json *j, const char *key, const char *kind, const double *samples,
 		      int n, uint64_t bytes)
 {
 	struct bench_stat st;
 
 	bench_stat_of(samples, n, &st);
-	json_object_begin(j, key);
-	json_string(j, "pages", kind);
-	json_double(j, "min_s", st.min_s);
-	json_double(j, "median_s", st.median_s);
+	sseg_json_begin(j, key, '{');
+	sseg_json_str(j, "pages", kind);
+	sseg_json_double(j, "min_s", st.min_s);
+	sseg_json_double(j, "median_s", st.median_s);
 	if (bytes) {
-		json_double(j, "max_gib_s", rate_gib_s(bytes, st.min_s));
-		json_double(j, "median_gib_s", rate_gib_s(bytes, st.median_s));
+		sseg_json_double(j, "max_gib_s", rate_gib_s(bytes, st.min_s));
+		sseg_json_double(j, "median_gib_s", rate_gib_s(bytes, st.median_s));
 	}
-	json_object_end(j);
+	sseg_json_end(j, '}');
 }
 
 void bench_print_json(const struct bench_config *b, const struct bench_results *r)
 {
-	struct json j;
+	struct sseg_json j;
 
-	json_init(&j, stdout);
-	json_object_begin(&j, NULL);
-	json_i64(&j, "schema", 1);
-	json_u64(&j, "size", b->size);
-	json_string(&j, "pages", sseg_pages_name(b->pages));
-	json_string(&j, "pages_requested", sseg_pages_name(b->pages_asked));
-	json_i64(&j, "reps", b->reps);
-	json_object_begin(&j, "population");
+	sseg_json_init(&j, stdout, SSEG_JSON_PRETTY);
+	sseg_json_begin(&j, NULL, '{');
+	sseg_json_int(&j, "schema", 1);
+	sseg_json_u64(&j, "size", b->size);
+	sseg_json_str(&j, "pages", sseg_pages_name(b->pages));
+	sseg_json_str(&j, "pages_requested", sseg_pages_name(b->pages_asked));
+	sseg_json_int(&j, "reps", b->reps);
+	sseg_json_begin(&j, "population", '{');
 	json_stat(&j, "sseg_1_thread", r->pop1_kind, r->pop1, b->reps, b->size);
 	json_stat(&j, "sseg_2_threads", r->pop2_kind, r->pop2, b->reps, b->size);
 	json_stat(&j, "bare_memfd", r->bare_kind, r->bare, b->reps, b->size);
-	json_double(&j, "ratio_1_thread", median_ratio(r->bare, r->pop1, b->reps));
-	json_double(&j, "ratio_2_threads", median_ratio(r->bare, r->pop2, b->reps));
-	json_object_end(&j);
+	sseg_json_double(&j, "ratio_1_thread", median_ratio(r->bare, r->pop1, b->reps));
+	sseg_json_double(&j, "ratio_2_threads", median_ratio(r->bare, r->pop2, b->reps));
+	sseg_json_end(&j, '}');
 	json_stat(&j, "peer_complete", sseg_pages_name(r->attach.pages), r->complete, b->reps, 0);
-	json_object_begin(&j, "read");
+	sseg_json_begin(&j, "read", '{');
 	json_stat(&j, "shared", sseg_pages_name(r->reads.pages), r->shared_read, b->reps,
 		  b->size);
 	json_stat(&j, "private", r->reads.private_pages, r->private_read, b->reps, b->size);
-	json_double(&j, "ratio", median_ratio(r->private_read, r->shared_read, b->reps));
-	json_object_end(&j);
-	json_object_end(&j);
-	json_finish(&j);
+	sseg_json_double(&j, "ratio", median_ratio(r->private_read, r->shared_read, b->reps));
+	sseg_json_end(&j, '}');
+	sseg_json_end(&j, '}');
+	sseg_json_finish(&j);
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "json.h"
 #include "sharedseg.h"
 
 /* Exit codes: 2 is a usage error or a machine that cannot do what was asked. */
@@ -75,30 +76,9 @@ int cli_parse_numa(const char *cmd, const char *text, enum sseg_numa *numa, int 
 void cli_format_size(uint64_t bytes, char *buf, size_t len);
 double cli_now(void); /* CLOCK_MONOTONIC seconds */
 
-/* ---- JSON writer (json.c): one document, pretty-printed ---- */
+/* ---- JSON output: the library's writer (src/json.h) ---- */
 
-#define JSON_MAX_DEPTH 16
-
-struct json {
-	FILE *out;
-	int depth;
-	bool first[JSON_MAX_DEPTH]; /* nothing written yet at this depth */
-};
-
-/* key is NULL inside arrays and for the top-level value. */
-void json_init(struct json *j, FILE *out);
-void json_object_begin(struct json *j, const char *key);
-void json_object_end(struct json *j);
-void json_array_begin(struct json *j, const char *key);
-void json_array_end(struct json *j);
-void json_string(struct json *j, const char *key, const char *value); /* NULL: null */
-void json_u64(struct json *j, const char *key, uint64_t value);
-void json_i64(struct json *j, const char *key, int64_t value);
-void json_double(struct json *j, const char *key, double value); /* non-finite: null */
-void json_bool(struct json *j, const char *key, bool value);
-/* Ends the document with a newline. */
-void json_finish(struct json *j);
-/* Writes a compact JSON text (the library's) indented, with a newline. */
+/* Writes a JSON text the library made (compact) indented, with a newline. */
 void json_pretty(FILE *out, const char *text);
 /* The JSON text a library call writes snprintf-style (write(ctx, buf, len)
  * returns the length it needed, or a negative errno), asked with a buffer
@@ -142,11 +122,13 @@ static inline uint64_t host_mem_total(const struct host_mem *m)
 }
 
 /* This process's use of the mappings inside [addr, addr+len), from
- * /proc/self/smaps. HugeTLB pages show in hugetlb, not in rss/pss. */
+ * /proc/self/smaps. HugeTLB pages show in the hugetlb fields, not in
+ * rss/pss. */
 struct vma_use {
 	uint64_t rss;
 	uint64_t pss;
-	uint64_t hugetlb; /* Shared_Hugetlb + Private_Hugetlb */
+	uint64_t hugetlb_shared;  /* Shared_Hugetlb: pages another process maps too */
+	uint64_t hugetlb_private; /* Private_Hugetlb */
 	uint64_t pmd_mapped; /* ShmemPmdMapped + FilePmdMapped: THP */
 };
 

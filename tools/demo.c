@@ -68,10 +68,14 @@ void demo_help(FILE *out)
 		"segment of SIZE bytes through the library's local exchange. The owner fills\n"
 		"it with a pattern, every peer checks every byte, every peer writes a mark\n"
 		"at the start of its slice (size/N) and the owner checks every mark. While\n"
-		"all ranks still map it, rank 0 measures how much host memory the group\n"
-		"uses (the Shmem + HugeTLB-in-use delta of /proc/meminfo and the HugeTLB\n"
-		"pools) and every rank its own mapping's Rss/Pss (/proc/self/smaps).\n"
-		"Prints one row per rank and the totals against N private copies.\n"
+		"all ranks still map it, every rank measures its mapping in /proc/self/smaps:\n"
+		"its resident bytes and its share of them (Pss: a page N ranks map counts\n"
+		"1/N in each; HugeTLB pages, which Pss leaves out, count whole when only it\n"
+		"maps them, else 1/N). The host memory the group uses is the sum of the\n"
+		"shares: each of the segment's pages once, whatever other processes of the\n"
+		"host allocate or free meanwhile; unknown where the pages are in no smaps\n"
+		"(a driver's memory). Prints one row per rank (the share as mapped Pss) and\n"
+		"the totals against N private copies.\n"
 		"\n"
 		"options:\n"
 		"  --ranks N         processes in the group, 1..1024 (default 4)\n"
@@ -95,9 +99,10 @@ void demo_help(FILE *out)
 		"  --gpus G          rank r uses device r %% G (cuda and ascend backends,\n"
 		"                    --host-register; default 1: every rank on device 0)\n"
 		"  --json            one JSON object instead of the table: ranks, size, backend,\n"
-		"                    pages, page_size, populate, host_bytes_used,\n"
-		"                    host_bytes_private_equivalent, verified, create_s,\n"
-		"                    complete_s, pages_verified, huge_bytes, per_rank [...]\n"
+		"                    pages, page_size, populate, host_bytes_used (null:\n"
+		"                    unknown), host_bytes_private_equivalent, verified,\n"
+		"                    create_s, complete_s, pages_verified, huge_bytes,\n"
+		"                    per_rank [...]\n"
 		"                    (each with resident_wait_s: populate=background's wait)\n"
 		"  -h, --help        this text\n"
 		"\n"
@@ -421,7 +426,7 @@ static bool supported(const struct demo_config *c)
 		return true; /* the ranks will say it themselves */
 	pid = fork();
 	if (pid == 0) {
-		int rc = sseg_check_support(c->backend, c->pages);
+		int rc = sseg_check_support_size(c->backend, c->pages, c->size);
 
 		if (rc)
 			(void)!write(fds[1], sseg_last_error(), strlen(sseg_last_error()));

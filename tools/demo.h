@@ -20,7 +20,8 @@ struct demo_config {
 	bool host_register;
 	int gpus;
 	bool json;
-	struct host_mem baseline; /* read by the parent before the ranks start */
+	struct host_mem baseline; /* read by the parent before the ranks start, for
+				   * the progress line */
 };
 
 /* What a rank tells the parent: one fixed-size record, written with one
@@ -40,10 +41,9 @@ struct rank_report {
 	double complete_s;
 	double populate_s;
 	double resident_s;    /* populate=background: open's return to resident */
-	uint64_t rss;         /* this rank's mapping, from smaps */
-	uint64_t pss;         /* HugeTLB: rss / ranks */
-	bool has_host_use;    /* rank 0 measured the host-wide delta */
-	int64_t host_bytes_used;
+	bool measured;        /* its mapping was found in its smaps */
+	uint64_t rss;         /* this rank's mapping, from smaps: Rss + HugeTLB pages */
+	uint64_t pss;         /* its share: Pss + HugeTLB pages, shared ones / ranks */
 	char pages_reason[320];
 	char error[512];
 };

@@ -144,26 +144,21 @@ static void record_info(sseg_t *seg, struct rank_report *r)
 	snprintf(r->pages_reason, sizeof(r->pages_reason), "%s", info.pages_reason);
 }
 
-/* Rank 0 measures the host while every rank still maps the segment. */
-static void measure(const struct demo_config *c, sseg_t *seg, int rank, struct rank_report *r)
+/* Every rank measures its mapping while every rank still maps it: its
+ * resident bytes and its share of them, Pss (a page mapped by N ranks
+ * counts 1/N in each). Pss leaves HugeTLB pages out: its own ones count
+ * whole, those another process maps too (every rank maps every page here)
+ * 1/N. */
+static void measure(const struct demo_config *c, sseg_t *seg, struct rank_report *r)
 {
 	struct sseg_info info = { .sz = sizeof(info) };
 	struct vma_use use;
-	struct host_mem now;
 
-	if (rank == OWNER && !host_mem_read(&now)) {
-		r->has_host_use = true;
-		r->host_bytes_used =
-			(int64_t)host_mem_total(&now) - (int64_t)host_mem_total(&c->baseline);
-	}
 	if (sseg_info(seg, &info) || vma_use_read(info.base, info.mapped_size, &use))
 		return;
-	r->rss = use.rss;
-	r->pss = use.pss;
-	if (use.pss == 0 && use.hugetlb > 0) {
-		r->rss = use.hugetlb;
-		r->pss = use.hugetlb / (uint64_t)c->ranks;
-	}
+	r->measured = true;
+	r->rss = use.rss + use.hugetlb_shared + use.hugetlb_private;
+	r->pss = use.pss + use.hugetlb_private + use.hugetlb_shared / (uint64_t)c->ranks;
 	record_info(seg, r);
 }
 
@@ -195,7 +190,7 @@ static void exercise(const struct demo_config *c, sseg_t *seg, struct sseg_local
 	if (rank == OWNER && fine > 0)
 		check_marks(c, base, r);
 	if (fine >= 0)
-		measure(c, seg, rank, r);
+		measure(c, seg, r);
 	if (fine >= 0)
 		fine = barrier(g, c->ranks, !r->failed);
 	if (fine < 0)

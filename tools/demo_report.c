@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What `sharedseg demo` prints: a row per rank and the host-wide totals,
- * or the same as one JSON object, and the ranks' errors. */
+/* What `sharedseg demo` prints: a row per rank and the group's totals, or
+ * the same as one JSON object, and the ranks' errors. */
+#include <math.h>
 #include <string.h>
 
 #include "demo.h"
@@ -31,14 +32,22 @@ static double max_complete_s(const struct demo_config *c, const struct demo_resu
 	return m;
 }
 
-static void format_signed_size(int64_t bytes, char *buf, size_t len)
+/* The host memory the group's mappings hold: every rank's share of the
+ * segment's pages (demo_rank.c's measure), summed. A page counts once
+ * however many ranks map it, and what other processes allocate or free
+ * meanwhile does not move it. -1 when a rank did not measure, or when its
+ * pages are in no smaps (a driver's memory). */
+static int64_t group_bytes(const struct demo_config *c, const struct demo_result *r)
 {
-	if (bytes >= 0) {
-		cli_format_size((uint64_t)bytes, buf, len);
-		return;
+	uint64_t share = 0, resident = 0;
+
+	for (int i = 0; i < c->ranks; i++) {
+		if (!r->reported[i] || !r->reports[i].measured)
+			return -1;
+		share += r->reports[i].pss;
+		resident += r->reports[i].rss;
 	}
-	buf[0] = '-';
-	cli_format_size((uint64_t)-bytes, buf + 1, len - 1);
+	return resident ? (int64_t)share : -1;
 }
 
 static void print_row(const struct rank_report *rr)
@@ -53,18 +62,26 @@ static void print_row(const struct rank_report *rr)
 	       rr->verified ? "yes" : "no");
 }
 
-static void print_totals(const struct demo_config *c, const struct rank_report *owner)
+static void print_totals(const struct demo_config *c, const struct demo_result *r,
+			 const struct rank_report *owner)
 {
 	uint64_t private_bytes = c->size * (uint64_t)c->ranks;
-	double used = (double)owner->host_bytes_used;
+	int64_t used = group_bytes(c, r);
 	char u[32], p[32];
 
-	format_signed_size(owner->host_bytes_used, u, sizeof(u));
 	cli_format_size(private_bytes, p, sizeof(p));
-	printf("\nhost memory used: %s (Shmem+HugeTLB delta)\n", u);
+	if (used < 0) {
+		printf("\nhost memory used: unknown (the segment's pages are in no rank's smaps: "
+		       "%s memory)\n", sseg_backend_name(owner->backend));
+		printf("%d private copies would use: %s\n", c->ranks, p);
+		return;
+	}
+	cli_format_size((uint64_t)used, u, sizeof(u));
+	printf("\nhost memory used: %s (the segment's pages in the ranks' smaps, each counted "
+	       "once)\n", u);
 	printf("%d private copies would use: %s\n", c->ranks, p);
-	printf("ratio: %.2f of private copies (%.2f x one copy)\n", used / (double)private_bytes,
-	       used / (double)c->size);
+	printf("ratio: %.2f of private copies (%.2f x one copy)\n",
+	       (double)used / (double)private_bytes, (double)used / (double)c->size);
 }
 
 void demo_print_table(const struct demo_config *c, const struct demo_result *r)
@@ -90,87 +107,86 @@ void demo_print_table(const struct demo_config *c, const struct demo_result *r)
 		       "returned (slowest %.1f ms); the pages were resident %.1f ms after that "
 		       "(the owner's wait)\n",
 		       max_complete_s(c, r) * 1e3, owner->resident_s * 1e3);
-	if (owner->has_host_use)
-		print_totals(c, owner);
+	print_totals(c, r, owner);
 }
 
-static void json_nodes(struct json *j, uint64_t mask)
+static void json_nodes(struct sseg_json *j, uint64_t mask)
 {
-	json_array_begin(j, "numa_nodes");
+	sseg_json_begin(j, "numa_nodes", '[');
 	for (int n = 0; n < 64; n++)
 		if (mask & (1ull << n))
-			json_i64(j, NULL, n);
-	json_array_end(j);
+			sseg_json_int(j, NULL, n);
+	sseg_json_end(j, ']');
 }
 
-static void json_rank(struct json *j, const struct demo_result *r, int i)
+static void json_rank(struct sseg_json *j, const struct demo_result *r, int i)
 {
 	const struct rank_report *rr = &r->reports[i];
 
-	json_object_begin(j, NULL);
-	json_i64(j, "rank", i);
-	json_string(j, "role", i == 0 ? "owner" : "peer");
-	json_bool(j, "reported", r->reported[i]);
-	json_bool(j, "opened", rr->opened);
-	json_string(j, "pages", rr->opened ? sseg_pages_name(rr->pages) : NULL);
-	json_u64(j, "page_size", rr->page_size);
-	json_i64(j, "pages_verified", rr->pages_verified);
-	json_u64(j, "huge_bytes", rr->huge_bytes);
+	sseg_json_begin(j, NULL, '{');
+	sseg_json_int(j, "rank", i);
+	sseg_json_str(j, "role", i == 0 ? "owner" : "peer");
+	sseg_json_bool(j, "reported", r->reported[i]);
+	sseg_json_bool(j, "opened", rr->opened);
+	sseg_json_str(j, "pages", rr->opened ? sseg_pages_name(rr->pages) : NULL);
+	sseg_json_u64(j, "page_size", rr->page_size);
+	sseg_json_int(j, "pages_verified", rr->pages_verified);
+	sseg_json_u64(j, "huge_bytes", rr->huge_bytes);
 	json_nodes(j, rr->numa_nodes);
-	json_u64(j, "rss", rr->rss);
-	json_u64(j, "pss", rr->pss);
-	json_double(j, "create_s", rr->create_s);
-	json_double(j, "complete_s", rr->complete_s);
-	json_double(j, "populate_s", rr->populate_s);
-	json_double(j, "resident_wait_s", rr->resident_s);
-	json_bool(j, "verified", r->reported[i] && rr->verified && !rr->failed);
-	json_string(j, "error", rr->failed ? rr->error : r->exit_note[i]);
-	json_object_end(j);
+	sseg_json_u64(j, "rss", rr->rss);
+	sseg_json_u64(j, "pss", rr->pss);
+	sseg_json_double(j, "create_s", rr->create_s);
+	sseg_json_double(j, "complete_s", rr->complete_s);
+	sseg_json_double(j, "populate_s", rr->populate_s);
+	sseg_json_double(j, "resident_wait_s", rr->resident_s);
+	sseg_json_bool(j, "verified", r->reported[i] && rr->verified && !rr->failed);
+	sseg_json_str(j, "error", rr->failed ? rr->error : r->exit_note[i]);
+	sseg_json_end(j, '}');
 }
 
-static void json_owner(struct json *j, const struct demo_config *c,
-		       const struct rank_report *owner)
+static void json_owner(struct sseg_json *j, const struct demo_config *c,
+		       const struct demo_result *r, const struct rank_report *owner)
 {
 	uint64_t private_bytes = c->size * (uint64_t)c->ranks;
+	int64_t used = group_bytes(c, r);
 
-	json_string(j, "backend", owner ? sseg_backend_name(owner->backend) : NULL);
-	json_string(j, "pages", owner ? sseg_pages_name(owner->pages) : NULL);
-	json_u64(j, "page_size", owner ? owner->page_size : 0);
-	json_i64(j, "pages_verified", owner ? owner->pages_verified : 0);
-	json_u64(j, "huge_bytes", owner ? owner->huge_bytes : 0);
-	json_string(j, "pages_reason", owner ? owner->pages_reason : NULL);
-	json_i64(j, "host_bytes_used", owner && owner->has_host_use ? owner->host_bytes_used : 0);
-	json_u64(j, "host_bytes_private_equivalent", private_bytes);
-	json_double(j, "ratio", owner && owner->has_host_use ?
-			(double)owner->host_bytes_used / (double)private_bytes : 0.0);
-	json_double(j, "create_s", owner ? owner->create_s : 0.0);
+	sseg_json_str(j, "backend", owner ? sseg_backend_name(owner->backend) : NULL);
+	sseg_json_str(j, "pages", owner ? sseg_pages_name(owner->pages) : NULL);
+	sseg_json_u64(j, "page_size", owner ? owner->page_size : 0);
+	sseg_json_int(j, "pages_verified", owner ? owner->pages_verified : 0);
+	sseg_json_u64(j, "huge_bytes", owner ? owner->huge_bytes : 0);
+	sseg_json_str(j, "pages_reason", owner ? owner->pages_reason : NULL);
+	sseg_json_opt_int(j, "host_bytes_used", used);
+	sseg_json_u64(j, "host_bytes_private_equivalent", private_bytes);
+	sseg_json_double(j, "ratio", used >= 0 ? (double)used / (double)private_bytes : NAN);
+	sseg_json_double(j, "create_s", owner ? owner->create_s : 0.0);
 }
 
 void demo_print_json(const struct demo_config *c, const struct demo_result *r)
 {
 	const struct rank_report *owner = owner_report(r);
-	struct json j;
+	struct sseg_json j;
 
-	json_init(&j, stdout);
-	json_object_begin(&j, NULL);
-	json_i64(&j, "schema", 1);
-	json_i64(&j, "ranks", c->ranks);
-	json_u64(&j, "size", c->size);
-	json_string(&j, "name", c->name);
-	json_string(&j, "pages_requested", sseg_pages_name(c->pages));
-	json_string(&j, "populate", sseg_populate_name(c->populate));
-	json_string(&j, "numa", sseg_numa_name(c->numa));
-	json_bool(&j, "readonly_peers", c->readonly_peers);
-	json_owner(&j, c, owner);
-	json_double(&j, "complete_s", max_complete_s(c, r));
-	json_bool(&j, "verified", demo_all_verified(c, r));
-	json_bool(&j, "timed_out", r->timed_out);
-	json_array_begin(&j, "per_rank");
+	sseg_json_init(&j, stdout, SSEG_JSON_PRETTY);
+	sseg_json_begin(&j, NULL, '{');
+	sseg_json_int(&j, "schema", 1);
+	sseg_json_int(&j, "ranks", c->ranks);
+	sseg_json_u64(&j, "size", c->size);
+	sseg_json_str(&j, "name", c->name);
+	sseg_json_str(&j, "pages_requested", sseg_pages_name(c->pages));
+	sseg_json_str(&j, "populate", sseg_populate_name(c->populate));
+	sseg_json_str(&j, "numa", sseg_numa_name(c->numa));
+	sseg_json_bool(&j, "readonly_peers", c->readonly_peers);
+	json_owner(&j, c, r, owner);
+	sseg_json_double(&j, "complete_s", max_complete_s(c, r));
+	sseg_json_bool(&j, "verified", demo_all_verified(c, r));
+	sseg_json_bool(&j, "timed_out", r->timed_out);
+	sseg_json_begin(&j, "per_rank", '[');
 	for (int i = 0; i < c->ranks; i++)
 		json_rank(&j, r, i);
-	json_array_end(&j);
-	json_object_end(&j);
-	json_finish(&j);
+	sseg_json_end(&j, ']');
+	sseg_json_end(&j, '}');
+	sseg_json_finish(&j);
 }
 
 /* Ranks that fail together usually say the same sentence: print it once. */

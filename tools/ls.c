@@ -2,6 +2,7 @@
 /* sharedseg ls: the segments live on this host, from /proc (the library's
  * sseg_list_json), as a table or as the JSON itself. */
 #include <errno.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,23 +25,27 @@ void ls_help(FILE *out)
 		"names sseg:NAME, the tag each rank's window carries, the descriptors\n"
 		"that still hold a memfd, and numa_maps. No daemon, nothing to clean up.\n"
 		"The cuda and ascend backends' memory is the driver's, which /proc does not\n"
-		"name: each rank maps a tag page instead, and their resident bytes are\n"
-		"unknown (null).\n"
-		"For each segment: name, size, page kind, NUMA nodes, host bytes resident,\n"
-		"the owner's pid, and each process that maps it (pid, rank, command,\n"
-		"mapped and resident bytes) or holds its memfd. A segment that no process\n"
-		"maps any more but a descriptor keeps alive is marked UNMAPPED.\n"
+		"name: each rank maps a tag page instead, whose name declares the size, the\n"
+		"pages and the rank (\"declared\" in the table and the JSON: a page of that\n"
+		"name is all /proc shows), and what they map and hold resident is unknown\n"
+		"(null).\n"
+		"For each segment: name, whose it is (the user its owner runs as), size,\n"
+		"page kind, NUMA nodes, host bytes resident, the owner's pid, and each\n"
+		"process that maps it (pid, rank, command, mapped and resident bytes, and\n"
+		"its user where that is another) or holds its memfd. A segment that no\n"
+		"process maps any more but a descriptor keeps alive is marked UNMAPPED.\n"
 		"Names and commands are whatever bytes their processes chose: in the JSON\n"
 		"each byte that is not UTF-8 reads as U+FFFD and controls as \\u00XX; the\n"
 		"table shows every control as an escape (\\x1b, \\u202e) and \\ as \\\\.\n"
 		"\n"
 		"options:\n"
-		"  --json       one JSON object: schema, segments [{name, inode, backend,\n"
-		"               size, pages, page_size, resident_bytes, numa_nodes [],\n"
-		"               world_size, owner_rank, owner_pid, unmapped, processes\n"
-		"               [{pid, uid, comm, rank, mapped_bytes, resident_bytes,\n"
-		"               holds_fd, readonly}]}], truncated (a cap was reached:\n"
-		"               the rest are left out); unknown values are null\n"
+		"  --json       one JSON object: schema, segments [{name, uid, inode,\n"
+		"               backend, size, declared, pages, page_size, resident_bytes,\n"
+		"               numa_nodes [], world_size, owner_rank, owner_pid, unmapped,\n"
+		"               processes [{pid, uid, comm, rank, mapped_bytes,\n"
+		"               resident_bytes, holds_fd, readonly}]}], truncated (a cap\n"
+		"               was reached: the rest are left out); unknown values are\n"
+		"               null\n"
 		"  -h, --help   this text\n"
 		"\n"
 		"examples:\n"
@@ -123,32 +128,61 @@ static const char *visible(const char *s, char *buf, size_t len)
 	return buf;
 }
 
-static void print_process(const struct jval *p)
+/* "user NAME" for obj's uid ("user 1234" without a passwd entry, "user ?"
+ * unknown): another user's segment of a name must not read as one's own. */
+static const char *user_of(const struct jval *obj, char *buf, size_t len)
 {
-	char mapped[32], resident[32], rank[16] = "?", comm[128];
+	double uid = json_num(obj, "uid", -1);
+	struct passwd pw, *found = NULL;
+	char text[1024], name[128];
+
+	if (uid < 0) {
+		snprintf(buf, len, "user ?");
+		return buf;
+	}
+	if (getpwuid_r((uid_t)uid, &pw, text, sizeof(text), &found) || !found)
+		snprintf(buf, len, "user %.0f", uid);
+	else
+		snprintf(buf, len, "user %s", visible(found->pw_name, name, sizeof(name)));
+	return buf;
+}
+
+/* obj's key as a size; "?" when it is unknown (null). */
+static void known_size(const struct jval *obj, const char *key, char *buf, size_t len)
+{
+	if (json_num(obj, key, -1) >= 0)
+		cli_format_size((uint64_t)json_num(obj, key, 0), buf, len);
+	else
+		snprintf(buf, len, "?");
+}
+
+/* A process that is not the segment's user says whose it is. */
+static void print_process(const struct jval *p, const char *seg_user)
+{
+	char mapped[32], resident[32], rank[16] = "?", comm[128], user[160];
 
 	if (json_get(p, "rank") && json_get(p, "rank")->type == JSON_NUMBER)
 		snprintf(rank, sizeof(rank), "%.0f", json_num(p, "rank", -1));
-	cli_format_size((uint64_t)json_num(p, "mapped_bytes", 0), mapped, sizeof(mapped));
-	if (json_num(p, "resident_bytes", -1) >= 0)
-		cli_format_size((uint64_t)json_num(p, "resident_bytes", 0), resident,
-				sizeof(resident));
-	else
-		snprintf(resident, sizeof(resident), "?");
-	printf("    pid %-8.0f rank %-4s %-16s mapped %-11s resident %-11s%s%s\n",
+	known_size(p, "mapped_bytes", mapped, sizeof(mapped));
+	known_size(p, "resident_bytes", resident, sizeof(resident));
+	user_of(p, user, sizeof(user));
+	printf("    pid %-8.0f rank %-4s %-16s mapped %-11s resident %-11s%s%s%s%s\n",
 	       json_num(p, "pid", 0), rank, visible(json_str(p, "comm"), comm, sizeof(comm)),
 	       mapped, resident,
 	       json_num(p, "holds_fd", 0) ? " holds fd" : "",
-	       json_num(p, "readonly", 0) ? " read-only" : "");
+	       json_num(p, "readonly", 0) ? " read-only" : "",
+	       strcmp(user, seg_user) ? " " : "", strcmp(user, seg_user) ? user : "");
 }
 
 static void print_segment(const struct jval *s)
 {
 	const struct jval *procs = json_get(s, "processes"), *nodes = json_get(s, "numa_nodes");
-	char size[32], resident[96], owner[64] = "owner gone or unknown";
-	char name[512], pages[128], backend[128];
+	char size[48], resident[96], owner[64] = "owner gone or unknown";
+	char name[512], pages[128], backend[128], user[160];
 
 	cli_format_size((uint64_t)json_num(s, "size", 0), size, sizeof(size));
+	if (json_num(s, "declared", 0)) /* what its tags say: /proc shows none of it */
+		strcat(size, " declared");
 	if (json_num(s, "resident_bytes", -1) >= 0)
 		cli_format_size((uint64_t)json_num(s, "resident_bytes", 0), resident,
 				sizeof(resident));
@@ -158,15 +192,15 @@ static void print_segment(const struct jval *s)
 	if (json_num(s, "owner_pid", -1) >= 0)
 		snprintf(owner, sizeof(owner), "owner rank %.0f pid %.0f", json_num(s, "owner_rank", 0),
 			 json_num(s, "owner_pid", 0));
-	printf("%s  %s, %s pages, %s resident, nodes",
-	       visible(json_str(s, "name"), name, sizeof(name)), size,
-	       visible(json_str(s, "pages"), pages, sizeof(pages)), resident);
+	printf("%s  %s, %s, %s pages, %s resident, nodes",
+	       visible(json_str(s, "name"), name, sizeof(name)), user_of(s, user, sizeof(user)),
+	       size, visible(json_str(s, "pages"), pages, sizeof(pages)), resident);
 	for (int i = 0; nodes && i < nodes->n; i++)
 		printf("%s%.0f", i ? "," : " ", nodes->items[i]->num);
 	printf("%s, %s%s\n", nodes && nodes->n ? "" : " ?", owner,
 	       json_num(s, "unmapped", 0) ? ", UNMAPPED (held by a descriptor only)" : "");
 	for (int i = 0; procs && i < procs->n; i++)
-		print_process(procs->items[i]);
+		print_process(procs->items[i], user);
 }
 
 static int print_table(const char *text)

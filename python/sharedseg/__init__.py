@@ -45,14 +45,17 @@ def probe(size: Union[int, str] = 0) -> Dict[str, Any]:
 def list_segments() -> List[Dict[str, Any]]:
     """Every segment live on this host that this user may see (root: all),
     as `sharedseg ls --json` lists them (sseg_list_json), read from /proc:
-    each a dict with name, inode (the memfd's inode, which tells apart two
-    segments of one name), backend ("memfd", "cuda", "ascend"), size, pages,
+    each a dict with name, uid (whose it is: the user its owner runs as),
+    inode (the memfd's inode, which tells apart two segments of one name),
+    backend ("memfd", "cuda", "ascend"), size, pages,
     page_size, resident_bytes, numa_nodes, world_size, owner_rank,
     owner_pid, unmapped (nobody maps it, a descriptor keeps it) and
     processes (pid, uid, comm, rank, mapped_bytes, resident_bytes, holds_fd,
     readonly); unknown values are None. The cuda and ascend backends'
     memory is the driver's, which /proc does not name: their segments are
-    seen from each rank's tag page, with inode and resident_bytes None."""
+    seen from each rank's tag page, declared (size, pages and rank are what
+    the tags say), with inode, resident_bytes and each process's
+    mapped_bytes None."""
     return json.loads(_native.list_json())["segments"]
 
 

@@ -6,6 +6,7 @@ and bench fork their ranks, so they run the C tool when there is one, else
 say where it is."""
 import json
 import os
+import pwd
 import re
 import subprocess
 import sys
@@ -51,6 +52,26 @@ def test_version_and_bad_arguments_exit_codes():
     assert cli().returncode == 2
     version = cli("--version")
     assert version.returncode == 0 and sharedseg.__version__ in version.stdout
+
+
+def numbers_masked(value):
+    """A parsed document with every number 0: the host's free pages and
+    memory move between two probes; names, strings and shape do not."""
+    if isinstance(value, dict):
+        return {k: numbers_masked(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [numbers_masked(v) for v in value]
+    return 0 if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+
+
+def test_probe_json_is_the_library_document_indented():
+    """What `probe --json` prints (the library's text, indented by the
+    tool) reads as the library's document, string for string."""
+    for out in both("probe", "--json", "--size", "64MiB"):
+        assert out.returncode == 0, out.stderr
+        printed = json.loads(out.stdout)
+        assert numbers_masked(printed) == numbers_masked(json.loads(_native.probe_json(64 << 20)))
+        assert out.stdout.startswith('{\n  "schema": 1,\n')
 
 
 def counts_masked(text):
@@ -152,7 +173,9 @@ def test_ls_lists_a_live_segment_as_the_c_tool_does():
         s = [s for s in sharedseg.list_segments() if s["name"] == name]
         assert len(s) == 1 and s[0]["owner_pid"] == os.getpid(), s
         table, entry = assert_ls_is_the_c_tools(name)
-        assert table[0].startswith(f"{name}  4.0 MiB, base pages"), table
+        user = pwd.getpwuid(os.getuid()).pw_name
+        assert table[0].startswith(f"{name}  user {user}, 4.0 MiB, base pages"), table
+        assert entry["uid"] == os.getuid()
         assert table[1].startswith(f"    pid {os.getpid():<8} rank 0"), table
         assert entry["owner_pid"] == os.getpid() and entry["size"] == 4 << 20
     finally:
@@ -184,8 +207,9 @@ def test_ls_shows_a_cuda_segment_as_the_c_tool_does():
     try:
         assert holder.stdout.readline() == "cuda\n", holder.communicate(timeout=60)
         table, entry = assert_ls_is_the_c_tools(name)
-        assert "4.0 MiB, auto pages, ? (cuda driver memory) resident" in table[0], table
+        assert "4.0 MiB declared, auto pages, ? (cuda driver memory) resident" in table[0], table
         assert entry["backend"] == "cuda" and entry["resident_bytes"] is None
+        assert entry["declared"] and entry["processes"][0]["mapped_bytes"] is None
     finally:
         out, err = holder.communicate(input="", timeout=60)
     assert holder.returncode == 0, out + err

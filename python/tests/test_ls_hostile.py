@@ -1,14 +1,18 @@
 # SPDX-License-Identifier: Apache-2.0
-"""list_segments() and the `sharedseg ls` table when another process names
-its memfd to break them: a name that is not UTF-8 reads as U+FFFD instead
-of raising, and terminal escapes in a name show as text."""
+"""list_segments() and `sharedseg ls` when another process names its memfd
+to break them: a name that is not UTF-8 reads as U+FFFD instead of raising,
+terminal escapes in a name show as text in the table, and `ls --json`, of
+the C tool and of `python -m sharedseg`, stays one JSON document whose names
+read back byte for byte."""
 import json
 import os
 import subprocess
 import sys
 
+import pytest
+
 import sharedseg
-from conftest import env_with_package
+from conftest import built, env_with_package
 
 
 def held(name: bytes) -> int:
@@ -21,6 +25,61 @@ def held(name: bytes) -> int:
 def ls(*argv):
     return subprocess.run([sys.executable, "-m", "sharedseg", "ls", *argv], capture_output=True,
                           timeout=120, env=env_with_package())
+
+
+def c_ls(*argv):
+    return subprocess.run([built("sharedseg", "the C tool"), "ls", *argv], capture_output=True,
+                          timeout=120)
+
+
+# Names that break a writer or an indenter that mistakes where a string
+# ends: quotes, backslashes, JSON punctuation, controls, UTF-8 both valid
+# and not.
+HOSTILE = [b'q"uote', b'x":y', b'q"a,b', b'a\\"{b', b'back\\slash', b'tail\\', b'"', b'nl\nx',
+           b'tab\tx', b'cr\rx', b'ctl\x01\x1f\x7f\xc2\x85\x1b[2J',
+           "utf-8 \u00fc \u2713 \U0001f600".encode(), b'bad\xff\xc0\xaf', b'cut\xe2\x80',
+           b'surrogate\xed\xa0\x80']
+
+
+def shown(name: bytes) -> str:
+    """What the listing documents: each byte of an ill-formed UTF-8
+    sequence reads as U+FFFD, everything else as it is."""
+    out, i = [], 0
+    while i < len(name):
+        for n in (1, 2, 3, 4):
+            try:
+                out.append(name[i:i + n].decode("utf-8"))
+                i += n
+                break
+            except UnicodeDecodeError:
+                pass
+        else:
+            out.append("\ufffd")
+            i += 1
+    return "".join(out)
+
+
+@pytest.mark.parametrize("run", [c_ls, ls], ids=["c_tool", "python_m"])
+def test_ls_json_reads_back_every_hostile_name(run):
+    tag = f"py-ls-json-{os.getpid()}-"
+    names = [tag.encode() + b"%02d-" % i + n for i, n in enumerate(HOSTILE)]
+    fds = [held(b"sseg:" + n) for n in names]
+    try:
+        out = run("--json")
+        assert out.returncode == 0, out.stderr
+        doc = json.loads(out.stdout.decode("utf-8"))  # strict: one document, valid UTF-8
+        ours = {s["name"]: s for s in doc["segments"] if s["name"].startswith(tag)}
+        assert sorted(ours) == sorted(shown(n) for n in names), sorted(ours)
+        for n in names:
+            if shown(n).encode("utf-8") == n:  # valid UTF-8: byte for byte
+                assert shown(n) in ours
+        # The indented document says what the library's compact one says.
+        library = json.loads(sharedseg._native.list_json())
+        theirs = {s["name"]: s for s in library["segments"] if s["name"].startswith(tag)}
+        assert ours == theirs
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def test_a_name_that_is_not_utf8_is_listed_with_u_fffd():

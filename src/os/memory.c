@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "os/file.h"
-#include "os/hugepage.h"
+#include "os/hugetlb_use.h"
 #include "os/memory.h"
 
 /* Limits at or above this mean "none" (v1 writes 2^63 rounded down to a page). */
@@ -133,27 +133,13 @@ int sseg_os_memory(struct sseg_os_memory *m)
 	return sseg_os_memory_at("/proc/self/cgroup", "/sys/fs/cgroup", "/proc/meminfo", m);
 }
 
-/* Bytes in use by every HugeTLB pool; meminfo's Hugetlb: line says the
- * same but kernels before 4.16 lack it and it counts surplus pages too. */
-static int hugetlb_used(uint64_t *bytes)
-{
-	struct sseg_hugetlb_pool pools[8];
-	int n = sseg_os_hugetlb_pools(pools, (int)ARRAY_SIZE(pools));
-
-	if (n < 0)
-		return n;
-	*bytes = 0;
-	for (int i = 0; i < n; i++)
-		*bytes += (pools[i].total - pools[i].free) * pools[i].page_size;
-	return 0;
-}
-
 int sseg_os_meminfo(uint64_t *shmem, uint64_t *hugetlb)
 {
 	char line[256];
 	unsigned long long kb;
 	bool found = false;
 	FILE *f;
+	int rc;
 
 	f = fopen("/proc/meminfo", "re");
 	if (!f)
@@ -168,5 +154,9 @@ int sseg_os_meminfo(uint64_t *shmem, uint64_t *hugetlb)
 	fclose(f);
 	if (!found)
 		return sseg_err(-ENOENT, "/proc/meminfo has no Shmem: line");
-	return hugetlb_used(hugetlb);
+	rc = sseg_os_hugetlb_in_use(SSEG_OS_HUGETLB_DIR, hugetlb);
+	if (rc)
+		return sseg_err(rc, "cannot read the HugeTLB pools in " SSEG_OS_HUGETLB_DIR ": %s",
+				strerror(-rc));
+	return 0;
 }

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "driver.h"
-#include "json.h"
+#include "lines.h"
 
 struct cu_driver cu;
 

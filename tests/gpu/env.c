@@ -13,7 +13,7 @@
 #include "driver.h"
 #include "env.h"
 #include "importer.h"
-#include "json.h"
+#include "lines.h"
 #include "rules.h"
 
 static const struct {
@@ -62,19 +62,18 @@ static void env_peers(void)
 	struct json j;
 
 	j_begin(&j, "peers");
-	j_key(&j, "can_access_peer");
-	j_put(&j, "[");
+	j_array_begin(&j, "can_access_peer");
 	for (int a = 0; a < cu.devices; a++) {
-		j_put(&j, "%s[", a ? ", " : "");
+		j_array_begin(&j, NULL);
 		for (int b = 0; b < cu.devices; b++) {
 			int can = -1;
 
 			cu.cuDeviceCanAccessPeer(&can, a, b);
-			j_put(&j, "%s%d", b ? ", " : "", can);
+			j_int(&j, NULL, can);
 		}
-		j_put(&j, "]");
+		j_array_end(&j);
 	}
-	j_put(&j, "]");
+	j_array_end(&j);
 	j_end(&j);
 }
 

@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "json.h"
+#include "lines.h"
 #include "ranks.h"
 
 void send_record(int out, const struct record *rec)

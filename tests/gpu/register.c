@@ -10,7 +10,7 @@
 
 #include "common.h"
 #include "driver.h"
-#include "json.h"
+#include "lines.h"
 #include "ranks.h"
 #include "register.h"
 

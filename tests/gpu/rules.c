@@ -11,7 +11,7 @@
 #include "common.h"
 #include "driver.h"
 #include "importer.h"
-#include "json.h"
+#include "lines.h"
 #include "rules.h"
 
 static void rule_line(const char *rule, const char *call, CUresult got, CUresult fake)
@@ -23,8 +23,7 @@ static void rule_line(const char *rule, const char *call, CUresult got, CUresult
 	j_str(&j, "call", call);
 	j_str(&j, "result", cu_name(got));
 	j_str(&j, "fake", cu_name(fake));
-	j_key(&j, "matches_fake");
-	j_put(&j, got == fake ? "true" : "false");
+	j_bool(&j, "matches_fake", got == fake);
 	j_end(&j);
 }
 

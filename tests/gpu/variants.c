@@ -5,7 +5,7 @@
 
 #include "common.h"
 #include "driver.h"
-#include "json.h"
+#include "lines.h"
 #include "ranks.h"
 #include "variants.h"
 
