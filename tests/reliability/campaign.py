@@ -121,6 +121,28 @@ REGRESSIONS = [
      "order over one Store; collective calls taking turns", "test_store_names.py"),
     ("a non-native byte order recorded as native", "'>f4' numpy dtypes in blocks",
      "test_dtypes.py"),
+    # The third round.
+    ("a peer's wait that outlived its owner", "the owner killed, destroying, or failing "
+     "mid-population under an unbounded wait; its thread refused", "background"),
+    ("a peer's wait_populated() that outlived its owner", "the owner stopped part-way, then "
+     "killed, under wait_populated() with no timeout", "test_background.py"),
+    ("the OOM killer inside background population", "memory taken between create and the "
+     "first step in a 128 MiB cgroup; a peer in a tighter cgroup than the owner's",
+     "memory_limit"),
+    ("a local user breaking root's ls --json", "memfd names with quotes, backslashes, "
+     "'x\":y', controls and invalid UTF-8, through the C tool and python -m sharedseg, "
+     "parsed", "test_ls_hostile.py"),
+    ("the agreed error lost when the store's host exits", "rank 0 exiting at once after an "
+     "agreed error and after a success, 10 runs each", "test_gloo.py"),
+    ("an in-process command taking every thread's messages", "200 library messages from "
+     "another thread while a command runs", "test_logging.py"),
+    ("the Python command's exit codes", "/dev/full, a closed stdout, a word not UTF-8, both "
+     "commands compared", "test_cli.py"),
+    ("messages that point the wrong way", "two users on one host, sizes with blanks, a "
+     "thread that cannot start, a driver tag declaring 64 MiB, another user's segment, "
+     "a busy host under the demo", "edges parse ls_hostile demo_cli hugetlb_use"),
+    ("Ascend as its driver behaves", "a PCIe NPU (no HCCS), a child touching after fork, "
+     "1 GiB pages refused at each step", "ascend_stack ascend_fork ascend_pages fake_acl"),
 ]
 
 
