@@ -79,4 +79,5 @@ void row_end(void)
 {
 	sseg_json_end(&row, '}');
 	sseg_json_finish(&row);
+	fflush(row.out); /* a row is read as it comes, and cases fork */
 }

@@ -224,5 +224,4 @@ void sseg_json_copy(struct sseg_json *j, const char *k, const char *text)
 void sseg_json_finish(struct sseg_json *j)
 {
 	fputc('\n', j->out);
-	fflush(j->out);
 }

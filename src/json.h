@@ -52,7 +52,8 @@ SSEG_HIDDEN void sseg_json_opt_int(struct sseg_json *j, const char *key, long lo
  * byte for byte, its layout j's. For documents this writer made (the
  * library's compact text, which the tool prints indented). */
 SSEG_HIDDEN void sseg_json_copy(struct sseg_json *j, const char *key, const char *text);
-/* Ends a document that is a line of its own, and flushes it. */
+/* Ends a document that is a line of its own (the caller flushes: a
+ * command checks its output once, at the end). */
 SSEG_HIDDEN void sseg_json_finish(struct sseg_json *j);
 
 #endif

@@ -53,6 +53,7 @@ void j_end(struct json *j)
 	sseg_json_end(&j->w, '}');
 	if (j->w.out == stdout) { /* no memory for the line: written as it went */
 		sseg_json_finish(&j->w);
+		fflush(stdout);
 		return;
 	}
 	fclose(j->w.out);
