@@ -45,7 +45,9 @@ def switched_on(tmp_path, value="1"):
 
 
 def run_ranks(tmp_path, scenarios, world, value="1"):
-    return run_rank_script(tmp_path, "sglang_ranks.py", scenarios, world,
+    # Each rank imports torch and SGLang (about 20 s of CPU each): 16 copies
+    # of a test on 2 cores need the room.
+    return run_rank_script(tmp_path, "sglang_ranks.py", scenarios, world, timeout=900,
                            env=switched_on(tmp_path, value))
 
 
