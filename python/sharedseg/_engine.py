@@ -16,11 +16,16 @@ configuration before its call meets the others again at the next attempt.
 See docs/integrations.md, "Adding an engine adapter"."""
 import importlib
 import importlib.metadata
+import logging
 import zlib
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from . import _native
-from ._backends import PINNING_PLATFORM
+from ._backends import PINNING_PLATFORM, vmm_backend
+from ._native import SharedSegmentError
+from ._protocol import create_shared_segment
+
+log = logging.getLogger("sharedseg")
 
 NAME_MAX = 63  # a segment name's bytes (SSEG_NAME_MAX)
 
@@ -141,7 +146,9 @@ def _help() -> Dict[str, str]:
         "numa": f"{', '.join(numa)} (default none)",
         "populate": f"{', '.join(choices('populate'))} (default owner)",
         "populate_threads": "the owner's population threads (default 0: up to 4)",
-        "pin": f"{', '.join(PINS)} (default auto: host_register on CUDA, none elsewhere)",
+        "pin": f"{', '.join(PINS)} (default auto: on CUDA VMM host memory where the probe "
+               f"says it works, pinned once for the group, else host_register; none "
+               f"elsewhere)",
         "timeout": "seconds a rank waits for the others while the segment is made "
                    "(default 30)",
     }
@@ -182,25 +189,63 @@ def parse_settings(given: Any, where: str) -> Dict[str, Any]:
     return settings
 
 
+def auto_pin(platform: str) -> Tuple[str, str]:
+    """What pin "auto" is on a platform, and why: on CUDA, the VMM host
+    memory the peers import already pinned (pinned once for the group)
+    where the probe says this driver and device can make it, else chunked
+    host registration by every rank; elsewhere no pinning."""
+    if platform != PINNING_PLATFORM:
+        return "none", f"the {platform} platform pins nothing"
+    backend = vmm_backend(None)
+    ok, why = _native.supported(_native.parse("backend", backend), _native.parse("pages", "auto"))
+    if ok:
+        return "vmm", f"the {backend} backend's VMM host memory works here (the probe)"
+    return "host_register", f"VMM host memory does not work here: {why}"
+
+
 def segment_args(settings: Mapping[str, Any], platform: str) -> Dict[str, Any]:
     """create_shared_segment's arguments for parsed settings on a platform
-    (CUDA's, "cpu", ...). pin "auto" is host registration on CUDA, none
-    elsewhere; "host_register" and "vmm" need CUDA (ValueError elsewhere)."""
+    (CUDA's, "cpu", ...), for create_segment. pin "auto" is auto_pin's
+    choice, logged with its reason; "host_register" and "vmm" need CUDA
+    (ValueError elsewhere)."""
     pin = settings.get("pin", "auto")
     if pin not in PINS:
         raise ValueError(f"sharedseg setting pin={pin!r}: expected one of {', '.join(PINS)}")
+    args = {k: settings.get(k) for k in ("pages", "numa", "populate", "timeout")}
+    args["populate_threads"] = settings.get("populate_threads", 0)
     if pin == "auto":
-        pin = "host_register" if platform == PINNING_PLATFORM else "none"
+        pin, why = auto_pin(platform)
+        if pin != "none":
+            log.info("sharedseg: pin auto is %s: %s", pin, why)
+        if pin == "vmm":  # a VMM create that fails is served by registration instead
+            args["pin_fallback"] = True
     if pin != "none" and platform != PINNING_PLATFORM:
         raise ValueError(f"sharedseg setting pin={pin!r} needs CUDA; the engine runs on its "
                          f"{platform} platform here (use pin: none)")
-    args = {k: settings.get(k) for k in ("pages", "numa", "populate", "timeout")}
-    args["populate_threads"] = settings.get("populate_threads", 0)
     if pin == "host_register":
         args["host_register"] = True
     elif pin == "vmm":
         args["mmap"] = False
     return args
+
+
+def create_segment(name: str, args: Mapping[str, Any], **kwargs: Any) -> Any:
+    """create_shared_segment(name, **kwargs, **args) for segment_args'
+    arguments. Where pin auto chose VMM host memory and its create failed
+    (on every rank alike: the protocol agrees on failures), the group
+    creates again with host registration, warning once, rather than fail a
+    start that registration serves: the same name pairs the retry."""
+    args = dict(args)
+    fallback = args.pop("pin_fallback", False)
+    try:
+        return create_shared_segment(name, **kwargs, **args)
+    except SharedSegmentError as e:
+        if not fallback or isinstance(e, (ValueError, TypeError)):
+            raise
+        log.warning("sharedseg: segment '%s': VMM host memory failed (%s); registering the "
+                    "memfd mapping for DMA instead (pin auto)", name, e)
+    args.pop("mmap", None)
+    return create_shared_segment(name, **kwargs, **args, host_register=True)
 
 
 # ---- segment names ----

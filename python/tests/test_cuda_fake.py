@@ -107,3 +107,54 @@ def test_a_named_memfd_backend_loads_no_device_driver():
     lines = dict(line.split(" ", 1) for line in run.stdout.splitlines())
     assert lines == {"memfd-owner": "1", "memfd-loaded": "False", "cuda-pinned": "True",
                      "cuda-loaded": "True"}, lines
+
+
+AUTO_PIN = '''
+import logging, sys
+logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="log %(levelname)s %(message)s")
+from sharedseg import _engine
+args = _engine.segment_args(_engine.parse_settings({"pages": "auto"}, "test"), "cuda")
+print("args", {k: args[k] for k in ("mmap", "host_register", "pin_fallback") if k in args})
+with _engine.create_segment("py-auto-pin", args, size=4 << 20) as seg:
+    info = seg.info
+    print("made", info["backend"], info["pinned"], info.get("registered_chunks", 0) > 0)
+'''
+
+
+def auto_pin(fake, fail=""):
+    env = env_with_package(SHAREDSEG_CUDA_LIBRARY=fake_driver(), SSEG_FAKE_CUDA=fake,
+                           SSEG_FAKE_CUDA_FAIL=fail)
+    run = subprocess.run([sys.executable, "-c", AUTO_PIN], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    return run.stdout.splitlines()
+
+
+def test_pin_auto_is_vmm_memory_where_the_probe_says_it_works():
+    """Pinned once for the group: the cuda backend's VMM host memory, which
+    peers import already pinned, not a registration by every rank."""
+    lines = auto_pin("devices=2;numa=0,0")
+    assert "log INFO sharedseg: pin auto is vmm: the cuda backend's VMM host memory works " \
+           "here (the probe)" in lines
+    assert "args {'mmap': False, 'pin_fallback': True}" in lines
+    assert lines[-1] == "made cuda True False"
+
+
+def test_pin_auto_registers_where_vmm_host_memory_does_not_work():
+    lines = auto_pin("devices=2;numa=0,0;host_numa_vmm=0")
+    pin = next(line for line in lines if line.startswith("log INFO sharedseg: pin auto"))
+    assert pin.startswith("log INFO sharedseg: pin auto is host_register: VMM host memory "
+                          "does not work here: ")
+    assert "args {'host_register': True}" in lines
+    assert lines[-1] == "made memfd True True"
+
+
+def test_pin_auto_falls_back_to_registration_when_the_vmm_create_fails():
+    """The probe passed, the segment's own cuMemCreate is refused: the
+    group creates again with registration, warning, instead of failing."""
+    lines = auto_pin("devices=2;numa=0,0", fail="cuMemCreate:2-:CUDA_ERROR_OUT_OF_MEMORY")
+    warn = next(line for line in lines if line.startswith("log WARNING"))
+    assert warn.startswith("log WARNING sharedseg: segment 'py-auto-pin': VMM host memory "
+                           "failed (")
+    assert warn.endswith("registering the memfd mapping for DMA instead (pin auto)")
+    assert lines[-1] == "made memfd True True"
