@@ -394,6 +394,8 @@ static int owner_main(void *arg)
 		CHECK(tell(j->to_peer[1], 'd') == 0);
 	}
 	CHECK(hear(j->to_owner[0]) == 'e'); /* the peer judged; killed before otherwise */
+	if (j->end == OWNER_FAILS)
+		CHECK_RC(sseg_destroy(seg), 0); /* joins its stopped thread */
 	sseg_local_group_close(g);
 	return 0;
 }
