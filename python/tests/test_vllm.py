@@ -99,12 +99,15 @@ def _spec(**extra):
 
 @pytest.mark.parametrize("extra, message", [
     ({"sharedseg": {"pages": "base", "hugepages": True}},
-     "unknown sharedseg setting 'hugepages' in kv_connector_extra_config; known: pages:"),
+     "unknown sharedseg setting 'hugepages' in kv_connector_extra_config[\"sharedseg\"]; "
+     "known: pages:"),
     ({"sharedseg": {"pin": "always"}},
-     "pin='always': expected one of auto, host_register, vmm, none"),
+     "pin='always' in kv_connector_extra_config[\"sharedseg\"]: expected one of auto, vmm, "
+     "host_register, none"),
     ({"sharedseg": {"pin": "vmm"}}, "pin='vmm' needs CUDA; the engine runs on its cpu platform"),
     ({"sharedseg": {"pin": "host_register"}}, "pin='host_register' needs CUDA"),
-    ({"sharedseg": {"populate_threads": -1}}, "populate_threads=-1: expected an integer >= 0"),
+    ({"sharedseg": {"populate_threads": -1}}, "populate_threads=-1 in kv_connector_extra_config"
+                                              "[\"sharedseg\"]: expected an integer >= 0"),
     ({"sharedseg": ["pages", "base"]}, "must be an object of settings"),
     ({"sharedseg_pages": "thp"},
      "'sharedseg_pages': sharedseg's settings go in one object, \"sharedseg\""),
@@ -115,23 +118,52 @@ def test_bad_settings_fail_when_the_spec_is_built(extra, message):
     assert message in str(e.value)
 
 
+def test_the_pin_help_says_what_auto_is():
+    import sharedseg.vllm  # noqa: F401
+    with pytest.raises(ValueError) as e:
+        _spec(sharedseg={"pinning": "vmm"})
+    assert ("pin: auto, vmm, host_register, none (default auto: on CUDA VMM host memory where "
+            "the probe says it works, pinned once for the group, else host_register; none "
+            "elsewhere)") in str(e.value)
+
+
 def test_a_region_with_no_chunk_is_refused():
     spec = _spec(cpu_bytes_to_use=4096)
     with pytest.raises(ValueError, match="cpu_bytes_to_use=4096 holds no chunk of 73728 bytes"):
         spec.get_worker(None)
 
 
-def test_an_unsupported_vllm_fails_with_a_sentence(monkeypatch):
-    import vllm
+def test_a_worker_with_no_kv_is_an_empty_worker_as_vllms():
+    """worker_kv_bytes_per_block 0 (no KV on this worker): vLLM sizes no
+    region and builds an empty worker; so do we, with no segment."""
+    import dataclasses
 
+    import vllm_ranks
+    from vllm.v1.kv_offload.base import CanonicalKVCaches
+    from vllm.v1.kv_offload.factory import OffloadingSpecFactory
+
+    import sharedseg
+    cfg = dataclasses.replace(vllm_ranks.config(0, 1, "empty", {"cpu_bytes_to_use": 65536}),
+                              worker_kv_bytes_per_block=0)
+    spec = OffloadingSpecFactory.create_spec(cfg)
+    assert spec.num_chunks == 0
+    before = sharedseg.list_segments()
+    worker = spec.get_worker(CanonicalKVCaches(tensors=[], group_data_refs=[]))
+    assert sharedseg.list_segments() == before
+    assert worker.get_finished() == []
+    worker.shutdown()
+
+
+def test_an_unsupported_vllm_fails_with_a_sentence(monkeypatch):
     import sharedseg.vllm as adapter
-    monkeypatch.setattr(vllm, "__version__", "0.31.2")
+    monkeypatch.setattr(adapter.ENGINE, "version", lambda: "0.31.2")
     with pytest.raises(RuntimeError) as e:
         _spec()
-    assert str(e.value).startswith("sharedseg.vllm supports vLLM 0.32, 0.33 (tested on 0.32); "
-                                   "this is vLLM 0.31.2")
-    monkeypatch.setattr(vllm, "__version__", VLLM_TESTED)
-    monkeypatch.setattr(adapter, "_MISSING", ["vllm.v1.kv_offload.cpu.gpu_worker.pin_mmap_region"])
+    assert str(e.value).startswith("sharedseg.vllm supports vLLM 0.32, 0.33; this is vLLM "
+                                   "0.31.2, whose names it uses (OffloadingWorker, ")
+    monkeypatch.setattr(adapter.ENGINE, "version", lambda: VLLM_TESTED)
+    monkeypatch.setattr(adapter.ENGINE, "_missing",
+                        ["vllm.v1.kv_offload.cpu.gpu_worker.pin_mmap_region"])
     with pytest.raises(RuntimeError, match="needs names that vLLM 0.32.0 does not have: "
                                            "vllm.v1.kv_offload.cpu.gpu_worker.pin_mmap_region"):
         _spec()

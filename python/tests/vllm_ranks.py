@@ -78,7 +78,8 @@ def transfers(rank, world, scenario, group):
     from vllm.v1.kv_offload.factory import OffloadingSpecFactory
 
     import sharedseg
-    from sharedseg.vllm import SharedSegCPUWorker, SharedSegOffloadingSpec
+    from sharedseg.vllm import SharedSegOffloadingSpec
+    from sharedseg.vllm_cpu import SharedSegCPUWorker
 
     spec = OffloadingSpecFactory.create_spec(config(rank, world, scenario, {}))
     tensors, caches = kv_caches()

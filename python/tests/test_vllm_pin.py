@@ -1,0 +1,70 @@
+# SPDX-License-Identifier: Apache-2.0
+"""sharedseg.vllm's region and vLLM's own pinning (issue 30's two real
+bugs' first): vLLM's pin_mmap_region, run on our region as vLLM's
+CPUOffloadingWorker runs it, registers nothing where sharedseg pinned the
+segment (through the fake CUDA driver), and registers our mapping where it
+did not (pin none); then the region's cleanup undoes those registrations
+before the segment is unmapped. vLLM's host_register/host_unregister are
+replaced by recorders: on a CPU host vLLM's CUDA runtime is absent."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import built, env_with_package
+
+pytestmark = pytest.mark.engine
+
+SCRIPT = '''
+import json, sys
+from vllm.v1.kv_offload.cpu import gpu_worker
+import sharedseg.vllm as adapter
+from sharedseg import _engine
+from sharedseg._backends import PINNING_PLATFORM
+
+calls = []
+gpu_worker.host_register = lambda ptr, size: calls.append(("register", ptr, size)) or True
+def unregister(ptr):
+    calls.append(("unregister", ptr, region._base is not None and not region.segment.closed))
+adapter.ENGINE._found["vllm.v1.kv_offload.cpu.host_register.host_unregister"] = unregister
+
+pin = sys.argv[1]
+platform = PINNING_PLATFORM if pin != "none" else "cpu"
+args = _engine.segment_args(dict(pages="base", pin=pin), platform)
+region = adapter.SharedSegRegion(name="vllm-pin-" + pin, group=None, num_chunks=4,
+                                 row_stride=8192, slot=0, slot_bytes=8192, args=args)
+base = region._base.data_ptr()
+pinned_by_us = region.is_pinned
+gpu_worker.pin_mmap_region(region)
+seen = dict(pinned_by_us=pinned_by_us, pinned=region.is_pinned,
+            addresses=[a - base for a in region.pinned_addresses],
+            registered=[[c[0], c[1] - base, c[2]] for c in calls])
+region.cleanup()
+seen["after"] = [[c[0], c[1] - base, c[2]] for c in calls[len(seen["registered"]):]]
+print(json.dumps(seen))
+'''
+
+
+def pin_run(pin, **env):
+    run = subprocess.run([sys.executable, "-c", SCRIPT, pin], env=env_with_package(**env),
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    return json.loads(run.stdout.splitlines()[-1])
+
+
+def test_vllms_pin_registers_nothing_in_a_region_sharedseg_pinned():
+    seen = pin_run("host_register", SHAREDSEG_CUDA_LIBRARY=built("libsseg_fake_cuda.so",
+                                                                 "the fake CUDA driver"),
+                   SSEG_FAKE_CUDA="devices=1;numa=0")
+    assert seen["pinned_by_us"] and seen["pinned"]
+    assert seen["registered"] == [] and seen["addresses"] == []
+    assert seen["after"] == []  # the segment's own registration goes with the segment
+
+
+def test_cleanup_undoes_vllms_registrations_before_unmapping():
+    seen = pin_run("none")
+    assert not seen["pinned_by_us"] and seen["pinned"]
+    assert seen["registered"] == [["register", 0, 4 * 8192]] and seen["addresses"] == [0]
+    # Unregistered while the mapping is still there, once each.
+    assert seen["after"] == [["unregister", 0, True]]
