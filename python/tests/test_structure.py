@@ -87,7 +87,7 @@ def engine_imports(path):
 
 
 # The adapters on the seam so far.
-ON_THE_SEAM = {"sglang.py"}
+ON_THE_SEAM = {"sglang.py", "lmcache.py"}
 
 
 def adapter_modules():
