@@ -94,10 +94,10 @@ def documented_config(**changes):
     return config
 
 
-def metadata(world_size=1, use_mla=True, role="worker"):
+def metadata(world_size=1, use_mla=True, role="worker", model="m"):
     import torch
     from lmcache.v1.metadata import LMCacheMetadata
-    return LMCacheMetadata(model_name="m", world_size=world_size, local_world_size=world_size,
+    return LMCacheMetadata(model_name=model, world_size=world_size, local_world_size=world_size,
                            worker_id=0, local_worker_id=0, kv_dtype=torch.bfloat16,
                            kv_shape=(2, 1, 16, 1, 576), use_mla=use_mla, role=role)
 
@@ -159,6 +159,7 @@ def test_lmcaches_own_shm_hugepage_and_paging_switches_are_refused():
 
 def test_one_rank_builds_lmcaches_engine_over_its_own_segment():
     import gc
+    import os
 
     import torch
     from lmcache.v1.cache_engine import LMCacheEngineBuilder
@@ -168,13 +169,14 @@ def test_one_rank_builds_lmcaches_engine_over_its_own_segment():
     config = documented_config(chunk_size=16)
     config.extra_config.update({"sharedseg.max_local_cpu_size": 2 / 1024,
                                 "sharedseg": {"pages": "base"}})
-    md = metadata()
+    # A model name of this process's own: copies of the test may run at once.
+    md = metadata(model=f"m{os.getpid()}")
     built = LMCacheEngineBuilder.get_or_create("one", config, md, MockGPUConnector(md.kv_shape),
                                                lambda t, s: t, lambda o, s: o)
     built.post_init()
     backend = built.storage_manager.local_cpu_backend
     name = backend.memory_allocator.segment.name
-    assert name == "lmcache-m-LocalCPUBackend-tp1"
+    assert name == f"lmcache-m{os.getpid()}-LocalCPUBackend-tp1"
     built.store(tokens=torch.arange(32))
     assert len(backend.hot_cache) == 2
     assert backend.calculate_chunk_budget() == (2 << 20) // 36864
