@@ -1,117 +1,150 @@
 # SPDX-License-Identifier: Apache-2.0
-"""LMCache's CPU tier (LocalCPUBackend) over one sharedseg segment.
+"""LMCache's CPU tier (LocalCPUBackend) in one sharedseg segment, switched
+on by LMCache's own configuration:
 
-LMCache allocates max_local_cpu_size per rank through MixedMemoryAllocator
-(memory_management._allocate_cpu_memory: pinned memory, or a /dev/shm
-segment with shm_name). SharedSegMemoryAllocator is a MixedMemoryAllocator
-whose arena is a sharedseg segment instead: a memfd (no /dev/shm, nothing
-left behind), on the page kind and NUMA node asked for, pinned by the
-library where CUDA is. LocalCPUBackend takes it as memory_allocator=:
+    max_local_cpu_size: 0                  # LMCache's own CPU tier: none
+    storage_plugins: [LocalCPUBackend]     # ours in its place
+    extra_config:
+      storage_plugin.LocalCPUBackend.module_path: sharedseg.lmcache
+      storage_plugin.LocalCPUBackend.class_name: SharedSegCPUBackend
+      sharedseg.max_local_cpu_size: 5      # GB, as max_local_cpu_size
+      sharedseg: {pages: thp}              # our settings (optional)
 
-    from sharedseg.lmcache import SharedSegMemoryAllocator
-    allocator = SharedSegMemoryAllocator(size, group=tp_group)
-    backend = LocalCPUBackend(config, metadata, memory_allocator=allocator)
+LMCache's storage manager loads storage plugins by module and class from
+its configuration; one named LocalCPUBackend is its CPU tier, which every
+other part of LMCache looks up by that name. SharedSegCPUBackend is a
+LocalCPUBackend whose allocator (initialize_allocator, the method LMCache's
+backends build their allocators with) is SharedSegMemoryAllocator: a
+MixedMemoryAllocator whose arena is one segment of the ranks that build a
+CPU tier, a memfd (no /dev/shm, nothing left behind), on the page kind and
+NUMA node asked for, pinned by the library on CUDA. No LMCache function is
+replaced. For MLA models with save_only_first_rank (LMCache's default
+there) rank 0 alone stores: every other rank that builds a CPU tier maps
+rank 0's arena instead of holding one of its own; otherwise every rank has
+its own slot of one segment.
 
-Over a group, every rank constructs the allocator together (a collective)
-and maps the same arena; the allocating rank (owner_rank, default 0:
-LMCache's first rank, the only one that stores for MLA models with
-save_only_first_rank) places objects in it, and every other rank can read
-them at their addresses (read_at) with no broadcast. LMCache itself has no
-seam through which a passive rank learns rank 0's index (which key is at
-which address) or pins an object against rank 0's eviction: see
-docs/integrations.md. Without a group (group=None) the arena is this
-rank's own, as LMCache's is.
+A configuration the tier cannot serve (another LMCache release, a tier
+LMCache builds over its CPU tier before the plugins, an unknown setting)
+stops the engine's start with one sentence (SystemExit: LMCache's plugin
+loader logs and goes on past any Exception, which would leave the engine
+without a CPU tier).
 
-Importing sharedseg never imports this module; this module imports LMCache.
+Importing sharedseg never imports this module; this module imports LMCache
+(through ENGINE, the adapters' seam).
 """
-import importlib
-import itertools
-from typing import Any, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 import torch
 
-from . import SharedSegmentError, create_shared_segment
+from . import SharedSegmentError, _engine
 from ._backends import torch_platform
-from ._offload import segment_args
 
-TESTED = ("0.5.6",)
-_MODULES = ("lmcache.v1.memory_management",
-            "lmcache.v1.memory_allocators.mixed_memory_allocator")
+_ALLOCATORS = "lmcache.v1.memory_allocators"
+_MIXED = f"{_ALLOCATORS}.mixed_memory_allocator"
+_TENSOR = f"{_ALLOCATORS}.tensor_memory_allocator"
+_CPU = "lmcache.v1.storage_backend.local_cpu_backend"
+ENGINE = _engine.Engine(
+    "LMCache", ("lmcache",),
+    releases={"0.5.6": "python/tests/test_lmcache.py on the engines leg (make test): LMCache's "
+                       "own engine, built by LMCacheEngineBuilder from the documented "
+                       "configuration, over 2 gloo ranks: rank 0 stores, rank 1 reads the "
+                       "bytes from the segment it maps, one copy in /proc; a rank that "
+                       "refuses its configuration, then both pairing"},
+    names={_MIXED: ("MixedMemoryAllocator",), _TENSOR: ("TensorMemoryAllocator",),
+           _CPU: ("LocalCPUBackend",)},
+    adapter="sharedseg.lmcache", release_parts=3)
 
-
-def _version() -> str:
-    import importlib.metadata
-    try:
-        return importlib.metadata.version("lmcache")
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
+# LMCache's name of its CPU tier: the plugin's name in storage_plugins.
+TIER = "LocalCPUBackend"
+SIZE_KEY = "sharedseg.max_local_cpu_size"
+SETTINGS_KEY = "sharedseg"
+# The configuration that switches the tier on (docs/integrations.md).
+PLUGIN = {f"storage_plugin.{TIER}.module_path": __name__,
+          f"storage_plugin.{TIER}.class_name": "SharedSegCPUBackend"}
+# LMCache tiers built over its CPU tier before the plugins are loaded (they
+# would find none), and modes whose CPU tier is not a LocalCPUBackend.
+UNSERVED = ("enable_pd", "local_disk", "remote_url", "remote_storage_plugins", "enable_p2p",
+            "gds_path", "maru_path", "enable_controller", "enable_scheduler_bypass_lookup")
 
 
 def check_version() -> None:
     """RuntimeError, in a sentence, for an LMCache whose names differ."""
-    version = _version()
-    if version not in TESTED:
-        raise RuntimeError(f"sharedseg.lmcache supports LMCache {', '.join(TESTED)}; this is "
-                           f"LMCache {version}, whose allocator seam (MixedMemoryAllocator, "
-                           f"memory_management._allocate_cpu_memory) it has not been checked "
-                           f"against")
+    ENGINE.check()
 
 
-try:
-    _mm = importlib.import_module(_MODULES[0])
-    _Mixed = importlib.import_module(_MODULES[1]).MixedMemoryAllocator
-except Exception:  # check_version says what differs
-    _mm, _Mixed = None, object
+_Mixed = ENGINE.get(f"{_MIXED}.MixedMemoryAllocator", object)
+_LocalCPUBackend = ENGINE.get(f"{_CPU}.LocalCPUBackend", object)
+
+
+def _size_of(group: Any) -> int:
+    if group is None:
+        return 1
+    size = getattr(group, "world_size", None)
+    return size if isinstance(size, int) else group.size()
 
 
 class SharedSegMemoryAllocator(_Mixed):  # type: ignore[misc, valid-type]
-    """MixedMemoryAllocator over one sharedseg segment of size bytes.
+    """MixedMemoryAllocator over one sharedseg segment: size bytes for this
+    rank's objects.
 
     group: the ranks that map it (a torch ProcessGroup, a GroupCoordinator,
-    ...; None: this process alone). owner_rank: the rank whose allocate()
-    places objects; on the others allocate() refuses. pages, numa,
-    populate, populate_threads, timeout: create_shared_segment's. pin:
-    "auto" (host registration where CUDA is), "host_register", "vmm",
-    "none". Other keyword arguments are MixedMemoryAllocator's."""
-
-    _count = itertools.count()
+    ...; None: this process alone, or with world_size the default
+    torch.distributed group, which must have that many ranks). replicated (default): every rank maps
+    the same size bytes and owner_rank (default 0) alone places objects in
+    them; the others refuse to allocate and read objects at their addresses
+    (read_at). Not replicated: one slot of size bytes per rank, each rank
+    allocating in its own. role names the arena among the group's; with
+    name it makes the segment's name, the same on every rank (never a
+    per-process count), so a rank that refused before its call meets the
+    others again at the next. Settings: pages, numa, populate,
+    populate_threads, timeout, pin (sharedseg's; pin auto: VMM host memory
+    on CUDA where the probe says it works, else registration; none
+    elsewhere). Other keyword arguments are MixedMemoryAllocator's
+    (numa_mapping, align_bytes)."""
 
     def __init__(self, size: int, group: Any = None, *, owner_rank: int = 0,
-                 pages: Optional[str] = None, numa: Any = None, populate: Optional[str] = None,
-                 populate_threads: int = 0, timeout: Any = None, pin: str = "auto",
-                 name: str = "lmcache-cpu", **kwargs: Any):
+                 replicated: bool = True, role: str = "cpu", name: str = "lmcache",
+                 world_size: Optional[int] = None, **kwargs: Any):
         check_version()
-        if kwargs.get("shm_name") or kwargs.get("use_hugepages"):
-            raise ValueError("SharedSegMemoryAllocator replaces shm_name and use_hugepages: "
-                             "the arena is a memfd segment, its page kind is pages=")
-        platform = torch_platform(torch)
-        args = segment_args(dict(pages=pages, numa=numa, populate=populate, pin=pin,
-                                 populate_threads=populate_threads, timeout=timeout), platform)
-        self.segment = create_shared_segment(f"{name}-{next(self._count)}", size=size,
-                                             comm_group=group, owner_rank=owner_rank, **args)
+        settings = {k: kwargs.pop(k) for k in list(kwargs) if k in _engine.SETTINGS}
+        if kwargs.get("shm_name") or kwargs.get("use_hugepages") or kwargs.get("use_paging"):
+            raise ValueError("SharedSegMemoryAllocator replaces shm_name, use_hugepages and "
+                             "use_paging: the arena is a memfd segment, its page kind is pages=")
+        settings = _engine.parse_settings(settings, "SharedSegMemoryAllocator's settings")
+        args = _engine.segment_args(settings, torch_platform(torch))
+        seg_name = _engine.segment_name(name, role)
+        where = dict(comm_group=group, world_size=world_size, owner_rank=owner_rank)
+        if replicated:
+            self.segment = _engine.create_segment(seg_name, args, size=size, **where)
+            arena = torch.frombuffer(self.segment.buffer(), dtype=torch.uint8, count=size)
+        else:
+            slots = world_size or _size_of(group)
+            blocks = {role: dict(count=slots, shape=(size,), dtype=torch.uint8)}
+            self.segment = _engine.create_segment(seg_name, args, blocks=blocks, **where)
+            arena = self.segment.tensors(role)[self.segment.rank]
         self.owner_rank = owner_rank
-        self.allocates = self.segment.rank == owner_rank
-        arena = torch.frombuffer(self.segment.buffer(), dtype=torch.uint8, count=size)
-        own = _mm._allocate_cpu_memory
-        _mm._allocate_cpu_memory = lambda *a, **k: arena
+        self.allocates = not replicated or self.segment.rank == owner_rank
         try:
-            super().__init__(size, **kwargs)
+            # LMCache's allocator over no memory of its own, then over the arena.
+            super().__init__(0, **kwargs)
+            self.buffer, self.size = arena, size
+            tensor_allocator = ENGINE.get(f"{_TENSOR}.TensorMemoryAllocator")
+            self.pin_allocator = tensor_allocator(arena, align_bytes=self.align_bytes)
         except BaseException:
             self.segment.close()
             raise
-        finally:
-            _mm._allocate_cpu_memory = own
 
-    def allocate(self, *args: Any, **kwargs: Any) -> Any:
+    def _refuse(self) -> None:
         if not self.allocates:
             raise RuntimeError(f"rank {self.segment.rank} reads the segment "
                                f"'{self.segment.name}'; rank {self.owner_rank} allocates in it")
+
+    def allocate(self, *args: Any, **kwargs: Any) -> Any:
+        self._refuse()
         return super().allocate(*args, **kwargs)
 
     def batched_allocate(self, *args: Any, **kwargs: Any) -> Any:
-        if not self.allocates:
-            raise RuntimeError(f"rank {self.segment.rank} reads the segment "
-                               f"'{self.segment.name}'; rank {self.owner_rank} allocates in it")
+        self._refuse()
         return super().batched_allocate(*args, **kwargs)
 
     def read_at(self, address: int, nbytes: int) -> torch.Tensor:
@@ -128,8 +161,109 @@ class SharedSegMemoryAllocator(_Mixed):  # type: ignore[misc, valid-type]
         return self.buffer[address:address + nbytes]
 
     def close(self) -> None:
-        """Releases the arena: the segment goes with the last rank's mapping."""
+        """Releases the arena, even while LMCache still holds this
+        allocator (0.5.6's metrics keep its backends): the segment goes
+        with the last rank's mapping, once the objects over it are gone."""
         if not self._unregistered:
             self._unregistered = True
             self.buffer = torch.empty(0, dtype=torch.uint8)
+            tensor_allocator = ENGINE.get(f"{_TENSOR}.TensorMemoryAllocator")
+            self.pin_allocator = tensor_allocator(self.buffer, align_bytes=self.align_bytes)
             self.segment.close()
+
+
+# ---- the storage plugin: LMCache's CPU tier over the allocator ----
+
+def _extra(config: Any) -> Mapping[str, Any]:
+    return config.extra_config or {}
+
+
+def refusal(config: Any, metadata: Any) -> Optional[str]:
+    """Why this configuration's CPU tier cannot be ours, or None."""
+    plugins = list(config.storage_plugins or ())
+    if plugins != [TIER]:
+        return (f"storage_plugins is {plugins}: name {TIER} alone (LMCache hands the other "
+                f"plugins its CPU tier before ours is made)")
+    if config.max_local_cpu_size:
+        return (f"max_local_cpu_size is {config.max_local_cpu_size}: set it to 0 (LMCache "
+                f"would build its own CPU tier too) and the size as {SIZE_KEY} in extra_config")
+    if metadata is None or metadata.role == "scheduler":
+        return "the tier serves LMCache's workers, not its scheduler"
+    for option in UNSERVED:
+        if getattr(config, option, None):
+            return (f"{option} is set: LMCache builds that over its own CPU tier, or "
+                    f"without a LocalCPUBackend, which this tier does not serve")
+    if _extra(config).get("enable_nixl_storage"):
+        return "enable_nixl_storage is set: NIXL storage pages LMCache's own CPU pool"
+    size = _extra(config).get(SIZE_KEY)
+    if isinstance(size, bool) or not isinstance(size, (int, float)) or size <= 0:
+        return f"extra_config has no {SIZE_KEY} (GB, more than 0): {size!r}"
+    return None
+
+
+def replicated(config: Any, metadata: Any) -> bool:
+    """Whether rank 0 alone stores (LMCache's save_only_first_rank, on
+    MLA models only), so that the other ranks' tiers can be rank 0's."""
+    return bool(config.get_extra_config_value("save_only_first_rank", metadata.use_mla)
+                and metadata.use_mla)
+
+
+def tier_ranks(config: Any, metadata: Any) -> List[int]:
+    """The ranks whose LMCache engine builds a CPU tier (LMCacheEngine.
+    post_init, 0.5.6): every rank, unless rank 0 alone stores; then rank 0
+    and its lookup-server ranks ([0] by default for MLA)."""
+    world = metadata.world_size
+    if not replicated(config, metadata) or config.use_layerwise:
+        return list(range(world))
+    ids = config.get_lookup_server_worker_ids(metadata.use_mla, world)
+    return sorted(set(ids) | {metadata.first_rank})
+
+
+def plan(config: Any, metadata: Any) -> Dict[str, Any]:
+    """SharedSegMemoryAllocator's arguments for this rank's CPU tier."""
+    why = refusal(config, metadata)
+    if why is not None:
+        raise ValueError(why)
+    ranks = tier_ranks(config, metadata)
+    if len(ranks) not in (1, metadata.world_size):
+        raise ValueError(f"LMCache builds a CPU tier on ranks {ranks} of {metadata.world_size}: "
+                         f"a segment serves every rank of the group or rank 0 alone "
+                         f"(lookup_server_worker_ids: name every rank, or leave it unset)")
+    settings = _engine.parse_settings(_extra(config).get(SETTINGS_KEY),
+                                      f"extra_config's {SETTINGS_KEY}")
+    # One rank: the arena is its own, as LMCache's is; every rank: the
+    # default torch.distributed group, which has LMCache's world_size
+    # ranks (create_shared_segment says so when it has not).
+    return dict(size=int(float(_extra(config)[SIZE_KEY]) * 1024 ** 3), world_size=len(ranks),
+                replicated=replicated(config, metadata), owner_rank=metadata.first_rank,
+                name=_engine.segment_name("lmcache", metadata.model_name),
+                role=f"{TIER}-tp{metadata.world_size}", **settings)
+
+
+class SharedSegCPUBackend(_LocalCPUBackend):  # type: ignore[misc, valid-type]
+    """LMCache's LocalCPUBackend over SharedSegMemoryAllocator, built by
+    LMCache's storage manager as the storage plugin named LocalCPUBackend
+    (see the module's docstring). A configuration it cannot serve stops
+    the start with SystemExit and the sentence."""
+
+    def __init__(self, config: Any, dst_device: str, metadata: Any,
+                 local_cpu_backend: Any = None, loop: Any = None):
+        try:
+            check_version()
+            super().__init__(config, metadata, dst_device)
+        except (RuntimeError, ValueError, SharedSegmentError) as e:
+            raise SystemExit(f"sharedseg.lmcache ({TIER} storage plugin): {e}") from None
+
+    def initialize_allocator(self, config: Any, metadata: Any = None) -> Any:
+        return SharedSegMemoryAllocator(**plan(config, metadata))
+
+    def calculate_chunk_budget(self) -> int:
+        # LMCache's reads max_local_cpu_size, which is 0 here: the arena's size.
+        align = self.memory_allocator.align_bytes
+        chunk = -(-self.get_full_chunk_size_bytes() // align) * align
+        return self.memory_allocator.size // chunk
+
+    def close(self) -> None:
+        # LMCache's closes the allocator, then frees the objects in it.
+        self.clear()
+        super().close()

@@ -1,88 +1,170 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Two gloo ranks over one SharedSegMemoryAllocator arena, LMCache's real
-LocalCPUBackend on rank 0 (LMCache's first rank, the one that stores for
-MLA models), rank 1 reading rank 0's stored object from the segment with
-no broadcast, given its address. Each rank writes what it saw to
-OUT/rank<N>.json; test_lmcache.py asserts on them.
+"""Two gloo ranks, each building LMCache's own engine with LMCacheEngineBuilder
+from the configuration docs/integrations.md gives ($LMCACHE_CONFIG_FILE,
+read as LMCache reads it, at a test's size): rank 0 stores through the
+engine, rank 1 reads what it stored from the segment it maps. Each rank
+writes what it saw to OUT/rank<N>.json; test_lmcache.py asserts on them.
 
-    python lmcache_ranks.py SCENARIO 2 PORT OUT    (SCENARIO: share, disagree)
+    python lmcache_ranks.py SCENARIOS 2 PORT OUT   (SCENARIOS: engine,desync,disagree)
+
+LMCache's engine runs on its MockGPUConnector (its own, for hosts without
+a GPU), whose from_gpu here fills each chunk with its first token's number:
+it stands for the device copy.
 """
 import gc
 import os
+import re
 
 import torch
 import torch.distributed as dist
 
 import engine_ranks
 
-SIZE = 4 << 20
-SHAPE = torch.Size([2, 2, 256, 576])  # KV_2LTD: (k/v, layers, tokens, hidden)
+SIZE_GB = 4 / 1024  # 4 MiB: sharedseg.max_local_cpu_size at a test's size
+TOKENS = 64
+KV_SHAPE = (2, 1, 16, 1, 576)  # MLA: (layers, 1, chunk tokens, 1, latent width)
 
 
-def pattern():
-    g = torch.Generator().manual_seed(11)
-    return torch.randn(SHAPE, generator=g).to(torch.bfloat16)
-
-
-def share(rank):
-    from lmcache.utils import CacheEngineKey
+def config(**extra):
     from lmcache.v1.config import LMCacheEngineConfig
-    from lmcache.v1.memory_management import MemoryFormat
-    from lmcache.v1.storage_backend.local_cpu_backend import LocalCPUBackend
+    cfg = LMCacheEngineConfig.from_file(os.environ["LMCACHE_CONFIG_FILE"])
+    cfg.chunk_size = KV_SHAPE[2]
+    # Rank 1 builds a CPU tier too (for MLA LMCache builds rank 0's alone
+    # unless its lookup servers are named), which then maps rank 0's.
+    cfg.lookup_server_worker_ids = [0, 1]
+    cfg.extra_config = dict(cfg.extra_config, **{"sharedseg.max_local_cpu_size": SIZE_GB})
+    cfg.extra_config["sharedseg"] = dict(cfg.extra_config.get("sharedseg") or {}, **extra)
+    return cfg
 
+
+def engine(rank, instance, cfg):
+    from lmcache.v1.cache_engine import LMCacheEngineBuilder
+    from lmcache.v1.gpu_connector.mock_gpu_connector import MockGPUConnector
+    from lmcache.v1.metadata import LMCacheMetadata
+
+    class Filling(MockGPUConnector):
+        def batched_from_gpu(self, memory_objs, starts, ends, **kwargs):
+            for obj, start in zip(memory_objs, starts):
+                obj.tensor.fill_(start + 1)
+
+    # A model name of this run's own: copies of the test may run at once,
+    # and the segment's name is made of it.
+    metadata = LMCacheMetadata(model_name=f"tiny-mla-{os.getppid()}", world_size=2,
+                               local_world_size=2, worker_id=rank, local_worker_id=rank,
+                               kv_dtype=torch.bfloat16, kv_shape=KV_SHAPE, use_mla=True,
+                               role="worker")
+    built = LMCacheEngineBuilder.get_or_create(
+        instance, cfg, metadata, Filling(KV_SHAPE),
+        lambda t, src: dist.broadcast(t, src), lambda o, src: o)
+    try:
+        built.post_init()
+    except BaseException:
+        _stop_storage_loop()
+        LMCacheEngineBuilder.destroy(instance)
+        raise
+    return built
+
+
+def _stop_storage_loop():
+    """LMCache 0.5.6 starts its storage manager's event-loop thread (not a
+    daemon) before it builds the backends, and leaves it running when a
+    backend fails: stop it, or this process never exits."""
+    import threading
+    for thread in threading.enumerate():
+        if thread.name == "storage-manager-event-loop":
+            loop = thread._args[0]
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join()
+
+
+def mapped(name):
+    """Rss and Pss (KiB) of this process's mappings of the segment's memfd."""
+    rss = pss = 0
+    inside = False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            if re.match(r"[0-9a-f]+-[0-9a-f]+ ", line):
+                fields = line.split(maxsplit=5)
+                path = fields[5].strip() if len(fields) > 5 else ""
+                inside = path.removesuffix(" (deleted)") == f"/memfd:sseg:{name}"
+            elif inside and line.startswith("Rss:"):
+                rss += int(line.split()[1])
+            elif inside and line.startswith("Pss:"):
+                pss += int(line.split()[1])
+    return rss, pss
+
+
+def listed(name):
     import sharedseg
-    from sharedseg.lmcache import SharedSegMemoryAllocator
+    return [dict(world_size=s["world_size"], processes=len(s["processes"]), size=s["size"])
+            for s in sharedseg.list_segments() if s["name"] == name]
 
-    # A name of this run's own: copies of the test may run at once.
-    allocator = SharedSegMemoryAllocator(SIZE, dist.group.WORLD, pages="base",
-                                         name=f"lmcache-{os.getppid()}")
+
+def stores(rank):
+    from lmcache.v1.cache_engine import LMCacheEngineBuilder
+    built = engine(rank, "share", config())
+    backend = built.storage_manager.local_cpu_backend
+    allocator = backend.memory_allocator
     name = allocator.segment.name
-    seen = dict(allocates=allocator.allocates, name=name)
+    seen = dict(backend=type(backend).__name__, allocator=type(allocator).__name__, name=name,
+                allocates=allocator.allocates)
     where = [None]
     if rank == 0:
-        config = LMCacheEngineConfig.from_defaults(chunk_size=256, local_cpu=True,
-                                                   max_local_cpu_size=SIZE / 2**30)
-        backend = LocalCPUBackend(config, None, dst_device="cpu", memory_allocator=allocator)
-        key = CacheEngineKey("tiny-mla", 2, 0, 1234, torch.bfloat16)
-        obj = backend.allocate(SHAPE, torch.bfloat16, MemoryFormat.KV_2LTD)
-        obj.tensor.copy_(pattern())
-        backend.submit_put_task(key, obj)
-        seen["contains"] = backend.contains(key)
-        got = backend.get_blocking(key)
-        seen["get_equal"] = bool(torch.equal(got.tensor.view(torch.int16),
-                                             pattern().view(torch.int16)))
+        built.store(tokens=torch.arange(TOKENS))
+        objs = list(backend.hot_cache.values())
         lo = allocator.segment.base_addr()
-        seen["in_segment"] = lo <= obj.tensor.data_ptr() < lo + SIZE
-        # What LMCache has no seam for: telling the passive ranks where the
-        # object is. Here it goes over the group.
-        where = [(obj.metadata.address, obj.get_size())]
-        got.ref_count_down()
-        obj.ref_count_down()
+        seen["stored"] = len(objs)
+        seen["in_segment"] = all(lo <= o.tensor.data_ptr() < lo + allocator.size for o in objs)
+        where = [[(o.metadata.address, o.get_size(), o.tensor.flatten()[0].item()) for o in objs]]
+        del objs  # views of the arena: the mapping lives while they do
     dist.broadcast_object_list(where, src=0)
-    address, nbytes = where[0]
-    if rank != 0:
+    if rank == 1:
         try:
-            allocator.allocate(SHAPE, torch.bfloat16)
+            allocator.allocate(torch.Size([16, 576]), torch.bfloat16)
             seen["allocate_refused"] = None
         except RuntimeError as e:
             seen["allocate_refused"] = str(e)
-        view = allocator.read_at(address, nbytes)
-        seen["read_equal"] = bool(torch.equal(view.view(torch.bfloat16).view(SHAPE).view(torch.int16),
-                                              pattern().view(torch.int16)))
-        del view
-    listed = [s for s in sharedseg.list_segments() if s["name"] == name]
-    seen["listed"] = [dict(world_size=s["world_size"], processes=len(s["processes"]),
-                           size=s["size"]) for s in listed]
+        # What LMCache would read here (it broadcasts from rank 0 instead).
+        seen["read"] = [bool(allocator.read_at(a, n).view(torch.bfloat16).eq(first).all())
+                        for a, n, first in where[0]]
+        seen["values"] = [first for _, _, first in where[0]]
+        allocator.read_at(0, allocator.size).sum()  # every page in this process too
     dist.barrier()
-    if rank == 0:
-        backend.close()
-        del backend, got, obj
-    else:
-        allocator.close()
-    del allocator
+    seen["rss_kib"], seen["pss_kib"] = mapped(name)
+    seen["size"] = allocator.size
+    seen["listed"] = listed(name)
+    dist.barrier()
+    del backend, allocator
+    LMCacheEngineBuilder.destroy("share")
+    del built
     gc.collect()
     dist.barrier()
-    seen["left"] = [s["name"] for s in sharedseg.list_segments() if s["name"] == name]
+    seen["left"] = listed(name)
+    return seen
+
+
+def desync(rank):
+    """Rank 1 refuses its configuration before its call (a setting it does
+    not know); rank 0 waits for it until its timeout. Both fail; then both
+    build again, and pair."""
+    from lmcache.v1.cache_engine import LMCacheEngineBuilder
+    seen = {}
+    bad = dict(colour="red") if rank == 1 else {}
+    try:
+        engine(rank, "desync", config(timeout=3, **bad))
+        seen["first"] = None
+    except BaseException as e:
+        seen["first"] = f"{type(e).__name__}: {e}"
+    dist.barrier()
+    built = engine(rank, "desync", config(timeout=30))
+    allocator = built.storage_manager.local_cpu_backend.memory_allocator
+    seen["second"] = allocator.segment.name
+    seen["listed"] = listed(allocator.segment.name)
+    dist.barrier()
+    del allocator
+    LMCacheEngineBuilder.destroy("desync")
+    del built
+    gc.collect()
     return seen
 
 
@@ -90,7 +172,7 @@ def disagree(rank):
     import sharedseg
     from sharedseg.lmcache import SharedSegMemoryAllocator
     try:
-        SharedSegMemoryAllocator(SIZE * (rank + 1), dist.group.WORLD, pages="base",
+        SharedSegMemoryAllocator((4 << 20) * (rank + 1), dist.group.WORLD, pages="base",
                                  name=f"lmcache-{os.getppid()}")
         return dict(error=None)
     except Exception as e:
@@ -98,11 +180,14 @@ def disagree(rank):
                     is_sharedseg=isinstance(e, sharedseg.SharedSegmentError))
 
 
-def rank_main(rank, scenario, world, port):
+SCENARIOS = dict(engine=stores, desync=desync, disagree=disagree)
+
+
+def rank_main(rank, scenarios, world, port):
     assert world == 2, "lmcache_ranks.py runs 2 ranks"
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=world)
-    return share(rank) if scenario == "share" else disagree(rank)
+    return {name: SCENARIOS[name](rank) for name in scenarios.split(",")}
 
 
 if __name__ == "__main__":

@@ -105,7 +105,7 @@ def test_segment_names_are_agreed_never_counted():
     assert long != _engine.segment_name("vllm", "y" * 80)
 
 
-ADAPTERS = ("sharedseg.sglang", "sharedseg.vllm")  # the adapters on the seam so far
+ADAPTERS = ("sharedseg.sglang", "sharedseg.vllm", "sharedseg.lmcache")  # every adapter
 
 
 def documented_versions(module):

@@ -1,21 +1,33 @@
 # SPDX-License-Identifier: Apache-2.0
 """sharedseg.lmcache against the real LMCache (0.5.6, pinned by
-tools/install-deps.sh): LocalCPUBackend over SharedSegMemoryAllocator, on
-one rank (its own arena) and over 2 gloo ranks (one arena: rank 0 stores,
-rank 1 reads rank 0's object from the segment, given its address)."""
-import os
+tools/install-deps.sh), switched on by the configuration that
+docs/integrations.md gives: LMCache's own engine, built by
+LMCacheEngineBuilder over 2 gloo ranks (lmcache_ranks.py), stores on rank 0
+into one segment that rank 1 maps and reads, one copy in /proc; a rank
+that refuses its configuration fails both and the next engine pairs; and,
+in one process, what the tier refuses and the pin default."""
 import subprocess
 import sys
 
 import pytest
 
-from conftest import env_with_package, run_rank_script
+from conftest import doc_block, env_with_package, run_rank_script
 
 pytestmark = pytest.mark.engine
 
+DOC = "python/tests/test_lmcache.py"
 
-def run_ranks(tmp_path, scenario):
-    return run_rank_script(tmp_path, "lmcache_ranks.py", scenario, 2)
+
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory):
+    """One run of the rank scripts for the scenarios below (each rank
+    imports torch and LMCache once)."""
+    tmp = tmp_path_factory.mktemp("lmcache")
+    path = tmp / "lmcache.yaml"
+    path.write_text(doc_block(DOC))
+    env = dict(env_with_package(), LMCACHE_CONFIG_FILE=str(path))
+    return run_rank_script(tmp, "lmcache_ranks.py", "engine,desync,disagree", 2, timeout=600,
+                           env=env)
 
 
 def test_the_tested_lmcache_is_installed():
@@ -23,66 +35,173 @@ def test_the_tested_lmcache_is_installed():
     assert importlib.metadata.version("lmcache") == "0.5.6"
 
 
-def test_rank0_stores_and_rank1_reads_it_from_the_one_segment(tmp_path):
-    first, second = run_ranks(tmp_path, "share")
+def test_lmcaches_engine_stores_on_rank0_into_the_segment_rank1_maps(ranks):
+    first, second = (r["engine"] for r in ranks)
+    for s in (first, second):
+        # LMCache's own storage manager built our tier, from the configuration.
+        assert (s["backend"], s["allocator"]) == ("SharedSegCPUBackend",
+                                                   "SharedSegMemoryAllocator")
+        assert s["name"] == first["name"] and s["name"].endswith("-LocalCPUBackend-tp2")
+        # One segment for the two ranks; nothing left after the engines went.
+        assert s["listed"] == [dict(world_size=2, processes=2, size=s["size"])]
+        assert s["left"] == []
     assert first["allocates"] and not second["allocates"]
-    assert first["contains"] and first["get_equal"] and first["in_segment"]
+    assert first["stored"] == 4 and first["in_segment"]  # 64 tokens in chunks of 16
     assert second["allocate_refused"] == \
         f"rank 1 reads the segment '{first['name']}'; rank 0 allocates in it"
-    assert second["read_equal"] is True
-    for s in (first, second):
-        # One arena for the two ranks, not one each; nothing left after close.
-        assert s["listed"] == [dict(world_size=2, processes=2, size=4 << 20)]
-        assert s["left"] == []
+    assert second["values"] == [1.0, 17.0, 33.0, 49.0] and second["read"] == [True] * 4
 
 
-def test_ranks_that_disagree_on_the_size_get_the_same_error(tmp_path):
-    for s in run_ranks(tmp_path, "disagree"):
+def test_host_memory_is_one_copy(ranks):
+    """Both ranks have every page of the memfd resident, and their
+    proportional shares (Pss, from /proc/self/smaps) sum to one copy."""
+    first, second = (r["engine"] for r in ranks)
+    kib = first["size"] // 1024
+    assert first["rss_kib"] == second["rss_kib"] == kib
+    assert abs(first["pss_kib"] + second["pss_kib"] - kib) <= 8
+
+
+def test_a_rank_that_refuses_fails_both_and_the_next_engine_pairs(ranks):
+    first, second = (r["desync"] for r in ranks)
+    assert second["first"].startswith("SystemExit: sharedseg.lmcache (LocalCPUBackend storage "
+                                      "plugin): unknown sharedseg setting 'colour' in "
+                                      "extra_config's sharedseg")
+    assert first["first"].startswith("SystemExit: sharedseg.lmcache (LocalCPUBackend storage "
+                                     "plugin): segment '")
+    assert "rank 1 did not reach the setup exchange" in first["first"]
+    assert first["second"] == second["second"]
+    assert first["listed"] == [dict(world_size=2, processes=2, size=4 << 20)]
+
+
+def test_ranks_that_disagree_on_the_size_get_the_same_error(ranks):
+    for s in (r["disagree"] for r in ranks):
         assert s["is_sharedseg"]
         assert "rank 1 declared size=8388608, rank 0 declared size=4194304" in s["error"]
 
 
-def test_one_rank_backend_over_its_own_segment():
-    import gc
+# ---- in one process ----
 
-    import torch
-    from lmcache.utils import CacheEngineKey
+def documented_config(**changes):
+    import tempfile
+
     from lmcache.v1.config import LMCacheEngineConfig
-    from lmcache.v1.memory_management import MemoryFormat
-    from lmcache.v1.storage_backend.local_cpu_backend import LocalCPUBackend
-
-    import sharedseg
-    from sharedseg.lmcache import SharedSegMemoryAllocator
-    allocator = SharedSegMemoryAllocator(2 << 20, pages="base", name=f"lmcache-{os.getpid()}")
-    name = allocator.segment.name
-    backend = LocalCPUBackend(LMCacheEngineConfig.from_defaults(chunk_size=256),
-                              None, dst_device="cpu", memory_allocator=allocator)
-    key = CacheEngineKey("m", 1, 0, 7, torch.float16)
-    obj = backend.allocate(torch.Size([2, 1, 256, 128]), torch.float16, MemoryFormat.KV_2LTD)
-    obj.tensor.fill_(3.0)
-    backend.submit_put_task(key, obj)
-    got = backend.get_blocking(key)
-    assert backend.contains(key) and bool(got.tensor.eq(3.0).all())
-    assert [s["world_size"] for s in sharedseg.list_segments() if s["name"] == name] == [1]
-    got.ref_count_down()
-    obj.ref_count_down()
-    backend.close()
-    del backend, got, obj, allocator
-    gc.collect()
-    assert [s for s in sharedseg.list_segments() if s["name"] == name] == []
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+        f.write(doc_block(DOC))
+        f.flush()
+        config = LMCacheEngineConfig.from_file(f.name)
+    for key, value in changes.items():
+        setattr(config, key, value)
+    return config
 
 
-def test_lmcaches_own_shm_and_hugepage_switches_are_refused():
-    from sharedseg.lmcache import SharedSegMemoryAllocator
-    with pytest.raises(ValueError, match="replaces shm_name and use_hugepages"):
-        SharedSegMemoryAllocator(1 << 20, shm_name="x")
+def metadata(world_size=1, use_mla=True, role="worker", model="m"):
+    import torch
+    from lmcache.v1.metadata import LMCacheMetadata
+    return LMCacheMetadata(model_name=model, world_size=world_size, local_world_size=world_size,
+                           worker_id=0, local_worker_id=0, kv_dtype=torch.bfloat16,
+                           kv_shape=(2, 1, 16, 1, 576), use_mla=use_mla, role=role)
+
+
+def test_the_documented_configuration_plans_one_segment():
+    from sharedseg import lmcache
+    plan = lmcache.plan(documented_config(), metadata())
+    assert plan["size"] == 5 << 30 and plan["world_size"] == 1 and plan["replicated"]
+    assert plan["pages"] == "auto" and plan["pin"] == "auto"
+    # MLA over 2 ranks, LMCache's defaults: rank 0 alone builds a tier.
+    assert lmcache.tier_ranks(documented_config(), metadata(2)) == [0]
+    assert lmcache.tier_ranks(documented_config(lookup_server_worker_ids=[0, 1]),
+                              metadata(2)) == [0, 1]
+    assert lmcache.tier_ranks(documented_config(), metadata(2, use_mla=False)) == [0, 1]
+    assert not lmcache.plan(documented_config(), metadata(2, use_mla=False))["replicated"]
+
+
+@pytest.mark.parametrize("changes, why", [
+    (dict(max_local_cpu_size=5.0), "max_local_cpu_size is 5.0: set it to 0"),
+    (dict(storage_plugins=["LocalCPUBackend", "Mine"]),
+     "storage_plugins is ['LocalCPUBackend', 'Mine']: name LocalCPUBackend alone"),
+    (dict(local_disk="/tmp/x"), "local_disk is set"),
+    (dict(enable_p2p=True), "enable_p2p is set"),
+    (dict(enable_controller=True), "enable_controller is set"),
+    (dict(extra_config={"storage_plugin.LocalCPUBackend.module_path": "sharedseg.lmcache"}),
+     "extra_config has no sharedseg.max_local_cpu_size"),
+])
+def test_what_the_tier_does_not_serve_is_refused_with_a_sentence(changes, why):
+    from sharedseg import lmcache
+    assert lmcache.refusal(documented_config(**changes), metadata()).startswith(why)
+    with pytest.raises(SystemExit) as e:
+        lmcache.SharedSegCPUBackend(documented_config(**changes), "cpu", metadata())
+    assert str(e.value).startswith(f"sharedseg.lmcache (LocalCPUBackend storage plugin): {why}")
+
+
+def test_the_scheduler_and_lookup_servers_on_some_ranks_are_refused():
+    from sharedseg import lmcache
+    assert lmcache.refusal(documented_config(), metadata(role="scheduler")) == \
+        "the tier serves LMCache's workers, not its scheduler"
+    with pytest.raises(ValueError, match=r"LMCache builds a CPU tier on ranks \[0, 1\] of 4"):
+        lmcache.plan(documented_config(lookup_server_worker_ids=[0, 1]), metadata(4))
 
 
 def test_another_lmcache_fails_with_a_sentence(monkeypatch):
     import sharedseg.lmcache as adapter
-    monkeypatch.setattr(adapter, "_version", lambda: "0.4.0")
+    monkeypatch.setattr(adapter.ENGINE, "version", lambda: "0.4.0")
     with pytest.raises(RuntimeError, match=r"supports LMCache 0\.5\.6; this is LMCache 0\.4\.0"):
         adapter.SharedSegMemoryAllocator(1 << 20)
+    with pytest.raises(SystemExit, match=r"\(LocalCPUBackend storage plugin\): sharedseg.lmcache "
+                                         r"supports LMCache 0\.5\.6; this is LMCache 0\.4\.0"):
+        adapter.SharedSegCPUBackend(documented_config(), "cpu", metadata())
+
+
+def test_lmcaches_own_shm_hugepage_and_paging_switches_are_refused():
+    from sharedseg.lmcache import SharedSegMemoryAllocator
+    with pytest.raises(ValueError, match="replaces shm_name, use_hugepages and use_paging"):
+        SharedSegMemoryAllocator(1 << 20, shm_name="x")
+
+
+def test_one_rank_builds_lmcaches_engine_over_its_own_segment():
+    import gc
+    import os
+
+    import torch
+    from lmcache.v1.cache_engine import LMCacheEngineBuilder
+    from lmcache.v1.gpu_connector.mock_gpu_connector import MockGPUConnector
+
+    import sharedseg
+    config = documented_config(chunk_size=16)
+    config.extra_config.update({"sharedseg.max_local_cpu_size": 2 / 1024,
+                                "sharedseg": {"pages": "base"}})
+    # A model name of this process's own: copies of the test may run at once.
+    md = metadata(model=f"m{os.getpid()}")
+    built = LMCacheEngineBuilder.get_or_create("one", config, md, MockGPUConnector(md.kv_shape),
+                                               lambda t, s: t, lambda o, s: o)
+    built.post_init()
+    backend = built.storage_manager.local_cpu_backend
+    name = backend.memory_allocator.segment.name
+    assert name == f"lmcache-m{os.getpid()}-LocalCPUBackend-tp1"
+    built.store(tokens=torch.arange(32))
+    assert len(backend.hot_cache) == 2
+    assert backend.calculate_chunk_budget() == (2 << 20) // 36864
+    assert [s["world_size"] for s in sharedseg.list_segments() if s["name"] == name] == [1]
+    del backend
+    LMCacheEngineBuilder.destroy("one")
+    del built
+    gc.collect()
+    assert [s for s in sharedseg.list_segments() if s["name"] == name] == []
+
+
+def test_read_at_after_close_raises():
+    import gc
+    import os
+
+    from sharedseg import SharedSegmentError
+    from sharedseg.lmcache import SharedSegMemoryAllocator
+    allocator = SharedSegMemoryAllocator(2 << 20, pages="base", name=f"lmcache-rc-{os.getpid()}")
+    assert allocator.read_at(4096, 16).numel() == 16
+    allocator.close()
+    with pytest.raises(SharedSegmentError, match=r"read_at: the allocator over segment "
+                                                 r"'lmcache-rc-\d+-cpu' is closed"):
+        allocator.read_at(4096, 16)
+    del allocator
+    gc.collect()
 
 
 def test_importing_sharedseg_imports_no_engine():
@@ -91,36 +210,42 @@ def test_importing_sharedseg_imports_no_engine():
     assert subprocess.run([sys.executable, "-c", code], env=env_with_package()).returncode == 0
 
 
-def test_the_documented_lines_build_the_backend():
-    """docs/integrations.md's block, run as written."""
-    import gc
-
-    import sharedseg
-    from conftest import doc_block
-    from sharedseg.lmcache import SharedSegMemoryAllocator
-    scope = {}
-    exec(doc_block("python/tests/test_lmcache.py"), scope)
-    backend, allocator = scope["backend"], scope["allocator"]
-    assert backend.memory_allocator is allocator
-    assert isinstance(allocator, SharedSegMemoryAllocator) and allocator.size == 256 << 20
-    name = allocator.segment.name
-    assert [s["size"] for s in sharedseg.list_segments() if s["name"] == name] == [256 << 20]
-    backend.close()
-    del scope, backend, allocator
-    gc.collect()
-    assert [s for s in sharedseg.list_segments() if s["name"] == name] == []
+# LMCache's tier on a CUDA host, through the project's fake CUDA driver:
+# torch here has no CUDA, so the script tells the adapter that it has
+# (torch.cuda.is_available, after LMCache chose its own device).
+PIN = '''
+import logging, sys
+import lmcache.v1.memory_allocators.mixed_memory_allocator
+import torch
+torch.cuda.is_available = lambda: True
+logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="log %(levelname)s %(message)s")
+from sharedseg.lmcache import SharedSegMemoryAllocator
+allocator = SharedSegMemoryAllocator(4 << 20, name="lmcache-pin")
+info = allocator.segment.info
+print("made", info["backend"], info["pinned"], info.get("registered_chunks", 0) > 0)
+allocator.close()
+'''
 
 
-def test_read_at_after_close_raises():
-    import gc
+def pin_default(fake):
+    from conftest import built
+    env = env_with_package(SHAREDSEG_CUDA_LIBRARY=built("libsseg_fake_cuda.so",
+                                                        "the fake CUDA driver"),
+                           SSEG_FAKE_CUDA=fake)
+    run = subprocess.run([sys.executable, "-c", PIN], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    return [line for line in run.stdout.splitlines() if line.startswith(("made", "log INFO sh"))]
 
-    from sharedseg import SharedSegmentError
-    from sharedseg.lmcache import SharedSegMemoryAllocator
-    allocator = SharedSegMemoryAllocator(2 << 20, pages="base", name=f"lmcache-rc-{os.getpid()}")
-    assert allocator.read_at(4096, 16).numel() == 16
-    allocator.close()
-    with pytest.raises(SharedSegmentError, match=r"read_at: the allocator over segment "
-                                                 r"'lmcache-rc-\d+-\d+' is closed"):
-        allocator.read_at(4096, 16)
-    del allocator
-    gc.collect()
+
+def test_the_pin_default_is_vmm_memory_where_the_probe_says_it_works():
+    lines = pin_default("devices=2;numa=0,0")
+    assert lines == ["log INFO sharedseg: pin auto is vmm: the cuda backend's VMM host memory "
+                     "works here (the probe)", "made cuda True False"]
+
+
+def test_the_pin_default_registers_where_vmm_host_memory_does_not_work():
+    lines = pin_default("devices=2;numa=0,0;host_numa_vmm=0")
+    assert lines[0].startswith("log INFO sharedseg: pin auto is host_register: VMM host memory "
+                               "does not work here: ")
+    assert lines[1:] == ["made memfd True True"]

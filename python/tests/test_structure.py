@@ -86,8 +86,8 @@ def engine_imports(path):
     return found
 
 
-# The adapters on the seam so far.
-ON_THE_SEAM = {"sglang.py", "vllm.py", "vllm_cpu.py"}
+# Every adapter is on the seam.
+ON_THE_SEAM = {"sglang.py", "vllm.py", "vllm_cpu.py", "lmcache.py"}
 
 
 def adapter_modules():
