@@ -45,16 +45,41 @@ static int span_within(const char *line, double lo, double hi)
 	return !strcmp(unit, "s") && hi >= 1.0 && n >= (int)lo && n <= (int)hi + 1;
 }
 
-/* pages=auto: a warning the library gives on its own where it falls back. */
-static void one_segment(enum sseg_pages pages)
+/* pages=auto: a warning the library gives on its own where it falls back.
+ * Returns the page kind obtained. */
+static enum sseg_pages one_segment(enum sseg_pages pages, uint64_t size)
 {
-	SSEG_OPTS(o, .name = "log", .size = 1 << 20, .world_size = 1, .pages = pages,
+	SSEG_OPTS(o, .name = "log", .size = size, .world_size = 1, .pages = pages,
 		  .populate = SSEG_POPULATE_LAZY);
+	struct sseg_info info = { .sz = sizeof(info) };
 	unsigned char blob[SSEG_BLOB_SIZE];
 	sseg_t *seg;
 
 	CHECK_RC(sseg_create(&o, &seg, blob), 0);
+	CHECK_RC(sseg_info(seg, &info), 0);
 	CHECK_RC(sseg_destroy(seg), 0);
+	return info.pages;
+}
+
+/* The fall-back warning: where pages=auto gives base pages to a segment
+ * of at least one huge page, never for a smaller one (one huge page could
+ * not have served it better). */
+static void fall_back_warning(void)
+{
+	enum sseg_pages got;
+
+	sseg_set_log(capture, lines);
+	sseg_set_log_level(SSEG_LOG_WARN);
+	nlines = 0;
+	one_segment(SSEG_PAGES_AUTO, 1 << 20);
+	CHECK(nlines == 0);
+	got = one_segment(SSEG_PAGES_AUTO, 4 << 20);
+	if (got == SSEG_PAGES_BASE)
+		CHECK(nlines == 1 && levels[0] == SSEG_LOG_WARN &&
+		      strstr(lines[0], "pages=auto fell back to 4 KiB pages: "));
+	else
+		CHECK(nlines == 0);
+	sseg_set_log(NULL, NULL);
 }
 
 static void callback_and_level(void)
@@ -86,10 +111,6 @@ static void callback_and_level(void)
 	CHECK(nlines == 3);
 	CHECK(sseg_log_level() == SSEG_LOG_OFF);
 	sseg_set_log_level(SSEG_LOG_WARN);
-	nlines = 0;
-	one_segment(SSEG_PAGES_AUTO);
-	if (nlines) /* only where pages=auto had to fall back here */
-		CHECK(levels[0] == SSEG_LOG_WARN && strstr(lines[0], "pages=auto fell back"));
 	sseg_set_log(NULL, NULL);
 }
 
@@ -125,7 +146,7 @@ static void held_back_told(void)
 	sseg_log_limited(&rl, 0.2, SSEG_LOG_WARN, "refused connection %d", 5);
 	CHECK(nlines == 6);
 	usleep(250 * 1000);
-	one_segment(SSEG_PAGES_BASE);
+	one_segment(SSEG_PAGES_BASE, 1 << 20);
 	CHECK(nlines == 7 && strstr(lines[6], "refused connection 5 (1 like it"));
 	sseg_set_log(NULL, NULL);
 }
@@ -345,6 +366,7 @@ int main(void)
 	default_writer(child_holds_back, "warn", NULL,
 		       "]: warning: refused connection 2 (2 like it in the last ");
 	callback_and_level();
+	fall_back_warning();
 	held_back_told();
 	full_stderr();
 	printf("log: ok\n");

@@ -16,16 +16,15 @@ configuration before its call meets the others again at the next attempt.
 See docs/integrations.md, "Adding an engine adapter"."""
 import importlib
 import importlib.metadata
-import logging
 import zlib
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from . import _native
 from ._backends import PINNING_PLATFORM, vmm_backend
+from ._log import log
 from ._native import SharedSegmentError
 from ._protocol import create_shared_segment
 
-log = logging.getLogger("sharedseg")
 
 NAME_MAX = 63  # a segment name's bytes (SSEG_NAME_MAX)
 
@@ -216,7 +215,7 @@ def segment_args(settings: Mapping[str, Any], platform: str) -> Dict[str, Any]:
     if pin == "auto":
         pin, why = auto_pin(platform)
         if pin != "none":
-            log.info("sharedseg: pin auto is %s: %s", pin, why)
+            log.info("pin auto is %s: %s", pin, why)
         if pin == "vmm":  # a VMM create that fails is served by registration instead
             args["pin_fallback"] = True
     if pin != "none" and platform != PINNING_PLATFORM:
@@ -242,7 +241,7 @@ def create_segment(name: str, args: Mapping[str, Any], **kwargs: Any) -> Any:
     except SharedSegmentError as e:
         if not fallback or isinstance(e, (ValueError, TypeError)):
             raise
-        log.warning("sharedseg: segment '%s': VMM host memory failed (%s); registering the "
+        log.warning("segment '%s': VMM host memory failed (%s); registering the "
                     "memfd mapping for DMA instead (pin auto)", name, e)
     args.pop("mmap", None)
     return create_shared_segment(name, **kwargs, **args, host_register=True)

@@ -28,16 +28,15 @@ The link to a group is chosen once, best first:
   group's all-gather), or a callable: blocking, no timeout of ours.
 """
 import errno
-import logging
 import threading
 import time
 from typing import Any, Callable, Dict, List, Optional
 
 from . import _backends
+from ._log import log
 from ._native import SharedSegmentError
 from ._options import DEFAULT_TIMEOUT_S
 
-log = logging.getLogger("sharedseg")
 
 _PAUSE_MAX_S = 0.05
 # How long open_call passes over given-up calls when the caller gave no timeout.

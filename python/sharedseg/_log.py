@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The C library's messages go to logging.getLogger("sharedseg"): the
-extension queues them (its callback never takes the GIL) and hands them
-over after each native call. With no handler configured, logging's last
-resort still prints warnings and errors to stderr, once each."""
+"""The package's messages go to logging.getLogger("sharedseg"), each
+starting with the logger's name ("sharedseg: ..."), so that it says where
+it comes from also where logging's last resort prints the bare message
+(no handler configured: warnings and errors go to stderr). The C
+library's are among them: the extension queues them (its callback never
+takes the GIL) and hands them over after each native call."""
 import atexit
 import logging
 import os
@@ -11,12 +13,26 @@ from . import _native
 
 logger = logging.getLogger("sharedseg")
 
+
+class _Named(logging.LoggerAdapter):
+    def process(self, msg, kwargs):
+        return f"{self.logger.name}: {msg}", kwargs
+
+
+def named(name: str = "sharedseg") -> logging.LoggerAdapter:
+    """The logger `name` (the package's or one of its modules'), whose
+    messages start with that name."""
+    return _Named(logging.getLogger(name), {})
+
+
+log = named()
+
 _TO_LOGGING = {_native.LOG_ERROR: logging.ERROR, _native.LOG_WARN: logging.WARNING,
                _native.LOG_INFO: logging.INFO, _native.LOG_DEBUG: logging.DEBUG}
 
 
 def _deliver(level: int, text: str) -> None:
-    logger.log(_TO_LOGGING.get(level, logging.WARNING), "%s", text)
+    log.log(_TO_LOGGING.get(level, logging.WARNING), "%s", text)
 
 
 def sync_level() -> None:

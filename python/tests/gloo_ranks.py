@@ -84,7 +84,7 @@ def share(rank, world, group):
 
 
 def exact_call(rank, world, group):
-    """README's call (readme_call.py, the same lines), with the names it assumes."""
+    """docs/python.md's call (readme_call.py, the same lines), with the names it assumes."""
     num_layers, k_shape, v_shape = 3, (16, 512), (16, 64)
     names = runpy.run_path(os.path.join(os.path.dirname(__file__), "readme_call.py"),
                            init_globals=dict(num_layers=num_layers, k_shape=k_shape,

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-# The Python call of README.md and docs/python.md, exactly as it stands there
-# (tests/readme.py checks both blocks against these lines); gloo_ranks.exact_call runs it with
+# The Python call of docs/python.md, exactly as it stands there
+# (tests/readme.py checks the block against these lines); gloo_ranks.exact_call runs it with
 # num_layers, k_shape, v_shape, tp_size, tp_rank, tp_group and torch given.
 from sharedseg import create_shared_segment
 seg = create_shared_segment(

@@ -42,9 +42,9 @@ def test_the_queue_is_bounded_and_counts_what_it_dropped(caplog):
     _native._queue_log(_native.LOG_WARN, "queued line", 300)
     _native.drain_log()
     lines = [r.getMessage() for r in caplog.records if r.name == "sharedseg"]
-    assert lines[0] == ("44 library message(s) were dropped: more than 256 were queued "
-                        "between two calls into sharedseg"), lines[0]
-    assert lines[1:] == ["queued line"] * 256
+    assert lines[0] == ("sharedseg: 44 library message(s) were dropped: more than 256 were "
+                        "queued between two calls into sharedseg"), lines[0]
+    assert lines[1:] == ["sharedseg: queued line"] * 256
     assert caplog.records[1].levelno == logging.WARNING
 
 
@@ -70,6 +70,43 @@ def test_messages_go_through_logging_not_stderr():
     assert done.stderr == "", done.stderr
 
 
+# No logging configured: logging's last resort prints a warning's bare
+# message on stderr, which must still say whose it is.
+UNCONFIGURED = '''
+import sys
+import sharedseg
+from sharedseg import _native
+pages = sys.argv[1]
+_native._queue_log(_native.LOG_WARN, "a queued warning", 1)
+for size in (1 << 20, 4 << 20):
+    print(size, sharedseg.probe(size)["auto"]["pages"], file=sys.stderr, flush=True)
+    with sharedseg.create_shared_segment("py-log-fall", size=size, pages=pages, populate="lazy"):
+        pass
+'''
+
+
+def unconfigured(pages):
+    done = subprocess.run([sys.executable, "-c", UNCONFIGURED, pages], env=env_with_package(),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stderr.splitlines()
+
+
+def test_unconfigured_messages_name_the_package_and_small_segments_do_not_warn():
+    """The fall-back warning says 'sharedseg', and only for a segment of a
+    huge page or more: 1 MiB on base pages lost nothing to say."""
+    lines = unconfigured("auto")
+    assert lines[0] == "sharedseg: a queued warning", lines
+    assert lines[1].startswith("1048576 "), lines
+    assert lines[2].startswith("4194304 "), lines  # nothing said for the 1 MiB segment
+    if lines[2] == "4194304 base":  # the knobs of this host leave pages=auto base pages
+        assert len(lines) == 4 and lines[3].startswith(
+            "sharedseg: pages=auto fell back to 4 KiB pages: base pages: "), lines
+    else:
+        assert len(lines) == 3, lines
+    assert unconfigured("base")[1:] == [lines[1], lines[2]]
+
+
 def test_sharedseg_log_off_silences_the_library():
     done = run({"SHAREDSEG_LOG": "off"})
     assert done.returncode == 0, done.stderr
@@ -83,7 +120,7 @@ def test_the_old_sseg_log_is_still_read_and_told_once():
     done = run({"SSEG_LOG": "debug"})
     assert done.returncode == 0, done.stderr
     told = [line for line in done.stdout.splitlines() if "deprecated" in line]
-    assert told == ["sharedseg:WARNING:SSEG_LOG is deprecated: set SHAREDSEG_LOG instead "
+    assert told == ["sharedseg:WARNING:sharedseg: SSEG_LOG is deprecated: set SHAREDSEG_LOG instead "
                     "(which wins where both are set)"], done.stdout
     assert "sharedseg:DEBUG:" in done.stdout
     assert done.stderr == "", done.stderr
@@ -99,7 +136,7 @@ def test_probe_and_supported_drain_too(caplog):
     caplog.set_level(logging.DEBUG, logger="sharedseg")
     _native._queue_log(_native.LOG_INFO, "before probe", 1)
     sharedseg.probe()
-    assert "before probe" in [r.getMessage() for r in caplog.records]
+    assert "sharedseg: before probe" in [r.getMessage() for r in caplog.records]
 
 
 # Thread A runs `probe` in the process; it blocks writing its output to a
@@ -154,7 +191,7 @@ def test_a_command_on_one_thread_leaves_the_other_threads_messages_to_logging():
     assert done.returncode == 0, done.stderr
     got = json.loads(done.stdout)
     assert got["rc"] == [0]
-    wanted = [f"error -22: size 'bogus-{i}' is not a number with an optional unit (K, M, G, T, "
+    wanted = [f"sharedseg: error -22: size 'bogus-{i}' is not a number with an optional unit (K, M, G, T, "
               f"P, E, with or without iB)" for i in range(200)]
     assert got["seen"] == wanted, got["seen"][:3]
     # The command's own lines (what probe says at debug level on this host)

@@ -1,18 +1,21 @@
 # SPDX-License-Identifier: Apache-2.0
-"""docs/python.md runs as written: its install lines (readme_install.sh),
-its call (readme_call.py, run by the gloo ranks; README.md shows it too) and
-the errors it shows (ERRORS below, produced here for real). tests/readme.py
-checks that the documents' blocks are these lines."""
+"""README.md's Python program runs as written (two processes, without
+torch) and prints what it says; docs/python.md runs as written: its install
+lines (readme_install.sh), its call (readme_call.py, run by the gloo ranks)
+and the errors it shows (ERRORS below, produced here for real).
+tests/readme.py checks that the documents' blocks are these lines."""
 import errno
 import os
+import re
 import subprocess
+import sys
 import threading
 import time
 
 import pytest
 import torch.distributed as dist
 
-from conftest import ROOT, TESTS
+from conftest import PACKAGE_ROOT, ROOT, TESTS
 from test_single import run_ranks
 
 from sharedseg import create_shared_segment
@@ -30,6 +33,37 @@ SharedSegmentError: segment 'kv': rank 0 did not reach the blobs exchange within
 2 s (over the StatelessProcessGroup's store); every rank gives up on this
 segment, and the group itself was not used: it stays usable
 """
+
+
+MARKER = "<!-- check: by python/tests/test_readme_python.py -->"
+
+
+def readme_program():
+    """The ```python block under MARKER in README.md, as a user copies it."""
+    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    after = text.split(MARKER + "\n", 1)[1]
+    assert after.startswith("```python\n"), after[:40]
+    return after.split("\n", 1)[1].split("\n```\n", 1)[0] + "\n"
+
+
+def test_the_readme_program_runs_as_written_without_torch(tmp_path):
+    """Pasted into share.py and run with the package on the path and torch
+    not installed (an import of it fails, in the ranks too): each of the
+    two ranks prints its segment and the sum rank 0 wrote, nothing else."""
+    (tmp_path / "share.py").write_text(readme_program())
+    (tmp_path / "notorch" / "torch").mkdir(parents=True)
+    (tmp_path / "notorch" / "torch" / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'torch'\", name='torch')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path / "notorch"), PACKAGE_ROOT]))
+    env.pop("SHAREDSEG_LOG", None)
+    run = subprocess.run([sys.executable, "share.py"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    line = re.compile(r"<SharedSegment 'kv_demo' rank ([01])/2 owner 0 128 KiB \S+ "
+                      r"\(\d+ [KMG]iB pages\) base=0x[0-9a-f]+>: k\[3\] sums to 12288\.0")
+    said = [line.fullmatch(x) for x in run.stdout.splitlines()]
+    assert all(said) and sorted(m.group(1) for m in said) == ["0", "1"], run.stdout
+    assert run.stderr == "", run.stderr
 
 
 def shown():

@@ -92,8 +92,11 @@ static int choose(struct sseg *seg)
 		return rc;
 	seg->pages = choice.pages;
 	seg->page_size = choice.page_size;
+	/* A segment smaller than one huge page would not have had one anyway:
+	 * nothing to warn about there. */
 	if (seg->opts.pages == SSEG_PAGES_AUTO && choice.pages == SSEG_PAGES_BASE)
-		sseg_log(SSEG_LOG_WARN, "pages=auto fell back to 4 KiB pages: %s", choice.reason);
+		sseg_log(seg->size < SSEG_2M ? SSEG_LOG_INFO : SSEG_LOG_WARN,
+			 "pages=auto fell back to 4 KiB pages: %s", choice.reason);
 	snprintf(seg->pages_reason, sizeof(seg->pages_reason), "%s", choice.reason);
 	if (sseg_round_up(seg->size, seg->page_size, &seg->mapped_size))
 		return sseg_err(-EOVERFLOW, "size %llu cannot be rounded up to the page size",
