@@ -6,6 +6,8 @@
 #   install-deps.sh                      everything below
 #   install-deps.sh build-tools PY DIR   only the wheel's build tools for
 #                                        interpreter PY, in the environment DIR
+#   install-deps.sh cross [PY]           only the aarch64 leg's Zig, qemu-user
+#                                        and arm64 sysroot
 set -e
 
 # The wheel's build tools (make wheel), from PyPI, in a small environment per
@@ -23,6 +25,46 @@ build_tools() {
 }
 if [ "$1" = build-tools ]; then
 	build_tools "$2" "$3"
+	exit 0
+fi
+
+# The aarch64 leg (make test-aarch64, tests/cross/run.sh): Zig from PyPI as
+# the cross compiler (it targets glibc 2.28's symbols exactly), Debian's
+# qemu-user-static, and an arm64 sysroot of Debian's libc6 and CPython 3.11
+# fetched with an apt state of its own (the host's sources and dpkg
+# architectures are left as they are). Once per machine, outside the checkout.
+cross_tools() {
+	cache=${XDG_CACHE_HOME:-$HOME/.cache}/sharedseg
+	zig=0.17.1
+	[ -x "$cache/zig-$zig/ziglang/zig" ] ||
+		"${1:-python3}" -m pip install -q --disable-pip-version-check \
+			--target "$cache/zig-$zig" "ziglang==$zig"
+	command -v qemu-aarch64-static >/dev/null 2>&1 || {
+		apt-get update -q
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q qemu-user-static file
+	}
+	root=$cache/arm64-root
+	[ -x "$root/usr/bin/python3.11" ] && return 0
+	state=$cache/arm64-apt
+	mkdir -p "$state/lists/partial" "$state/cache/archives/partial"
+	keys=/usr/share/keyrings/debian-archive-keyring.gpg
+	{
+		echo "deb [arch=arm64 signed-by=$keys] http://deb.debian.org/debian bookworm main"
+		echo "deb [arch=arm64 signed-by=$keys] http://deb.debian.org/debian-security bookworm-security main"
+	} >"$state/sources.list"
+	set -- -o "Dir::State::Lists=$state/lists" -o "Dir::Cache=$state/cache" \
+		-o "Dir::Etc::SourceList=$state/sources.list" -o Dir::Etc::SourceParts=/nonexistent \
+		-o APT::Architecture=arm64 -o APT::Architectures::=arm64 -o Debug::NoLocking=1
+	apt-get "$@" update -q
+	rm -f "$state"/*.deb
+	(cd "$state" && apt-get "$@" download libc6 python3.11-minimal libpython3.11-minimal \
+		libpython3.11-stdlib zlib1g libexpat1 libffi8)
+	rm -rf "$root"
+	mkdir -p "$root"
+	for deb in "$state"/*.deb; do dpkg-deb -x "$deb" "$root"; done
+}
+if [ "$1" = cross ]; then
+	cross_tools "$2"
 	exit 0
 fi
 
@@ -60,6 +102,8 @@ fi
 # The wheel's build tools for the interpreter the Python targets use.
 py=${PYTHON:-$(sh python/find-python.sh)}
 build_tools "$py" "build-python/tools-$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("SOABI"))')"
+# The aarch64 leg's cross compiler, emulator and sysroot.
+cross_tools "$py"
 
 # The Python package's second test leg, which is also the engines' leg: the
 # newest torch, numpy 2 and ml_dtypes from PyPI, and the engines the adapters

@@ -4,8 +4,9 @@ command line, compiled into the extension and run in this process
 (_native.cli), so help, probe and ls print what the C tool prints. demo and
 bench fork processes that run the library, which is not safe inside an
 interpreter (its threads, its signal handlers, a GPU driver it may have
-initialised): those run the C tool when one is installed (on PATH, or
-SHAREDSEG_CLI)."""
+initialised): those run the C tool, the one the wheel carries
+(sharedseg/_tool/sharedseg) unless SHAREDSEG_CLI names another, else the
+first on PATH (a checkout's `make python` has no copy of its own)."""
 import os
 import sys
 from typing import List, Optional
@@ -23,10 +24,14 @@ def _is_program(path: str) -> bool:
 
 
 def c_tool() -> Optional[str]:
-    """The C tool: SHAREDSEG_CLI, else the first `sharedseg` program on PATH."""
+    """The C tool: SHAREDSEG_CLI, else the wheel's own, else the first
+    `sharedseg` program on PATH."""
     named = os.environ.get("SHAREDSEG_CLI")
     if named:
         return named if _is_program(named) else None
+    own = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_tool", "sharedseg")
+    if _is_program(own):
+        return own
     for folder in os.environ.get("PATH", "").split(os.pathsep):
         path = os.path.join(folder or ".", "sharedseg")
         if _is_program(path):
@@ -38,8 +43,8 @@ def _run_c_tool(argv: List[str]) -> int:
     tool = c_tool()
     if tool is None:
         print(f"sharedseg {argv[0]}: this command forks its ranks, which only the C tool "
-              f"does, and no C tool was found (on PATH, or SHAREDSEG_CLI). Build it with "
-              f"CMake (make; then ./build/sharedseg {argv[0]}) or install it (make install).",
+              f"does, and no C tool was found (in the wheel, on PATH, or SHAREDSEG_CLI). "
+              f"Build it with CMake (make; then ./build/sharedseg {argv[0]}) or install it (make install).",
               file=sys.stderr)
         return 2
     _flush_python_streams()

@@ -82,6 +82,8 @@ def check_contents(wheel):
     assert len(natives) == 1, names
     assert not [n for n in names if n.endswith(".c") or "/tests/" in n], names
     assert "sharedseg/py.typed" in names and "sharedseg/cli.py" in names
+    tool = wheel.getinfo("sharedseg/_tool/sharedseg")  # demo and bench run it
+    assert (tool.external_attr >> 16) & 0o111, oct(tool.external_attr >> 16)
     check_metadata(wheel)
 
 
@@ -134,3 +136,24 @@ def check_commands(site):
                                                      "--json"]):
         out = run(argv, env=env, cwd="/")
         assert json.loads(out)["schema"] == 1
+    check_demo(site)
+
+
+def check_demo(site):
+    """A pip user's first demo: no checkout, no C tool on PATH, no compiler.
+    It prints what the wheel's own C tool prints, with its exit codes."""
+    env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}
+    tool = str(site / "sharedseg" / "_tool" / "sharedseg")
+    for argv in ([str(site / "bin" / "sharedseg")], [sys.executable, "-m", "sharedseg"]):
+        out = run(argv + ["demo", "--ranks", "2", "--size", "16M"], env=env, cwd="/")
+        lines = out.splitlines()
+        assert lines[0].startswith("2 ranks mapped one 16.0 MiB segment: backend memfd"), out
+        header = next(i for i, line in enumerate(lines) if line.startswith("rank  role"))
+        rows = [line.split() for line in lines[header + 1:header + 3]]
+        assert [r[:2] for r in rows] == [["0", "owner"], ["1", "peer"]], out
+        assert "2 private copies would use: 32.0 MiB" in lines, out
+        for bad in (["demo", "--bogus"], ["demo", "--ranks", "0"]):
+            ours = subprocess.run(argv + bad, env=env, cwd="/", capture_output=True, text=True)
+            c = subprocess.run([tool] + bad, env=env, cwd="/", capture_output=True, text=True)
+            assert (ours.returncode, ours.stdout, ours.stderr) == \
+                (c.returncode, c.stdout, c.stderr) and ours.returncode != 0, (ours, c)

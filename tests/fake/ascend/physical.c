@@ -193,11 +193,13 @@ static aclError add_handle(int fd, const struct block_header *h, enum fake_origi
 static aclError malloc_physical(aclrtDrvMemHandle *handle, size_t size,
 				const aclrtPhysicalMemProp *prop)
 {
-	struct block_header h = { .magic = HEADER_MAGIC };
+	struct block_header h = { 0 };
 	char name[64];
 	aclError rc;
 	int fd;
 
+	/* The magic is 8 bytes with no NUL: copied, not a string initializer. */
+	memcpy(h.magic, HEADER_MAGIC, sizeof(h.magic));
 	h.nonce = fk_nonce();
 	h.size = size;
 	h.granule = granule_of(prop);
@@ -312,9 +314,11 @@ static aclError export_default(struct fake_handle *h, uint64_t flags, uint64_t *
 
 static aclError export_fabric(struct fake_handle *h, uint64_t flags, aclrtMemFabricHandle *out)
 {
-	struct fabric_blob blob = { .magic = FABRIC_MAGIC, .pid = (uint32_t)getpid(),
+	struct fabric_blob blob = { .pid = (uint32_t)getpid(),
 				    .fd = h->fd, .nonce = h->nonce };
 	aclError rc;
+
+	memcpy(blob.magic, FABRIC_MAGIC, sizeof(blob.magic));
 
 	if (!fake.cfg.fabric)
 		return fake_refuse(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,

@@ -233,14 +233,14 @@ CUresult fake_cuDeviceCanAccessPeer(int *can_access, CUdevice dev, CUdevice peer
 /* The same 16 bytes for a device in every process, as a GPU's UUID is. */
 static CUresult device_uuid(CUuuid *uuid, CUdevice dev)
 {
-	static const char prefix[12] = "sseg-fakegpu";
+	static const char prefix[] = "sseg-fakegpu";
 
 	if (!uuid)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (!fake_device_valid(dev))
 		return CUDA_ERROR_INVALID_DEVICE;
 	memset(uuid->bytes, 0, sizeof(uuid->bytes));
-	memcpy(uuid->bytes, prefix, sizeof(prefix));
+	memcpy(uuid->bytes, prefix, sizeof(prefix) - 1); /* 12 bytes, no NUL */
 	uuid->bytes[15] = (char)dev;
 	return CUDA_SUCCESS;
 }
