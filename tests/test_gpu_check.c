@@ -53,8 +53,11 @@ static void check_fake_run(const char *fake)
 	CHECK(count("\"rule\": \"ctx_synchronize_no_context\"", NULL) == 1);
 	CHECK(count("\"check\": \"library_probe\"", "\"host_vmm_works\": 1") == 3);
 	CHECK(count("\"check\": \"variant\"", "\"result\": \"pass\"") == 4);
-	/* 2 directions x 3 block sizes x (memfd, cuda, cuMemHostAlloc) */
-	CHECK(count("\"schema\": 1", "_kv_block") == 18);
+	/* 2 directions x 4 block sizes x (memfd, cuda owner, cuda import,
+	 * cuMemHostAlloc, malloc) */
+	CHECK(count("\"schema\": 1", "_kv_block") == 40);
+	CHECK(count("\"check\": \"memory_type\"", "\"torch_is_pinned\": true") == 6);
+	CHECK(count("\"check\": \"memory_type\"", "\"mechanism\": \"malloc\"") == 2);
 	CHECK(count("\"bench\": \"host_register_time\"", "\"ranks\": 2") == 1);
 	CHECK(count("\"check\": \"register\"", "\"result\": \"skipped\"") == 1);
 	CHECK(count("\"check\": \"nccl\"", NULL) == 1);

@@ -43,7 +43,8 @@ typedef PFN_cuDeviceGetUuid_v2 PFN_cuDeviceGetUuid;
 	X(cuMemUnmap, 10020, 0)                    \
 	X(cuMemSetAccess, 10020, 0)                \
 	X(cuMemExportToShareableHandle, 10020, 0)  \
-	X(cuMemImportFromShareableHandle, 10020, 0)
+	X(cuMemImportFromShareableHandle, 10020, 0) \
+	X(cuPointerGetAttribute, 4000, 0)
 
 struct cu_driver {
 #define FIELD(name, version, required) PFN_##name name;

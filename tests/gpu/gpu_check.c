@@ -10,9 +10,13 @@
  *                                      what the OS and the driver refuse,
  *                                      each next to what the fake answers
  *   gpu_check variants SIZE            quick sharing variants, 2 ranks each
- *   gpu_check copy SIZE REPS           H2D/D2H of KV blocks (16, 64, 256 KiB)
- *                                      from a shared segment and from a
- *                                      cuMemHostAlloc buffer
+ *   gpu_check copy SIZE REPS           H2D/D2H of KV blocks (16, 64, 256 KiB
+ *                                      and one MLA block run, 1.07 MiB) from
+ *                                      a registered memfd segment, a VMM
+ *                                      segment (its owner, and its import
+ *                                      in a second process), cuMemHostAlloc
+ *                                      and malloc buffers; each buffer's
+ *                                      memory type as the driver reports it
  *   gpu_check register SIZE REPS RANKS cuMemHostRegister time per rank,
  *                                      4 KiB against 2 MiB HugeTLB pages
  *
