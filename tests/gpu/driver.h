@@ -65,5 +65,7 @@ CUresult enter_device(int dev);
 /* The driver and device 0's context: 0, or -1 after a failing check line. */
 int driver_or_report(const char *check);
 int attribute(int dev, int attrib, CUresult *r);
+/* Device 0's host node, as the library places its segments (-1: 0). */
+int host_node(void);
 
 #endif
