@@ -11,7 +11,7 @@ import re
 import subprocess
 import sys
 
-from conftest import ROOT, built, env_with_package, machine_lock
+from conftest import ROOT, built, doc_block, env_with_package, machine_lock
 
 STEPS = ["abi", "build", "machine", "env", "variants", "copy", "pinning", "torch", "register",
          "populate"]
@@ -30,6 +30,11 @@ def run_script(out):
     with machine_lock(exclusive=True):
         return subprocess.run(["bash", f"{ROOT}/tests/gpu/run.sh"], env=env, capture_output=True,
                               text=True, timeout=400)
+
+
+def normalised(line):
+    """A line with its numbers as N and its spaces as one."""
+    return " ".join(re.sub(r"\d+(\.\d+)?", "N", line).split())
 
 
 def section(text, title):
@@ -55,6 +60,11 @@ def test_the_device_script_runs_clean_through_the_fake(tmp_path):
     torch_detail = dict((s[0], s[2]) for s in steps)["torch"]
     assert sys.executable in torch_detail and "the built sharedseg._native" in torch_detail
     assert summary.startswith("0 failed"), summary
+    # docs/testing.md's excerpt of this run, numbers aside, OUT as the doc's
+    printed = {normalised(line.replace(str(tmp_path), "/tmp/gpu")) for line in text.splitlines()}
+    shown = [line for line in doc_block("python/tests/test_gpu_script.py",
+                                         "docs/testing.md").splitlines() if line.strip()]
+    assert shown and [line for line in shown if normalised(line) not in printed] == [], text
     assert re.search(r"^refused by the OS or the sandbox: ", summary, re.M)
 
     for direction in ("h2d", "d2h"):
