@@ -1,11 +1,18 @@
 # SPDX-License-Identifier: Apache-2.0
-"""vLLM's host KV region against sharedseg's, side by side: vLLM's own
-SharedOffloadRegion (a file in /dev/shm that every rank maps and populates)
-built exactly as its CPUOffloadingSpec builds it for an MLA model at TP > 1
-(the replicated layout: every rank passes rank=0, one copy), and
-sharedseg.vllm.SharedSegRegion over the same ranks' gloo group. Runs on the
-interpreter that has vLLM (the PyPI leg's virtual environment); prints one
-JSON row a line on stdout; exits 2 where vLLM cannot be imported.
+"""vLLM's host KV region against sharedseg's, side by side on the same
+work: vLLM's own SharedOffloadRegion (a file in /dev/shm that every rank
+maps) built as its CPUOffloadingSpec builds it for an MLA model at TP > 1
+(the replicated layout: every rank passes rank=0, one copy), by each recipe
+the installed vLLM offers (VLLM_RECIPES: 0.32's default, where every rank
+populates the whole region, and its populate_only_on_creator, where the
+creator alone does), and sharedseg.vllm.SharedSegRegion over the same
+ranks' gloo group. Every rank reads a byte of every 4 KiB page after its
+region is ready, so the headline "ready" counts every rank's page tables on
+both sides: vLLM's default ranks build theirs while populating, ours and
+the creator recipe's peers on that first pass. Runs on the interpreter
+that has vLLM (the PyPI leg's virtual environment); prints one JSON row a
+line on stdout, and the rows side by side on stderr (each figure with the
+page kind it was measured on); exits 2 where vLLM cannot be imported.
 
     vllmbench.py --ranks 2,4,8 --sizes 1073741824,4294967296
                  --pages hugetlb-2M,thp,base [--reps 3 --warmup 1]
@@ -38,6 +45,7 @@ TIMEOUT = 300
 # values x 64 tokens, a multiple of 4 KiB as vLLM requires.
 ROW = 61 * 576 * 2 * 64
 OURS, VLLMS = "sharedseg.vllm", "vllm-shared-offload-region"
+VLLMS_CREATOR = "vllm-shared-offload-region-populate-only-on-creator"
 NAME = f"sseg-bench-{os.getpid()}"
 
 
@@ -53,12 +61,44 @@ def venv_python():
 
 # ---- the rank side ----
 
-def open_vllms(group, size, pages, name):
+def open_vllms(group, size, pages, name, **recipe):
     import torch.distributed as dist
     from vllm.v1.kv_offload.cpu.shared_offload_region import SharedOffloadRegion
     return SharedOffloadRegion(engine_id=name, num_chunks=size // ROW, rank=0,
                                kv_bytes_per_chunk=ROW, cpu_page_size=ROW,
-                               barrier=lambda: dist.barrier(group=group))
+                               barrier=lambda: dist.barrier(group=group), **recipe)
+
+
+def open_vllms_creator(group, size, pages, name):
+    return open_vllms(group, size, pages, name, populate_only_on_creator=True)
+
+
+# vLLM's recipes for its region: (mechanism, opener, the SharedOffloadRegion
+# argument it needs, or None). The plan runs those the installed vLLM's
+# signature offers, and says which it left out. vLLM 0.33 splits its region
+# into num_segments files and has each rank populate its shard
+# (populate_shard), since page-cache inserts serialise per shm file: its
+# recipe is one more row here, with its opener, once the vLLM 0.33
+# environment is installed to run and test it against.
+VLLM_RECIPES = [
+    (VLLMS, open_vllms, None),
+    (VLLMS_CREATOR, open_vllms_creator, "populate_only_on_creator"),
+]
+
+
+def vllm_recipes():
+    """The recipes the installed vLLM offers, and a sentence for each it lacks."""
+    import inspect
+
+    from vllm.v1.kv_offload.cpu.shared_offload_region import SharedOffloadRegion
+    params = inspect.signature(SharedOffloadRegion.__init__).parameters
+    offered, missing = [], []
+    for mech, _, needs in VLLM_RECIPES:
+        if needs is None or needs in params:
+            offered.append(mech)
+        else:
+            missing.append(f"{mech} left out: this vLLM's SharedOffloadRegion has no {needs}")
+    return offered, missing
 
 
 def open_ours(group, size, pages, name):
@@ -83,12 +123,13 @@ def facts_of(region):
                 complete_s=info["complete_s"])
 
 
-OPEN = {OURS: open_ours, VLLMS: open_vllms}
+OPEN = {OURS: open_ours, **{mech: opener for mech, opener, _ in VLLM_RECIPES}}
 
 
 def touch_s(buf):
     """Seconds to read one byte of every 4 KiB page: the page tables a rank
-    that did not populate makes on its first pass."""
+    that did not populate makes on its first pass (a rank that did finds
+    them made)."""
     import numpy
     t0 = time.monotonic()
     numpy.frombuffer(buf, dtype=numpy.uint8)[::4096].sum()
@@ -111,11 +152,12 @@ def one_rep(rank, ranks, group, item, barrier):
     except Exception as e:
         rep["t_ready"] = time.monotonic()
         rep.update(ok=False, error=f"{type(e).__name__}: {e}")
-    rep["page_tables"] = hostmem.own_page_tables() - tables
+    rep["page_tables_ready"] = hostmem.own_page_tables() - tables
     barrier.wait(TIMEOUT)  # the parent samples "ready"
     barrier.wait(TIMEOUT)
-    if rep["ok"] and rank == 1:
+    if rep["ok"]:  # every rank at once: the page tables it had not made yet
         rep["touch_s"] = touch_s(buffer_of(region))
+    rep["page_tables"] = hostmem.own_page_tables() - tables
     barrier.wait(TIMEOUT)
     if rep["ok"]:
         rep.update(facts_of(region))
@@ -158,7 +200,7 @@ def plan_of(args):
     each page kind and vLLM's in turn, the order rotating every repetition
     so that none always follows the same; warm-ups have a negative
     repetition number."""
-    regions = [(OURS, k) for k in args.pages.split(",")] + [(VLLMS, "default")]
+    regions = [(OURS, k) for k in args.pages.split(",")] + [(m, "default") for m in args.recipes]
     plan = []
     for size in args.sizes:
         for rep in range(-args.warmup, args.reps):
@@ -232,10 +274,19 @@ def one_copy_memory(m):
 
 
 def rows_of(mech, ranks, size, pages, reps):
+    """ready: every rank's region made and its page tables built (the
+    construction, then the slowest rank's first pass, all ranks at once);
+    construction: the last rank's return alone; page_tables: every rank's
+    after its first pass; peer_touch: rank 1's first pass."""
     got = least_kind([reports[0].get("pages", "unverified") for reports, _ in reps])
-    s = {k: [] for k in ("ready", "factor", "tables", "touch", "owner", "peers")}
+    s = {k: [] for k in ("ready", "construction", "first_pass", "factor", "tables", "touch",
+                         "owner", "peers")}
     for reports, (before, ready) in reps:
-        s["ready"].append(max(r["t_ready"] for r in reports) - min(r["t_start"] for r in reports))
+        made = max(r["t_ready"] for r in reports) - min(r["t_start"] for r in reports)
+        first_pass = max(r["touch_s"] for r in reports)
+        s["construction"].append(made)
+        s["first_pass"].append(first_pass)
+        s["ready"].append(made + first_pass)
         s["factor"].append((one_copy_memory(ready) - one_copy_memory(before)) /
                            region_bytes(size))
         s["tables"].append(sum(r["page_tables"] for r in reports))
@@ -251,12 +302,49 @@ def rows_of(mech, ranks, size, pages, reps):
     if s["owner"]:
         extra.update(owner_create_s=statistics.median(s["owner"]),
                      slowest_complete_s=statistics.median(s["peers"]))
-    out = [row("ready", mech, ranks, size, pages, got, "s", s["ready"], **extra),
+    out = [row("ready", mech, ranks, size, pages, got, "s", s["ready"],
+               counts="every rank's page tables", **extra),
+           row("construction", mech, ranks, size, pages, got, "s", s["construction"], **extra),
+           row("first_pass", mech, ranks, size, pages, got, "s", s["first_pass"], **extra),
            row("memory_factor", mech, ranks, size, pages, got, "factor", s["factor"], **extra),
            row("page_tables", mech, ranks, size, pages, got, "bytes", s["tables"],
                fraction_of_size=statistics.median(s["tables"]) / region_bytes(size), **extra)]
     if s["touch"]:
         out.append(row("peer_touch", mech, ranks, size, pages, got, "s", s["touch"], **extra))
+    return out
+
+
+def side_by_side(rows):
+    """The rows as a table, a line per region and group: each figure on the
+    page kind the region obtained, ready as x of each vLLM recipe's."""
+    ready = [r for r in rows if r["bench"] == "ready"]
+    if not ready:
+        return []
+
+    def median(r, bench):
+        got = [x for x in rows if x["bench"] == bench and x["mechanism"] == r["mechanism"] and
+               x["ranks"] == r["ranks"] and x["size"] == r["size"] and
+               x["pages_requested"] == r["pages_requested"]]
+        return got[0]["median"] if got else float("nan")
+
+    recipes = [m for m, _, _ in VLLM_RECIPES if any(r["mechanism"] == m for r in ready)]
+    out = ["ready counts every rank's page tables (construction + the slowest rank's first "
+           "pass); ms, page tables in KiB; x: ready as a multiple of each vLLM recipe's",
+           f"{'ranks':>5} {'size':>10} {'mechanism':52} {'pages':10} {'ready':>8} "
+           f"{'constr.':>8} {'1st pass':>8} {'tables':>8} {'factor':>6}  " +
+           "  ".join(f"x {m.rsplit('-', 3)[-1] if m != VLLMS else 'default'}" for m in recipes)]
+    for r in sorted(ready, key=lambda r: (r["size"], r["ranks"], r["mechanism"] != OURS)):
+        theirs = {m: next((x["median"] for x in ready if x["mechanism"] == m and
+                           x["ranks"] == r["ranks"] and x["size"] == r["size"]), None)
+                  for m in recipes}
+        ratios = "  ".join(f"{r['median'] / t:9.2f}x" if t else f"{'':10}"
+                           for t in theirs.values())
+        out.append(f"{r['ranks']:>5} {r['region_bytes'] / (1 << 20):8.0f}Mi "
+                   f"{r['mechanism'] + ('' if r['mechanism'] != OURS else ' ' + r['pages_requested']):52} "
+                   f"{r['pages_obtained']:10} {r['median'] * 1e3:8.1f} "
+                   f"{median(r, 'construction') * 1e3:8.1f} {median(r, 'first_pass') * 1e3:8.1f} "
+                   f"{median(r, 'page_tables') / 1024:8.0f} {median(r, 'memory_factor'):6.2f}  "
+                   + ratios)
     return out
 
 
@@ -315,12 +403,15 @@ def main():
         print(f"vllmbench: vLLM's region or sharedseg.vllm cannot be imported on "
               f"{sys.executable}: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
+    args.recipes, missing = vllm_recipes()
+    for line in missing:
+        print(f"vllmbench: {line}", file=sys.stderr)
     if args.devshm:
-        args.reps, args.warmup, args.pages = 1, 0, "auto"
+        args.reps, args.warmup, args.pages, args.recipes = 1, 0, "auto", [VLLMS]
     # vLLM's logger writes to stdout; the rows go to the stdout we were given.
     rows_out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
-    failed = []
+    failed, rows = [], []
     for ranks in [int(r) for r in args.ranks.split(",")]:
         collected, bad = run_group(ranks, args)
         failed += bad
@@ -332,6 +423,9 @@ def main():
             for line in lines:
                 rows_out.write(json.dumps(line) + "\n")
             rows_out.flush()
+            rows += lines
+    for line in side_by_side(rows):
+        print(line, file=sys.stderr)
     for f in failed:
         print(f"vllmbench: {f}", file=sys.stderr)
     return 1 if failed else 0

@@ -346,6 +346,51 @@ static int case_copies(void *arg)
 	return 0;
 }
 
+/* The memory type of a pointer: HOST for pinned, registered and host VMM
+ * memory, DEVICE for device memory, INVALID_VALUE for pageable memory. */
+static unsigned int memory_type_of(const void *p, CUresult want)
+{
+	unsigned int type = 0;
+
+	CHECK_CU(cu.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, va_of(p)), want);
+	return type;
+}
+
+static int case_memory_type(void *arg)
+{
+	static unsigned char pageable[8192] __attribute__((aligned(4096)));
+	CUmemGenericAllocationHandle handle;
+	unsigned char *host = NULL, *vmm;
+	CUdeviceptr dev = 0;
+	unsigned int type;
+
+	load("", NULL);
+	CU_OK(cu.cuInit(0));
+	CHECK_CU(cu.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, 0),
+		 CUDA_ERROR_INVALID_CONTEXT);
+	enter_device(0);
+	CU_OK(cu.cuMemAlloc(&dev, MiB));
+	CU_OK(cu.cuMemHostAlloc((void **)&host, MiB, 0));
+	CHECK(memory_type_of(host + 100, CUDA_SUCCESS) == CU_MEMORYTYPE_HOST);
+	CHECK(memory_type_of((void *)(uintptr_t)(dev + 100), CUDA_SUCCESS) == CU_MEMORYTYPE_DEVICE);
+	memory_type_of(pageable, CUDA_ERROR_INVALID_VALUE);
+	CU_OK(cu.cuMemHostRegister(pageable, sizeof(pageable), 0));
+	CHECK(memory_type_of(pageable + 4096, CUDA_SUCCESS) == CU_MEMORYTYPE_HOST);
+	CU_OK(cu.cuMemHostUnregister(pageable));
+	memory_type_of(pageable, CUDA_ERROR_INVALID_VALUE);
+	handle = create(GRAN, 0);
+	vmm = map_new(handle, GRAN);
+	CHECK(memory_type_of(vmm + 8, CUDA_SUCCESS) == CU_MEMORYTYPE_HOST);
+	unmap_free(vmm, GRAN);
+	CU_OK(cu.cuMemRelease(handle));
+	CU_OK(cu.cuMemFreeHost(host));
+	CU_OK(cu.cuMemFree(dev));
+	CHECK(cu.sseg_fake_cuda_bugs() == 0);
+	cu.sseg_fake_cuda_reset();
+	finish();
+	return 0;
+}
+
 /* ---- several threads at once ---- */
 
 /* The current context is per thread: each takes its own. */
@@ -396,6 +441,7 @@ static const struct tu_case cases[] = {
 	{ "bugs", case_bugs, NULL, 0 },
 	{ "host_register", case_host_register, NULL, 0 },
 	{ "copies", case_copies, NULL, 0 },
+	{ "memory_type", case_memory_type, NULL, 0 },
 	{ "threads", case_threads, NULL, 0 },
 	{ NULL, NULL, NULL, 0 },
 };

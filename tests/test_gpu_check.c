@@ -24,7 +24,8 @@ static int run_script(const char *driver)
 		 "SSEG_GPU_BUILD='%s' SHAREDSEG_CUDA_LIBRARY='%s' "
 		 "SSEG_FAKE_CUDA='devices=3;numa=0,0;nopeer=0-2' "
 		 "SSEG_GPU_SIZE=16MiB SSEG_GPU_REG_SIZE=8MiB SSEG_GPU_REPS=2 "
-		 "SSEG_GPU_RANKS=2 SSEG_GPU_POOL=0 SSEG_GPU_PAGES=base SSEG_GPU_BUDGET=120",
+		 "SSEG_GPU_RANKS=2 SSEG_GPU_POOL=0 SSEG_GPU_PAGES=base SSEG_GPU_BUDGET=120 "
+		 "SSEG_GPU_PIN_SIZES='8MiB 16MiB' SSEG_GPU_POP_SIZES=16MiB SSEG_GPU_TORCH=0",
 		 getenv("SSEG_BUILD_DIR"), driver);
 	return tu_run_script("tests/gpu/run.sh", out_dir, env);
 }
@@ -53,10 +54,19 @@ static void check_fake_run(const char *fake)
 	CHECK(count("\"rule\": \"ctx_synchronize_no_context\"", NULL) == 1);
 	CHECK(count("\"check\": \"library_probe\"", "\"host_vmm_works\": 1") == 3);
 	CHECK(count("\"check\": \"variant\"", "\"result\": \"pass\"") == 4);
-	/* 2 directions x 3 block sizes x (memfd, cuda, cuMemHostAlloc) */
-	CHECK(count("\"schema\": 1", "_kv_block") == 18);
+	/* 2 directions x 4 block sizes x (memfd, cuda owner, cuda import,
+	 * cuMemHostAlloc, malloc) */
+	CHECK(count("\"schema\": 1", "_kv_block") == 40);
+	CHECK(count("\"check\": \"memory_type\"", "\"torch_is_pinned\": true") == 6);
+	CHECK(count("\"check\": \"memory_type\"", "\"mechanism\": \"malloc\"") == 2);
 	CHECK(count("\"bench\": \"host_register_time\"", "\"ranks\": 2") == 1);
 	CHECK(count("\"check\": \"register\"", "\"result\": \"skipped\"") == 1);
+	/* register and VMM create + export + import, at each size */
+	CHECK(count("\"check\": \"pinning\"", "\"result\": \"pass\"") == 4);
+	CHECK(count("\"check\": \"pinning\"", "\"pin_s_per_gib\"") == 4);
+	/* (base: 1 file, 2 files), THP and HugeTLB skipped for the knob and the pool */
+	CHECK(count("\"check\": \"populate\"", "\"result\": \"pass\"") == 2);
+	CHECK(count("\"check\": \"populate\"", NULL) == 6);
 	CHECK(count("\"check\": \"nccl\"", NULL) == 1);
 	CHECK(count("\"check\": \"summary\"", "\"failed\": 0") == 1);
 }
@@ -69,6 +79,8 @@ static void check_no_driver(void)
 	CHECK(count("\"check\": \"os\"", NULL) >= 5);
 	CHECK(count("\"step\": \"variants\"", "\"result\": \"fail\"") == 1);
 	CHECK(count("\"step\": \"register\"", NULL) == 1);
+	CHECK(count("\"step\": \"pinning\"", "\"result\": \"fail\"") == 1);
+	CHECK(count("\"step\": \"populate\"", "\"result\": \"pass\"") == 1);
 	CHECK(count("\"check\": \"nccl\"", NULL) == 1);
 	CHECK(count("\"check\": \"summary\"", NULL) == 1);
 }

@@ -1,11 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The Python package on NCCL groups, for a machine with GPUs (run by
-tests/gpu/run.sh; results as JSON lines, one per check, appended to
+"""The Python package on NCCL or gloo groups, for a machine with GPUs (run
+by tests/gpu/run.sh; results as JSON lines, one per check, appended to
 $OUT/gpu.jsonl):
 
-    python3 python/tests/gpu_nccl.py [--backend nccl] [--out FILE]
+    python3 python/tests/gpu_nccl.py [--backend nccl|gloo] [--device cuda|cpu] [--out FILE]
 
-Two ranks, one GPU each (or both on GPU 0). Checks:
+Two ranks, one GPU each. NCCL refuses two ranks on one GPU ("Duplicate GPU
+detected"; 2.30+ unless NCCL_MULTI_RANK_GPU_ENABLE=1), so on a machine
+with one GPU run.sh runs `--backend gloo --device cuda`: the groups are
+gloo's (collectives on CPU tensors), both ranks copy to and from GPU 0.
+Checks:
 - store_share: a registered NCCL group: the exchange goes through its
   Store (no NCCL collective); the ranks share; the group all-reduces after.
 - store_timeout: the owner stalls past the timeout: the peer fails naming
@@ -18,6 +22,14 @@ Two ranks, one GPU each (or both on GPU 0). Checks:
 - host_register_copy: a registered segment's view copied to the GPU with
   non_blocking=True, then the last view dropped at once: the device is
   synchronised before the pages go; the GPU holds the bytes.
+- pinned_views: torch over each kind of host memory: a 64 MiB view of a
+  segment pinned each way (pin host_register, pin vmm: rank 1's view is the
+  VMM handle imported in a second process), torch's own pinned memory and
+  pageable memory: what tensor.is_pinned() answers, what the driver says
+  the memory is (cuPointerGetAttribute, which torch's is_pinned() reads
+  through cudaPointerGetAttributes), and whether a non_blocking copy each
+  way is still in flight when copy_() returns (asynchronous) or already
+  done (the driver staged it); and what pin auto chose.
 - offload_region: sharedseg.vllm's region without vLLM (which cannot be
   installed on the GPU machine): the segment sharedseg._offload makes for
   it, pinned each way the adapter offers (pin host_register, pin vmm), with
@@ -26,10 +38,12 @@ Two ranks, one GPU each (or both on GPU 0). Checks:
   chunk of its own (non_blocking, both ways), and every rank sees both
   copies. On gloo: pin none, the copies to CPU tensors.
 
-`--backend gloo` runs the same checks on CPU tensors (less the last): the
-CPU test suite runs it (test_gpu_script.py) so the script's logic is
-tested where no GPU is.
+`--backend gloo` without a GPU runs the same checks on CPU tensors (less
+host_register_copy and pinned_views, and offload_region unpinned): the CPU
+test suite runs it through tests/gpu/run.sh (test_gpu_script.py), so the
+script's logic is tested where no GPU is.
 """
+import ctypes
 import argparse
 import contextlib
 import datetime
@@ -66,15 +80,17 @@ except ImportError as e:  # say so in the results, not only on stderr
     raise
 
 import sharedseg  # noqa: E402
-from sharedseg import SharedSegmentError, _backends, _frameworks, _offload, create_shared_segment  # noqa: E402
+from sharedseg import (SharedSegmentError, _backends, _engine, _frameworks, _offload,  # noqa: E402
+                       create_shared_segment)
 from gloo_ranks import stalled_create  # noqa: E402
 
 WORLD = 2
 BLOCKS = {"kv": dict(count=4, shape=(256, 576), dtype="bfloat16")}
 
 
-def device_of(backend, rank):
-    if backend != "nccl":
+def device_of(kind, rank):
+    """The device of rank's tensors: its own GPU where there are enough."""
+    if kind != "cuda":
         return torch.device("cpu")
     return torch.device("cuda", rank % torch.cuda.device_count())
 
@@ -183,10 +199,62 @@ def host_register_copy(rank, backend, device):
     return dict(ok=ok and pinned, pinned=pinned)
 
 
+def driver_memory_type(tensor):
+    """What the driver says tensor's memory is (CU_POINTER_ATTRIBUTE_MEMORY_TYPE):
+    "host", "device", or the error (pageable memory is unknown to it)."""
+    cuda = ctypes.CDLL("libcuda.so.1")
+    kind = ctypes.c_uint(0)
+    rc = cuda.cuPointerGetAttribute(ctypes.byref(kind), 2, ctypes.c_uint64(tensor.data_ptr()))
+    return {1: "host", 2: "device"}.get(kind.value, str(kind.value)) if rc == 0 else f"CUresult {rc}"
+
+
+def in_flight_after(copy):
+    """Whether the copy copy() queues is still running when it returns."""
+    torch.cuda.synchronize()
+    t0 = time.monotonic()
+    copy()
+    returned = time.monotonic() - t0
+    done = torch.cuda.Event()
+    done.record()
+    running = not done.query()
+    torch.cuda.synchronize()
+    return running, round(returned * 1e3, 3), round((time.monotonic() - t0) * 1e3, 3)
+
+
+def view_facts(host, device):
+    on_gpu = torch.empty(host.numel(), dtype=host.dtype, device=device)
+    h2d = in_flight_after(lambda: on_gpu.copy_(host, non_blocking=True))
+    d2h = in_flight_after(lambda: host.copy_(on_gpu, non_blocking=True))
+    return dict(is_pinned=bool(host.is_pinned()), driver=driver_memory_type(host),
+                h2d_async=h2d[0], h2d_ms=h2d[1:], d2h_async=d2h[0], d2h_ms=d2h[1:])
+
+
+def pinned_views(rank, backend, device):
+    size = 64 << 20  # long enough to be seen in flight (a few ms at 25 GB/s)
+    seen = dict(pinned=view_facts(torch.empty(size, dtype=torch.uint8, pin_memory=True), device),
+                pageable=view_facts(torch.empty(size, dtype=torch.uint8), device))
+    for pin in ("host_register", "vmm"):
+        seg = _offload.region_segment(f"gpu-views-{pin}", dist.group.WORLD, 1, size,
+                                      _offload.segment_args(dict(pages="auto", pin=pin), "cuda"))
+        view = torch.frombuffer(seg.buffer(), dtype=torch.uint8)[:size]
+        seen[pin] = dict(view_facts(view, device), segment_pinned=bool(seg.info["pinned"]),
+                         owner=seg.is_owner)
+        dist.barrier()
+        del view
+        seg.close()
+    seen["pin_auto"] = _engine.auto_pin("cuda")[0]
+    # torch's answer is the driver's: a view reads pinned exactly where the
+    # driver says host memory; torch's own pinned memory is; pageable is not.
+    ok = all(f["is_pinned"] == (f["driver"] == "host") for k, f in seen.items() if k != "pin_auto")
+    ok = ok and seen["pinned"]["is_pinned"] and not seen["pageable"]["is_pinned"] and \
+        seen["host_register"]["is_pinned"]
+    return dict(ok=ok, **seen)
+
+
 def offload_region(rank, backend, device):
     chunks, row, slot = 8, 2 << 20, 1 << 20  # rows of 2 MiB, a 1 MiB slot at the start
-    pins = ("host_register", "vmm") if backend == "nccl" else ("none",)
-    platform = "cuda" if backend == "nccl" else "cpu"
+    pins = ("host_register", "vmm") if device.type == "cuda" else ("none",)
+    platform = "cuda" if device.type == "cuda" else "cpu"
     seen = {}
     for pin in pins:
         seg = _offload.region_segment(f"gpu-offload-{pin}", dist.group.WORLD, chunks, row,
@@ -211,29 +279,33 @@ def offload_region(rank, backend, device):
         del base, view, on_device
         seg.close()
     ok = all(all(s["copies"]) for s in seen.values())
-    if backend == "nccl":
+    if device.type == "cuda":
         ok = ok and all(s["pinned"] and s["device_addr"] for s in seen.values()) and \
             seen["host_register"]["view_is_pinned"]
     return dict(ok=ok, **seen)
 
 
 CHECKS = [store_share, store_timeout, collective_share, collective_timeout, host_register_copy,
-          offload_region]
+          pinned_views, offload_region]
+# Checks of copies: on the copy device; the others on the group's.
+COPIES = (host_register_copy, pinned_views, offload_region)
+CUDA_ONLY = (host_register_copy, pinned_views)
 
 
-def rank_main(rank, backend, port, outdir):
-    device = device_of(backend, rank)
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
+def rank_main(rank, backend, copies_on, port, outdir):
+    device = device_of("cuda" if backend == "nccl" else "cpu", rank)
+    copy_device = device_of(copies_on, rank)
+    if copy_device.type == "cuda":
+        torch.cuda.set_device(copy_device)
     dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=WORLD, timeout=datetime.timedelta(seconds=60))
     results = []
     for check in CHECKS:
-        if check is host_register_copy and backend != "nccl":
+        if check in CUDA_ONLY and copy_device.type != "cuda":
             continue
         t0 = time.monotonic()
         try:
-            got = check(rank, backend, device)
+            got = check(rank, backend, copy_device if check in COPIES else device)
         except Exception:
             got = dict(ok=False, error=traceback.format_exc()[-2000:])
             with contextlib.suppress(Exception):
@@ -246,6 +318,22 @@ def rank_main(rank, backend, port, outdir):
     dist.destroy_process_group()
 
 
+def view_lines(per_rank):
+    """pinned_views flat, one line per rank and kind of memory (run.sh's summary)."""
+    flat = []
+    for results in per_rank or ():
+        for got in results:
+            if got["check"] != "pinned_views" or "pinned" not in got:
+                continue
+            for memory in ("pinned", "pageable", "host_register", "vmm"):
+                facts = got[memory]
+                flat.append(dict(schema=1, check="torch_view", rank=got["rank"], memory=memory,
+                                 is_pinned=facts["is_pinned"], driver=facts["driver"],
+                                 h2d_async=facts["h2d_async"], d2h_async=facts["d2h_async"],
+                                 pin_auto=got["pin_auto"]))
+    return flat
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -255,14 +343,17 @@ def free_port():
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--backend", default="nccl", choices=("nccl", "gloo"))
+    ap.add_argument("--device", choices=("cuda", "cpu"),
+                    help="where the copies go (default: cuda on nccl, cpu on gloo)")
     ap.add_argument("--out", default=_out_path([]))
     a = ap.parse_args()
+    copies_on = a.device or ("cuda" if a.backend == "nccl" else "cpu")
     env = dict(torch=torch.__version__, sharedseg=sharedseg.__version__,
-               cuda=torch.version.cuda, gpus=torch.cuda.device_count() if a.backend == "nccl"
-               else 0)
+               cuda=torch.version.cuda, copies_on=copies_on,
+               gpus=torch.cuda.device_count() if copies_on == "cuda" else 0)
     with tempfile.TemporaryDirectory() as outdir:
         try:
-            mp.spawn(rank_main, args=(a.backend, free_port(), outdir), nprocs=WORLD)
+            mp.spawn(rank_main, args=(a.backend, copies_on, free_port(), outdir), nprocs=WORLD)
             per_rank = [json.load(open(os.path.join(outdir, f"rank{r}.json")))
                         for r in range(WORLD)]
         except Exception:
@@ -276,12 +367,14 @@ def main():
             ranks = [r[i] for r in per_rank]
             lines.append(dict(schema=1, check=f"python_{a.backend}_{check['check']}",
                               ok=all(r["ok"] for r in ranks), ranks=ranks, **env))
+    lines += view_lines(per_rank)
     with open(a.out, "a") as f:
         for line in lines:
             f.write(json.dumps(line) + "\n")
     for line in lines:
-        print(f"{line['check']}: {'ok' if line['ok'] else 'FAILED'}")
-    return 0 if all(line["ok"] for line in lines) else 1
+        if "ok" in line:
+            print(f"{line['check']}: {'ok' if line['ok'] else 'FAILED'}")
+    return 0 if all(line.get("ok", True) for line in lines) else 1
 
 
 if __name__ == "__main__":

@@ -169,5 +169,14 @@ typedef CUresult (*PFN_cuMemHostAlloc)(void **pp, size_t bytesize, unsigned int 
 typedef CUresult (*PFN_cuMemFreeHost)(void *p);
 typedef CUresult (*PFN_cuMemcpyHtoD)(CUdeviceptr dst, const void *src, size_t bytes);
 typedef CUresult (*PFN_cuMemcpyDtoH)(void *dst, CUdeviceptr src, size_t bytes);
+/* The memory type the driver reports for a host buffer: what torch's
+ * is_pinned() reads through cudaPointerGetAttributes. The attribute is a
+ * CUpointer_attribute (an enum: its size is checked) in cuda.h. */
+#define CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
+#define CU_MEMORYTYPE_HOST 0x01
+#define CU_MEMORYTYPE_DEVICE 0x02
+typedef int CUpointer_attribute;
+typedef CUresult (*PFN_cuPointerGetAttribute)(void *data, CUpointer_attribute attribute,
+					      CUdeviceptr ptr);
 
 #endif

@@ -32,7 +32,8 @@
 	V(CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) V(CU_IPC_HANDLE_SIZE)           \
 	V(CU_MEMHOSTREGISTER_PORTABLE) V(CU_MEMHOSTREGISTER_DEVICEMAP)          \
 	V(CU_MEMHOSTREGISTER_READ_ONLY) V(CU_GET_PROC_ADDRESS_DEFAULT)          \
-	V(CU_GET_PROC_ADDRESS_SUCCESS)                                          \
+	V(CU_GET_PROC_ADDRESS_SUCCESS) V(CU_POINTER_ATTRIBUTE_MEMORY_TYPE)      \
+	V(CU_MEMORYTYPE_HOST) V(CU_MEMORYTYPE_DEVICE) S(CUpointer_attribute)    \
 	S(CUresult) S(CUdevice) S(CUcontext) S(CUdeviceptr)                     \
 	S(CUmemGenericAllocationHandle) S(cuuint64_t) S(CUmemLocation)          \
 	S(CUmemAllocationProp) S(CUmemAccessDesc) S(CUmemFabricHandle)          \

@@ -59,7 +59,8 @@ typedef PFN_cuDeviceGetUuid_v2 PFN_cuDeviceGetUuid;
 	X(cuMemHostAlloc)                \
 	X(cuMemFreeHost)                 \
 	X(cuMemcpyHtoD)                  \
-	X(cuMemcpyDtoH)
+	X(cuMemcpyDtoH)                  \
+	X(cuPointerGetAttribute)
 
 #define CONTROL_ENTRIES(X)             \
 	X(sseg_fake_cuda_fail)         \

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Small helpers the subcommands share: pages, the clock, errno names, the page pattern. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -56,4 +57,25 @@ int pattern_holds(const unsigned char *p, size_t len)
 		if (p[off] != (unsigned char)((off >> 12) * 131u + 7u))
 			return 0;
 	return 1;
+}
+
+/* The page size the kernel maps [p, p+len) with, from smaps. */
+void pages_of(const void *p, char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[256];
+	unsigned long start, end, kb;
+	int inside = 0;
+
+	snprintf(buf, len, "unknown");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &start, &end) == 2)
+			inside = (uintptr_t)p >= start && (uintptr_t)p < end;
+		else if (inside && sscanf(line, "KernelPageSize: %lu kB", &kb) == 1)
+			snprintf(buf, len, "%s:%lu", kb == 4 ? "base" : "hugetlb", kb * 1024);
+		else if (inside && sscanf(line, "ShmemPmdMapped: %lu kB", &kb) == 1 && kb)
+			snprintf(buf, len, "thp:2097152");
+	}
+	if (f)
+		fclose(f);
 }

@@ -19,5 +19,8 @@ double now(void);
 const char *errno_name(int err);
 void pattern(unsigned char *p, size_t len);
 int pattern_holds(const unsigned char *p, size_t len);
+/* The page kind and size the kernel maps p with (smaps): base:4096,
+ * thp:2097152, hugetlb:SIZE, or unknown. */
+void pages_of(const void *p, char *buf, size_t len);
 
 #endif

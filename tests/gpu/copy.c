@@ -1,20 +1,30 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* gpu_check copy: KV blocks to and from the device. */
+/* gpu_check copy: KV blocks to and from the device, from every kind of
+ * host memory an engine may hold them in, with the memory type the driver
+ * reports for each (what torch's is_pinned() answers). */
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "common.h"
 #include "copy.h"
 #include "driver.h"
+#include "lines.h"
 #include "ranks.h"
 
-static const size_t block_sizes[] = { 16 * KiB, 64 * KiB, 256 * KiB };
+/* One MLA KV block run: 16 tokens x 576 (kv_lora_rank 512 + rope 64) x 2
+ * bytes (bf16) x 61 layers (DeepSeek-V3), copied as one piece. */
+#define MLA_BLOCK_RUN (16ull * 576 * 2 * 61)
+
+static const size_t block_sizes[] = { 16 * KiB, 64 * KiB, 256 * KiB, MLA_BLOCK_RUN };
+#define LARGEST_BLOCK MLA_BLOCK_RUN
 
 struct copy_job {
 	unsigned long long size;
 	int reps;
 	enum sseg_backend backend;
 	const char *mechanism;
-	int reference; /* also measure a cuMemHostAlloc buffer */
+	int reference; /* also measure cuMemHostAlloc and malloc buffers */
 	char name[64];
 };
 
@@ -76,20 +86,53 @@ static CUresult copy_series(unsigned char *host, size_t size, CUdeviceptr dev, i
 	return CUDA_SUCCESS;
 }
 
-static CUresult reference_series(size_t size, CUdeviceptr dev, int rank, int reps, int out)
+/* What the driver says host is: torch's is_pinned() is cudaPointerGetAttributes'
+ * type == cudaMemoryTypeHost, and memory the driver does not know (pageable)
+ * answers INVALID_VALUE, which torch reads as not pinned. */
+static void report_memory_type(const char *mechanism, int rank, const void *host)
+{
+	unsigned int type = 0;
+	CUresult r = cu.cuPointerGetAttribute
+			     ? cu.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+							(CUdeviceptr)(uintptr_t)host)
+			     : CUDA_ERROR_NOT_FOUND;
+	struct json j;
+
+	j_begin(&j, "memory_type");
+	j_str(&j, "mechanism", mechanism);
+	j_int(&j, "rank", rank);
+	j_str(&j, "result", cu_name(r));
+	j_str(&j, "memory_type", r != CUDA_SUCCESS	       ? "unknown to the driver"
+				 : type == CU_MEMORYTYPE_HOST   ? "host"
+				 : type == CU_MEMORYTYPE_DEVICE ? "device"
+								: "other");
+	j_bool(&j, "torch_is_pinned", r == CUDA_SUCCESS && type == CU_MEMORYTYPE_HOST);
+	j_end(&j);
+}
+
+/* The same series from a buffer this rank allocates: cuMemHostAlloc (pinned
+ * by the driver) or malloc (pageable: the driver stages every copy). */
+static CUresult reference_series(size_t size, CUdeviceptr dev, int rank, int reps, int pinned,
+				 int out)
 {
 	struct record tmpl = { .rank = rank, .ok = 1, .reps = reps };
 	unsigned char *host = NULL;
-	CUresult r = cu.cuMemHostAlloc((void **)&host, size, 0);
+	CUresult r = pinned ? cu.cuMemHostAlloc((void **)&host, size, 0) : CUDA_SUCCESS;
 
+	if (!pinned && !(host = malloc(size)))
+		return CUDA_ERROR_OUT_OF_MEMORY;
 	if (r != CUDA_SUCCESS)
 		return r;
 	pattern(host, size);
-	snprintf(tmpl.mechanism, sizeof(tmpl.mechanism), "cuMemHostAlloc");
+	snprintf(tmpl.mechanism, sizeof(tmpl.mechanism), pinned ? "cuMemHostAlloc" : "malloc");
 	snprintf(tmpl.pages_requested, sizeof(tmpl.pages_requested), "-");
-	snprintf(tmpl.pages_obtained, sizeof(tmpl.pages_obtained), "pinned");
+	snprintf(tmpl.pages_obtained, sizeof(tmpl.pages_obtained), pinned ? "pinned" : "pageable");
+	report_memory_type(tmpl.mechanism, rank, host);
 	r = copy_series(host, size, dev, rank, &tmpl, out);
-	cu.cuMemFreeHost(host);
+	if (pinned)
+		cu.cuMemFreeHost(host);
+	else
+		free(host);
 	return r;
 }
 
@@ -105,16 +148,22 @@ static int copy_segment(struct copy_job *job, sseg_t *seg, struct sseg_local_gro
 		return -1;
 	if (info.is_owner)
 		pattern(sseg_base(seg), info.size);
-	snprintf(tmpl.mechanism, sizeof(tmpl.mechanism), "%s", job->mechanism);
+	/* A VMM peer's view is the handle imported in another process. */
+	snprintf(tmpl.mechanism, sizeof(tmpl.mechanism), "%s%s", job->mechanism,
+		 job->backend == SSEG_BACKEND_CUDA && !info.is_owner ? "-import" : "");
 	snprintf(tmpl.pages_requested, sizeof(tmpl.pages_requested), "%s",
 		 sseg_pages_name(job->backend == SSEG_BACKEND_MEMFD ? pages_wanted()
 								     : SSEG_PAGES_AUTO));
 	describe_pages(&info, tmpl.pages_obtained, sizeof(tmpl.pages_obtained));
-	r = cu.cuMemAlloc(&dev, block_sizes[2]);
+	r = cu.cuMemAlloc(&dev, LARGEST_BLOCK);
+	if (r == CUDA_SUCCESS)
+		report_memory_type(tmpl.mechanism, rank, sseg_base(seg));
 	if (r == CUDA_SUCCESS && barrier(g) == 0)
 		r = copy_series(sseg_base(seg), info.size, dev, rank, &tmpl, out);
 	if (r == CUDA_SUCCESS && job->reference)
-		r = reference_series(info.size, dev, rank, job->reps, out);
+		r = reference_series(info.size, dev, rank, job->reps, 1, out);
+	if (r == CUDA_SUCCESS && job->reference)
+		r = reference_series(info.size, dev, rank, job->reps, 0, out);
 	if (dev)
 		cu.cuMemFree(dev);
 	if (r != CUDA_SUCCESS)

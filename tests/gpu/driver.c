@@ -115,3 +115,11 @@ int attribute(int dev, int attrib, CUresult *r)
 	*r = cu.cuDeviceGetAttribute(&value, attrib, dev);
 	return value;
 }
+
+int host_node(void)
+{
+	CUresult r;
+	int node = attribute(0, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, &r);
+
+	return r != CUDA_SUCCESS || node < 0 ? 0 : node;
+}

@@ -43,7 +43,8 @@ typedef PFN_cuDeviceGetUuid_v2 PFN_cuDeviceGetUuid;
 	X(cuMemUnmap, 10020, 0)                    \
 	X(cuMemSetAccess, 10020, 0)                \
 	X(cuMemExportToShareableHandle, 10020, 0)  \
-	X(cuMemImportFromShareableHandle, 10020, 0)
+	X(cuMemImportFromShareableHandle, 10020, 0) \
+	X(cuPointerGetAttribute, 4000, 0)
 
 struct cu_driver {
 #define FIELD(name, version, required) PFN_##name name;
@@ -64,5 +65,7 @@ CUresult enter_device(int dev);
 /* The driver and device 0's context: 0, or -1 after a failing check line. */
 int driver_or_report(const char *check);
 int attribute(int dev, int attrib, CUresult *r);
+/* Device 0's host node, as the library places its segments (-1: 0). */
+int host_node(void);
 
 #endif

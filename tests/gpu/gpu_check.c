@@ -10,11 +10,21 @@
  *                                      what the OS and the driver refuse,
  *                                      each next to what the fake answers
  *   gpu_check variants SIZE            quick sharing variants, 2 ranks each
- *   gpu_check copy SIZE REPS           H2D/D2H of KV blocks (16, 64, 256 KiB)
- *                                      from a shared segment and from a
- *                                      cuMemHostAlloc buffer
+ *   gpu_check copy SIZE REPS           H2D/D2H of KV blocks (16, 64, 256 KiB
+ *                                      and one MLA block run, 1.07 MiB) from
+ *                                      a registered memfd segment, a VMM
+ *                                      segment (its owner, and its import
+ *                                      in a second process), cuMemHostAlloc
+ *                                      and malloc buffers; each buffer's
+ *                                      memory type as the driver reports it
  *   gpu_check register SIZE REPS RANKS cuMemHostRegister time per rank,
  *                                      4 KiB against 2 MiB HugeTLB pages
+ *   gpu_check pinning SIZE...          seconds per GiB: cuMemHostRegister
+ *                                      of a memfd mapping against VMM
+ *                                      create + export + import
+ *   gpu_check populate SIZE...         one memfd against one per core under
+ *                                      one mapping, a thread per core, on
+ *                                      4 KiB, THP and HugeTLB pages (CPU only)
  *
  * Bench lines share the CPU benchmark's shape: {"schema": 1, "bench", ...}.
  * SSEG_GPU_PAGES (auto, base, thp, hugetlb-2M) sets the segments' pages;
@@ -27,6 +37,8 @@
 #include "common.h"
 #include "copy.h"
 #include "env.h"
+#include "pinning.h"
+#include "populate.h"
 #include "register.h"
 #include "sharedseg.h"
 #include "variants.h"
@@ -34,7 +46,7 @@
 static int usage(void)
 {
 	fprintf(stderr, "usage: gpu_check env | variants SIZE | copy SIZE REPS | "
-			"register SIZE REPS RANKS\n");
+			"register SIZE REPS RANKS | pinning SIZE... | populate SIZE...\n");
 	return 2;
 }
 
@@ -45,6 +57,26 @@ static int count_arg(const char *text, int max)
 	return n >= 1 && n <= max ? n : -1;
 }
 
+#define MAX_SIZES 8
+
+/* pinning and populate: SIZE... (at least 4 MiB each). */
+static int sizes_main(int argc, char **argv)
+{
+	unsigned long long sizes[MAX_SIZES];
+	int n = argc - 2;
+
+	if (n < 1 || n > MAX_SIZES)
+		return usage();
+	for (int i = 0; i < n; i++) {
+		uint64_t size = 0;
+
+		if (sseg_parse_size(argv[i + 2], &size) || size < 4 * MiB)
+			return usage();
+		sizes[i] = size;
+	}
+	return !strcmp(argv[1], "pinning") ? pinning_main(sizes, n) : populate_main(sizes, n);
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t size = 0;
@@ -53,6 +85,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 2 && !strcmp(argv[1], "env"))
 		return env_main();
+	if (argc >= 2 && (!strcmp(argv[1], "pinning") || !strcmp(argv[1], "populate")))
+		return sizes_main(argc, argv);
 	if (argc < 3 || sseg_parse_size(argv[2], &size) || size < 4 * MiB)
 		return usage();
 	if (argc == 3 && !strcmp(argv[1], "variants"))

@@ -2,7 +2,6 @@
 /* gpu_check register: cuMemHostRegister time per rank, 4 KiB against 2 MiB pages. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -67,27 +66,6 @@ static int register_rank(int rank, void *arg, int out)
 	}
 	send_record(out, &rec);
 	return rec.ok ? 0 : 1;
-}
-
-/* The page size the kernel maps [p, p+len) with, from smaps. */
-static void pages_of(const void *p, char *buf, size_t len)
-{
-	FILE *f = fopen("/proc/self/smaps", "r");
-	char line[256];
-	unsigned long start, end, kb;
-	int inside = 0;
-
-	snprintf(buf, len, "unknown");
-	while (f && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%lx-%lx ", &start, &end) == 2)
-			inside = (uintptr_t)p >= start && (uintptr_t)p < end;
-		else if (inside && sscanf(line, "KernelPageSize: %lu kB", &kb) == 1)
-			snprintf(buf, len, "%s:%lu", kb == 4 ? "base" : "hugetlb", kb * 1024);
-		else if (inside && sscanf(line, "ShmemPmdMapped: %lu kB", &kb) == 1 && kb)
-			snprintf(buf, len, "thp:2097152");
-	}
-	if (f)
-		fclose(f);
 }
 
 /* A populated shared mapping of size bytes, on 4 KiB or HugeTLB pages. */

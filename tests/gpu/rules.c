@@ -50,15 +50,6 @@ static void rules_without_context(const CUmemAllocationProp *prop, size_t gran)
 	rule_line("vmm_needs_context", "cuMemAddressReserve", rr, CUDA_ERROR_INVALID_CONTEXT);
 }
 
-/* Device 0's host node, as the library places its segments (-1: 0). */
-static int host_node(void)
-{
-	CUresult r;
-	int node = attribute(0, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, &r);
-
-	return r != CUDA_SUCCESS || node < 0 ? 0 : node;
-}
-
 /* One HOST_NUMA allocation of 2 granules, reserved and mapped at va. */
 struct vmm {
 	CUmemAllocationProp prop;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Device memory, pinned host allocations and copies: what tests/gpu
- * measures a shared segment against. Device memory is anonymous memory
+/* Device memory, pinned host allocations, copies and the memory type of a
+ * pointer: what tests/gpu measures a shared segment against. Device memory is anonymous memory
  * here; a copy is a memcpy once both ends are checked. Every call needs a
  * current context, as their return lists say (need_ctx). */
 #include <string.h>
@@ -129,5 +129,44 @@ CUresult fake_cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t bytes)
 
 	if (rc == CUDA_SUCCESS)
 		rc = copy(dst, (const void *)(uintptr_t)src, (uintptr_t)src, bytes);
+	return fake_leave(rc);
+}
+
+/* cuda.h: "the physical memory type of the memory that ptr addresses":
+ * HOST for pinned and registered host memory and for VMM mappings of an
+ * allocation located on the host (HOST or HOST_NUMA; the documentation's
+ * reading, which tests/gpu/run.sh checks against the driver), DEVICE for
+ * device memory and device-located mappings, and INVALID_VALUE for memory
+ * no context allocated, mapped or registered (pageable memory). Only
+ * MEMORY_TYPE is modelled. */
+static CUresult memory_type(unsigned int *type, uintptr_t p)
+{
+	const struct fake_range *m = fk_slot_holding(FK_TABLE(fake.mappings), p);
+
+	if (fk_slot_holding(FK_TABLE(fake.host_memory), p) ||
+	    fk_slot_holding(FK_TABLE(fake.registrations), p))
+		*type = CU_MEMORYTYPE_HOST;
+	else if (fk_slot_holding(FK_TABLE(fake.device_memory), p))
+		*type = CU_MEMORYTYPE_DEVICE;
+	else if (m)
+		*type = m->owner.location == CU_MEM_LOCATION_TYPE_DEVICE ? CU_MEMORYTYPE_DEVICE
+									  : CU_MEMORYTYPE_HOST;
+	else
+		return CUDA_ERROR_INVALID_VALUE;
+	return CUDA_SUCCESS;
+}
+
+CUresult fake_cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+	CUresult rc = fake_enter_ctx(FE_cuPointerGetAttribute, &fake.cfg.need_ctx);
+
+	if (rc == CUDA_SUCCESS && !data)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (rc == CUDA_SUCCESS && attribute != CU_POINTER_ATTRIBUTE_MEMORY_TYPE) {
+		fk_bug("cuPointerGetAttribute(%d): only MEMORY_TYPE is modelled", attribute);
+		rc = CUDA_ERROR_INVALID_VALUE;
+	}
+	if (rc == CUDA_SUCCESS)
+		rc = memory_type(data, (uintptr_t)ptr);
 	return fake_leave(rc);
 }

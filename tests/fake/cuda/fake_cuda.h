@@ -49,7 +49,8 @@
 	X(cuMemHostAlloc, 2020, 1)                  \
 	X(cuMemFreeHost, 2000, 1)                   \
 	X(cuMemcpyHtoD, 3020, 1)                    \
-	X(cuMemcpyDtoH, 3020, 1)
+	X(cuMemcpyDtoH, 3020, 1)                    \
+	X(cuPointerGetAttribute, 4000, 1)
 
 enum fake_entry {
 #define FAKE_ENUM(name, version, init) FE_##name,
