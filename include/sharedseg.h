@@ -146,6 +146,9 @@ struct sseg_opts {
 					   * driver is present */
 	sseg_interrupt_fn interrupt;  /* optional: see sseg_interrupt_fn */
 	void *interrupt_ctx;
+	/* added in 0.3 */
+	const char *keeper;           /* optional: a keeper's name (sseg_keeper_run);
+				       * see "Keepers" below */
 };
 
 /* Declares and zero-fills options: SSEG_OPTS(o, .name = "kv", .size = n); */
@@ -219,6 +222,9 @@ struct sseg_info {
 	/* added in 0.2 */
 	int pinned;                /* pinned for device DMA (VMM backends, host registration) */
 	char memfd_name[80];       /* what /proc/PID/maps shows ("/memfd:sseg:NAME"); "" for none */
+	/* added in 0.3 */
+	int kept;                  /* the owner took its memory from opts.keeper: the
+				    * bytes are what the last group wrote */
 };
 
 SSEG_API int sseg_info(const sseg_t *seg, struct sseg_info *info);
@@ -254,6 +260,31 @@ SSEG_API int sseg_populate_progress(const sseg_t *seg, uint64_t *resident, uint6
  * meets the kernel's OOM killer as any allocation does. Any other populate
  * mode: 0 at once. sseg_destroy stops the work first. */
 SSEG_API int sseg_populate_wait(sseg_t *seg, int timeout_ms);
+
+/* ---- keepers (added in 0.3) ---- */
+
+/* A keeper holds segments between groups, so that a group started later
+ * (an engine restarted) maps the memory its predecessor wrote instead of
+ * allocating anew. An owner whose opts.keeper names a running keeper of
+ * the same user first asks it for a segment of its name: one declared the
+ * same in every field (size, layout, pages asked, backend, flags,
+ * world_size, owner_rank, numa, this library's version) is mapped as it is
+ * (sseg_info's kept is 1; nothing is allocated or cleared); one declared
+ * otherwise is freed by the keeper, which says why, and the owner allocates
+ * anew. Either way the owner then leaves its segment's memfd with the
+ * keeper, which holds it until it stops, is killed, or a later owner of the
+ * name declares otherwise. A keeper that does not run, or runs as another
+ * user, costs a warning, never the segment. memfd backend only; not with
+ * SSEG_F_READONLY_PEERS (its seal forbids the next owner's writable map).
+ * What the bytes mean (which block is complete) is the caller's to record
+ * in them. */
+
+/* Runs a keeper named name (1..SSEG_NAME_MAX bytes of A-Z a-z 0-9 . _ -)
+ * for this user on this host until stop(ctx) answers non-zero (asked at
+ * least every 100 ms; NULL: never), then lets go of every segment it
+ * holds. -EADDRINUSE when a keeper of that name runs already. This thread
+ * serves one owner at a time, each bounded to seconds. */
+SSEG_API int sseg_keeper_run(const char *name, sseg_interrupt_fn stop, void *ctx);
 
 /* The thread-local sentence that explains this thread's last failure. */
 SSEG_API const char *sseg_last_error(void);

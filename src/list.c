@@ -280,6 +280,19 @@ static void driver_tag(struct scan *sc, const char *name, const char *rest, int 
 		sc->l->holders[h].rank = rank;
 }
 
+/* A keeper's tag page names the process, whose held memfds it keeps. */
+static void keeper_tag(struct scan *sc, const char *name)
+{
+	int process;
+
+	if (strchr(name, ' ') || strlen(name) > SSEG_NAME_MAX)
+		return;
+	process = this_process(sc);
+	if (process >= 0)
+		snprintf(sc->l->procs[process].keeper, sizeof(sc->l->procs[process].keeper), "%s",
+			 name);
+}
+
 /* "/memfd:sseg-tag:NAME rank=R world=W owner=O[ backend=...] (deleted)";
  * anything else, a name too long included, is no tag of the library's. */
 static void parse_tag(struct scan *sc, const struct vma *v)
@@ -290,6 +303,10 @@ static void parse_tag(struct scan *sc, const struct vma *v)
 
 	if (!label_text(v->path, TAG_PREFIX, text, sizeof(text)))
 		return;
+	if (has_prefix(text, SSEG_KEEPER_TAG)) {
+		keeper_tag(sc, text + strlen(SSEG_KEEPER_TAG));
+		return;
+	}
 	sp = strstr(text, " rank=");
 	if (!sp || sp - text > (ptrdiff_t)SSEG_NAME_MAX ||
 	    sscanf(sp, " rank=%d world=%d owner=%d%n", &rank, &world, &owner, &used) != 3 ||

@@ -24,6 +24,8 @@ static void process_facts(struct sseg_json *j, const struct sseg_list *l,
 	sseg_json_opt_int(j, "mapped_bytes", seen ? (long long)h->mapped : -1);
 	sseg_json_opt_int(j, "resident_bytes", seen ? (long long)h->resident : -1);
 	sseg_json_bool(j, "holds_fd", h->fd);
+	/* A keeper's own tag says it: what it holds outlives the group. */
+	sseg_json_str(j, "keeper", p->keeper[0] && h->fd ? p->keeper : NULL);
 	sseg_json_bool(j, "readonly", h->mapped && h->readonly);
 	sseg_json_end(j, '}');
 }
@@ -87,9 +89,14 @@ static void segment_facts(struct sseg_json *j, const struct sseg_list *l,
 {
 	struct page_facts f = page_facts(l, s);
 	const struct sseg_holder *owner = NULL;
+	const char *kept_by = NULL;
 	bool mapped = false;
 
 	for (int i = s->first; i >= 0; i = l->holders[i].next) {
+		const struct sseg_listed_process *p = &l->procs[l->holders[i].process];
+
+		if (!kept_by && p->keeper[0] && l->holders[i].fd)
+			kept_by = p->keeper;
 		mapped |= l->holders[i].mapped > 0;
 		if (!owner && s->owner_rank >= 0 && l->holders[i].rank == s->owner_rank)
 			owner = &l->holders[i];
@@ -117,6 +124,7 @@ static void segment_facts(struct sseg_json *j, const struct sseg_list *l,
 	/* Mapped by nobody, held only by a descriptor: a leak to look at
 	 * (driver memory is listed from the tag pages its ranks map). */
 	sseg_json_bool(j, "unmapped", s->ino && !mapped);
+	sseg_json_str(j, "kept_by", kept_by);
 	sseg_json_begin(j, "processes", '[');
 	for (int i = s->first; i >= 0; i = l->holders[i].next)
 		process_facts(j, l, &l->holders[i], s->ino != 0);

@@ -30,6 +30,7 @@ struct sseg_listed_process {
 	int pid;
 	int64_t uid;         /* effective, from its status; -1 unknown */
 	char comm[16];
+	char keeper[SSEG_NAME_MAX + 1]; /* a keeper's name, from its tag page; "" */
 };
 
 /* One memfd, by (device, inode); or one segment of driver memory, by the

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "keeper_wire.h"
 #include "layout.h"
 #include "options.h"
 #include "segment_types.h"
@@ -79,6 +80,27 @@ static int check_policy(const struct sseg_opts *o)
 	return 0;
 }
 
+static int check_keeper(const struct sseg_opts *o)
+{
+	int rc;
+
+	if (!o->keeper)
+		return 0;
+	rc = sseg_keep_check_name(o->keeper);
+	if (rc)
+		return rc;
+	if (!(sseg_backend_get(o->backend)->caps & SSEG_CAP_KEEPABLE))
+		return sseg_err(-EOPNOTSUPP,
+				"keeper '%s': a keeper holds memfd segments, not %s-backend memory",
+				o->keeper, sseg_backend_get(o->backend)->name);
+	if (o->flags & SSEG_F_READONLY_PEERS)
+		return sseg_err(-EINVAL,
+				"keeper '%s' with SSEG_F_READONLY_PEERS: that seal forbids the next "
+				"owner's writable mapping of the kept memory",
+				o->keeper);
+	return 0;
+}
+
 static int check_size(const struct sseg_opts *o, uint64_t *size)
 {
 	uint64_t layout_size = o->layout ? sseg_layout_size(o->layout) : 0;
@@ -105,6 +127,8 @@ static int check_all(struct sseg *seg)
 	if (!rc)
 		rc = check_policy(o);
 	if (!rc)
+		rc = check_keeper(o);
+	if (!rc)
 		rc = check_size(o, &seg->size);
 	if (rc)
 		return rc;
@@ -129,6 +153,10 @@ int sseg_opts_load(struct sseg *seg, const struct sseg_opts *o)
 		return rc;
 	snprintf(seg->name, sizeof(seg->name), "%s", o->name);
 	seg->opts.name = seg->name;
+	if (seg->opts.keeper) {
+		snprintf(seg->keeper, sizeof(seg->keeper), "%s", seg->opts.keeper);
+		seg->opts.keeper = seg->keeper;
+	}
 	if (o->layout) {
 		seg->layout = sseg_layout_copy(o->layout);
 		if (!seg->layout)

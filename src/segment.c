@@ -290,6 +290,7 @@ static void describe_core(const struct sseg *seg, struct sseg_info *out)
 	snprintf(out->pages_reason, sizeof(out->pages_reason), "%s", seg->pages_reason);
 	out->device = -1;
 	out->pinned = (seg->ops->caps & SSEG_CAP_PINNED) != 0;
+	out->kept = seg->kept;
 	if (seg->opts.flags & SSEG_F_HOST_REGISTER) {
 		out->device = seg->opts.device;
 		out->device_addr = sseg_hostreg_device_addr(seg);

@@ -33,7 +33,8 @@ struct sseg_channel {
 
 struct sseg {
 	char name[SSEG_NAME_MAX + 1];
-	struct sseg_opts opts;        /* copy; name and layout point into this object */
+	char keeper[SSEG_NAME_MAX + 1]; /* opts.keeper's copy */
+	struct sseg_opts opts;        /* copy; name, keeper and layout point into this object */
 	struct sseg_layout *layout;   /* own copy, or NULL */
 	const struct sseg_backend_ops *ops;
 	enum sseg_backend backend;
@@ -48,6 +49,7 @@ struct sseg {
 	uint64_t numa_nodes;
 
 	int is_owner;
+	int kept;                     /* the owner took its memory from the keeper */
 	int completed;
 	int readonly;
 	void *base;                   /* this rank's mapping, set by the backend */

@@ -14,6 +14,8 @@ struct sseg;
 #define SSEG_MEMFD_LABEL "sseg:"
 #define SSEG_TAG_LABEL "sseg-tag:"
 #define SSEG_TAG_MAX (SSEG_NAME_MAX + 192)
+/* A keeper's one tag page: "sseg-tag:keeper=NAME" (no blank: no rank's). */
+#define SSEG_KEEPER_TAG "keeper="
 
 /* The rank's tag into buf (SSEG_TAG_MAX bytes); with what the memory is
  * when /proc cannot tell (a tag page). */

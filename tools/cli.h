@@ -34,6 +34,8 @@ int bench_main(int argc, char **argv);
 void bench_help(FILE *out);
 int ls_main(int argc, char **argv);
 void ls_help(FILE *out);
+int keep_main(int argc, char **argv);
+void keep_help(FILE *out);
 
 /* ---- options (args.c): --name VALUE or --name=VALUE ---- */
 

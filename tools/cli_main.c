@@ -17,6 +17,9 @@ static const struct cli_command commands[] = {
 	  bench_main, bench_help, true },
 	{ "ls", "the segments live on this host: who maps them, how much is resident",
 	  ls_main, ls_help, false },
+	/* Runs until a signal stops it: the C tool's, never inside an interpreter. */
+	{ "keep", "hold segments between groups, so that a restarted engine finds its memory",
+	  keep_main, keep_help, true },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -51,6 +54,7 @@ static void main_help(FILE *out)
 		"  sharedseg demo --ranks 8 --size 4GiB --pages thp\n"
 		"  sharedseg bench --size 1GiB --pages base --reps 5\n"
 		"  sharedseg ls\n"
+		"  sharedseg keep --name kv-tier\n"
 		"\n"
 		"Exit status: 0 success, 1 a failure (the library's error is printed, or\n"
 		"\"write error\": stdout refused the output), 2 a bad argument or a page\n"
@@ -68,7 +72,7 @@ static int help_command(int argc, char **argv)
 	}
 	c = find_command(argv[1]);
 	if (!c)
-		return cli_usage_error("help", "unknown command '%s' (commands: probe, demo, bench, ls)",
+		return cli_usage_error("help", "unknown command '%s' (commands: probe, demo, bench, ls, keep)",
 				       argv[1]);
 	c->help(stdout);
 	return CLI_OK;

@@ -33,7 +33,9 @@ void ls_help(FILE *out)
 		"page kind, NUMA nodes, host bytes resident, the owner's pid, and each\n"
 		"process that maps it (pid, rank, command, mapped and resident bytes, and\n"
 		"its user where that is another) or holds its memfd. A segment that no\n"
-		"process maps any more but a descriptor keeps alive is marked UNMAPPED.\n"
+		"process maps any more but a descriptor keeps alive is marked UNMAPPED,\n"
+		"unless the descriptor is a keeper's (sharedseg keep): \"kept by keeper\n"
+		"NAME\", and the keeper's row reads rank \"keeper\".\n"
 		"Names and commands are whatever bytes their processes chose: in the JSON\n"
 		"each byte that is not UTF-8 reads as U+FFFD and controls as \\u00XX; the\n"
 		"table shows every control as an escape (\\x1b, \\u202e) and \\ as \\\\.\n"
@@ -42,8 +44,8 @@ void ls_help(FILE *out)
 		"  --json       one JSON object: schema, segments [{name, uid, inode,\n"
 		"               backend, size, declared, pages, page_size, resident_bytes,\n"
 		"               numa_nodes [], world_size, owner_rank, owner_pid, unmapped,\n"
-		"               processes [{pid, uid, comm, rank, mapped_bytes,\n"
-		"               resident_bytes, holds_fd, readonly}]}], truncated (a cap\n"
+		"               kept_by, processes [{pid, uid, comm, rank, mapped_bytes,\n"
+		"               resident_bytes, holds_fd, readonly, keeper}]}], truncated (a cap\n"
 		"               was reached: the rest are left out); unknown values are\n"
 		"               null\n"
 		"  -h, --help   this text\n"
@@ -163,6 +165,8 @@ static void print_process(const struct jval *p, const char *seg_user)
 
 	if (json_get(p, "rank") && json_get(p, "rank")->type == JSON_NUMBER)
 		snprintf(rank, sizeof(rank), "%.0f", json_num(p, "rank", -1));
+	else if (json_str(p, "keeper")[0])
+		snprintf(rank, sizeof(rank), "keeper");
 	known_size(p, "mapped_bytes", mapped, sizeof(mapped));
 	known_size(p, "resident_bytes", resident, sizeof(resident));
 	user_of(p, user, sizeof(user));
@@ -197,8 +201,13 @@ static void print_segment(const struct jval *s)
 	       size, visible(json_str(s, "pages"), pages, sizeof(pages)), resident);
 	for (int i = 0; nodes && i < nodes->n; i++)
 		printf("%s%.0f", i ? "," : " ", nodes->items[i]->num);
-	printf("%s, %s%s\n", nodes && nodes->n ? "" : " ?", owner,
-	       json_num(s, "unmapped", 0) ? ", UNMAPPED (held by a descriptor only)" : "");
+	if (json_str(s, "kept_by")[0])
+		printf("%s, %s, kept by keeper %s%s\n", nodes && nodes->n ? "" : " ?", owner,
+		       visible(json_str(s, "kept_by"), name, sizeof(name)),
+		       json_num(s, "unmapped", 0) ? " (no group maps it)" : "");
+	else
+		printf("%s, %s%s\n", nodes && nodes->n ? "" : " ?", owner,
+		       json_num(s, "unmapped", 0) ? ", UNMAPPED (held by a descriptor only)" : "");
 	for (int i = 0; procs && i < procs->n; i++)
 		print_process(procs->items[i], user);
 }

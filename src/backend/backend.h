@@ -22,6 +22,7 @@ enum sseg_backend_caps {
 	SSEG_CAP_FABRIC = 1u << 2,     /* it may export fabric handles (cross-host) */
 	SSEG_CAP_TAGGED = 1u << 3,     /* /proc names its mappings and it tags each rank's
 					* itself; otherwise the core adds a tag page (tag.c) */
+	SSEG_CAP_KEEPABLE = 1u << 4,   /* a keeper can hold its memory (opts.keeper) */
 };
 
 /* Host registration of a memfd segment for a device's DMA, implemented by

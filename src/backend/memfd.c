@@ -11,6 +11,7 @@
 
 #include "backend/backend.h"
 #include "fdchannel.h"
+#include "keeper.h"
 #include "os/hugepage.h"
 #include "os/memfd.h"
 #include "os/numa.h"
@@ -40,6 +41,26 @@ static struct memfd_state *state(const struct sseg *seg)
 static bool is_hugetlb(uint32_t pages)
 {
 	return pages == SSEG_PAGES_HUGETLB_2M || pages == SSEG_PAGES_HUGETLB_1G;
+}
+
+/* An fd from another process (the owner's, a keeper's), checked before it
+ * is mapped: a sealed memfd of the size and page size its sender declares. */
+static int check_fd(int fd, uint32_t pages, uint64_t page_size, uint64_t mapped_size,
+		    const char *whose)
+{
+	uint64_t fd_page_size;
+	int rc;
+
+	rc = sseg_os_memfd_check(fd, mapped_size, &fd_page_size);
+	if (rc)
+		return sseg_err_wrap(rc, "the fd received from %s was refused", whose);
+	/* THP lives on tmpfs, whose block size stays the base page. */
+	if (is_hugetlb(pages) ? fd_page_size != page_size
+			      : fd_page_size != sseg_os_base_page_size())
+		return sseg_err(-EPROTO, "%s says %s pages of %llu bytes but its fd has %llu-byte pages",
+				whose, sseg_pages_name((enum sseg_pages)pages),
+				(unsigned long long)page_size, (unsigned long long)fd_page_size);
+	return 0;
 }
 
 static int memfd_probe(struct sseg_probe_backend *facts)
@@ -171,17 +192,71 @@ static int prepare_background(struct sseg *seg, struct memfd_state *st)
 	return sseg_os_memfd_allocate(st->fd, seg->mapped_size);
 }
 
+/* The keeper's memfd of this very declaration: its pages are what the last
+ * group wrote, mapped as they are (sealed already; population only maps
+ * what is resident). A kept fd that is not what it should be is let go. */
+static int take_kept(struct sseg *seg, struct memfd_state *st)
+{
+	struct sseg_keep_decl got;
+	uint64_t want;
+	int fd;
+
+	if (!seg->opts.keeper || !sseg_keeper_take(seg, &fd, &got))
+		return 0;
+	if (sseg_round_up(seg->size, got.page_size ? got.page_size : 1, &want) ||
+	    want != got.mapped_size ||
+	    check_fd(fd, got.pages, got.page_size, got.mapped_size, "the keeper")) {
+		sseg_log(SSEG_LOG_WARN, "segment '%s': keeper '%s' gave memory that is not what it "
+			 "declared (%s): allocated anew", seg->name, seg->keeper,
+			 want != got.mapped_size ? "another size" : sseg_last_error());
+		close(fd);
+		return 0;
+	}
+	st->fd = fd;
+	st->held |= MEMFD_HELD_FD;
+	seg->pages = (enum sseg_pages)got.pages;
+	seg->page_size = got.page_size;
+	seg->mapped_size = got.mapped_size;
+	seg->kept = 1;
+	snprintf(seg->pages_reason, sizeof(seg->pages_reason),
+		 "kept by keeper '%s' since an earlier group", seg->keeper);
+	return 1;
+}
+
+static int populate_asked(struct sseg *seg, struct memfd_state *st)
+{
+	if (seg->opts.populate == SSEG_POPULATE_OWNER)
+		return populate_owner(seg, st);
+	if (seg->opts.populate == SSEG_POPULATE_BACKGROUND)
+		return prepare_background(seg, st);
+	return 0;
+}
+
+static int create_kept(struct sseg *seg, struct memfd_state *st)
+{
+	int rc = map_owner(seg, st);
+
+	if (!rc)
+		rc = advise_pages(seg);
+	if (!rc)
+		rc = populate_asked(seg, st);
+	return rc ? rc : sseg_channel_listen(seg);
+}
+
 static int memfd_create_owner(struct sseg *seg)
 {
 	struct memfd_state *st;
 	int rc;
 
 	rc = take_state(seg);
-	if (!rc)
-		rc = choose(seg);
 	if (rc)
 		return rc;
 	st = state(seg);
+	if (take_kept(seg, st))
+		return create_kept(seg, st);
+	rc = choose(seg);
+	if (rc)
+		return rc;
 	snprintf(st->label, sizeof(st->label), SSEG_MEMFD_LABEL "%s", seg->name);
 	rc = sseg_os_memfd_create(st->label, seg->mapped_size,
 				  is_hugetlb(seg->pages) ? seg->page_size : 0, &st->fd);
@@ -195,10 +270,10 @@ static int memfd_create_owner(struct sseg *seg)
 		rc = advise_pages(seg);
 	if (!rc)
 		rc = sseg_place(seg);
-	if (!rc && seg->opts.populate == SSEG_POPULATE_OWNER)
-		rc = populate_owner(seg, st);
-	if (!rc && seg->opts.populate == SSEG_POPULATE_BACKGROUND)
-		rc = prepare_background(seg, st);
+	if (!rc)
+		rc = populate_asked(seg, st);
+	if (!rc && seg->opts.keeper)
+		sseg_keeper_hold(seg, st->fd);
 	return rc ? rc : sseg_channel_listen(seg);
 }
 
@@ -258,20 +333,11 @@ static int memfd_serve(struct sseg *seg, const struct sseg_blob *blobs)
 static int map_received(struct sseg *seg, const struct sseg_blob_handle *h, int fd)
 {
 	struct memfd_state *st = state(seg);
-	uint64_t page_size;
 	int rc;
 
-	rc = sseg_os_memfd_check(fd, h->mapped_size, &page_size);
+	rc = check_fd(fd, h->pages, h->page_size, h->mapped_size, "the owner");
 	if (rc)
-		return sseg_err_wrap(rc, "the fd received from the owner was refused");
-	/* THP lives on tmpfs, whose block size stays the base page. */
-	if (is_hugetlb(h->pages) ? page_size != h->page_size
-				 : page_size != sseg_os_base_page_size())
-		return sseg_err(-EPROTO,
-				"the owner's blob says %s pages of %llu bytes but its fd has %llu-byte "
-				"pages",
-				sseg_pages_name(h->pages), (unsigned long long)h->page_size,
-				(unsigned long long)page_size);
+		return rc;
 	if (h->mapped_size >= st->window_size)
 		return sseg_err(-EPROTO,
 				"the owner mapped %llu bytes, more than this rank's window of %llu",
@@ -377,7 +443,7 @@ static int memfd_release(struct sseg *seg)
 const struct sseg_backend_ops sseg_memfd_ops = {
 	.kind = SSEG_BACKEND_MEMFD,
 	.name = "memfd",
-	.caps = SSEG_CAP_TAGGED,
+	.caps = SSEG_CAP_TAGGED | SSEG_CAP_KEEPABLE,
 	.probe = memfd_probe,
 	.choose_pages = sseg_pages_choose,
 	.create_owner = memfd_create_owner,

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What an owner and a keeper say to each other (keeper_wire.c): one frame
+ * each way, of a fixed size, in explicit little-endian, over a unix socket
+ * of this host, with the memfd attached where one changes hands. */
+#ifndef SSEG_KEEPER_WIRE_H
+#define SSEG_KEEPER_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+#define SSEG_KEEP_FRAME 512
+#define SSEG_KEEP_WHY 320
+
+enum sseg_keep_op {
+	SSEG_KEEP_TAKE = 1, /* owner: a segment of this declaration, if kept */
+	SSEG_KEEP_HOLD = 2, /* owner: hold this one (its fd attached) */
+	SSEG_KEEP_KEPT = 3, /* keeper: here it is (fd attached) */
+	SSEG_KEEP_NONE = 4, /* keeper: none of that name */
+	SSEG_KEEP_DISCARDED = 5, /* keeper: one of that name declared otherwise, now freed */
+	SSEG_KEEP_HELD = 6, /* keeper: holding it */
+	SSEG_KEEP_REFUSED = 7, /* keeper: cannot (why says) */
+};
+
+/* What a segment was declared with, and what its owner obtained. A kept
+ * segment is given only to a declaration equal in every declared field. */
+struct sseg_keep_decl {
+	char name[SSEG_NAME_MAX + 1];
+	char version[16];           /* the library's, "0.2.0": a layout may change with it */
+	uint64_t size, layout_hash;
+	uint32_t pages_asked, backend, flags, world_size, owner_rank, numa, numa_node;
+	/* obtained (HOLD, KEPT) */
+	uint64_t mapped_size, page_size;
+	uint32_t pages;
+};
+
+struct sseg_keep_msg {
+	uint32_t op;
+	struct sseg_keep_decl decl;
+	char why[SSEG_KEEP_WHY];    /* DISCARDED, REFUSED */
+};
+
+SSEG_HIDDEN void sseg_keep_encode(const struct sseg_keep_msg *m, uint8_t out[SSEG_KEEP_FRAME]);
+/* -EPROTO (with the sentence) for a frame of another kind or version. */
+SSEG_HIDDEN int sseg_keep_decode(const uint8_t in[SSEG_KEEP_FRAME], struct sseg_keep_msg *m);
+/* false when every declared field is equal; else true, and why says the
+ * first that differs ("size: kept 1 GiB, declared 2 GiB"). */
+SSEG_HIDDEN bool sseg_keep_differs(const struct sseg_keep_decl *kept,
+				   const struct sseg_keep_decl *asked, char *why, size_t len);
+/* The abstract socket a keeper of this user listens on. */
+SSEG_HIDDEN void sseg_keep_socket(const char *keeper, char *buf, size_t len);
+/* 0, or -EINVAL with the sentence: 1..SSEG_NAME_MAX bytes of [A-Za-z0-9._-]. */
+SSEG_HIDDEN int sseg_keep_check_name(const char *keeper);
+
+#endif
