@@ -197,6 +197,7 @@ struct create_args {
 	PyObject *layout;
 	int backend, pages, numa, numa_node, populate, populate_threads;
 	int readonly_peers, host_register, timeout_ms, device;
+	const char *keeper;
 };
 
 static int parse_create(PyObject *args, PyObject *kwargs, struct create_args *a)
@@ -204,17 +205,18 @@ static int parse_create(PyObject *args, PyObject *kwargs, struct create_args *a)
 	static char *keywords[] = { "name",	"world_size",	 "rank",	     "owner_rank",
 				    "size",	"layout",	 "backend",	     "pages",
 				    "numa",	"numa_node",	 "populate",	     "populate_threads",
-				    "readonly_peers", "host_register", "timeout_ms", "device", NULL };
+				    "readonly_peers", "host_register", "timeout_ms", "device", "keeper",
+				    NULL };
 
 	memset(a, 0, sizeof(*a));
 	a->layout = Py_None;
 	a->numa_node = -1;
 	return PyArg_ParseTupleAndKeywords(
-		args, kwargs, "siii|$O&Oiiiiiippii:create", keywords, &a->name, &a->world_size,
+		args, kwargs, "siii|$O&Oiiiiiippiiz:create", keywords, &a->name, &a->world_size,
 		&a->rank, &a->owner_rank, sseg_py_u64, &a->size, &a->layout, &a->backend, &a->pages,
 		&a->numa,
 		&a->numa_node, &a->populate, &a->populate_threads, &a->readonly_peers,
-		&a->host_register, &a->timeout_ms, &a->device);
+		&a->host_register, &a->timeout_ms, &a->device, &a->keeper);
 }
 
 static PyObject *wrap_segment(sseg_t *seg, struct waiting *waiting)
@@ -259,7 +261,8 @@ PyObject *sseg_py_create(PyObject *module, PyObject *args, PyObject *kwargs)
 		  .rank = a.rank, .owner_rank = a.owner_rank, .backend = a.backend,
 		  .pages = a.pages, .numa = a.numa, .numa_node = a.numa_node,
 		  .populate = a.populate, .populate_threads = a.populate_threads,
-		  .timeout_ms = a.timeout_ms, .device = a.device, .interrupt = interrupt_check,
+		  .timeout_ms = a.timeout_ms, .device = a.device, .keeper = a.keeper,
+		  .interrupt = interrupt_check,
 		  .interrupt_ctx = waiting);
 	if (a.layout != Py_None && !(opts.layout = sseg_py_layout_get(a.layout))) {
 		waiting_free(waiting);
@@ -353,7 +356,7 @@ static PyObject *info_dict(const struct sseg_info *i)
 	if (!nodes)
 		return NULL;
 	out = Py_BuildValue("{s:s,s:s,s:K,s:O,s:K,s:K,s:K,s:K,s:i,s:i,s:i,s:O,s:O,s:s,s:i,s:O,"
-			    "s:d,s:d,s:d,s:s,s:K,s:i,s:s,s:i,s:O,s:s}",
+			    "s:d,s:d,s:d,s:s,s:K,s:i,s:s,s:i,s:O,s:s,s:O}",
 			    "backend", sseg_backend_name(i->backend), "pages",
 			    sseg_pages_name(i->pages), "page_size", (unsigned long long)i->page_size,
 			    "pages_verified", i->pages_verified ? Py_True : Py_False, "huge_bytes",
@@ -369,7 +372,7 @@ static PyObject *info_dict(const struct sseg_info *i)
 			    i->pages_reason, "device_addr", (unsigned long long)i->device_addr,
 			    "registered_chunks", i->registered_chunks, "handle_type", i->handle_type,
 			    "device", i->device, "pinned", i->pinned ? Py_True : Py_False,
-			    "memfd_name", i->memfd_name);
+			    "memfd_name", i->memfd_name, "kept", i->kept ? Py_True : Py_False);
 	Py_DECREF(nodes);
 	return out;
 }

@@ -100,6 +100,10 @@ class Plan:
                                    maximum=256),
             readonly_peers=bool(a["readonly_peers"]), host_register=self.host_register,
             device=self.device, timeout_ms=max(1, int(self.wait_s * 1000)))
+        if a.get("keeper") is not None:
+            if not isinstance(a["keeper"], str):
+                raise TypeError(f"keeper must be a str, not {type(a['keeper']).__name__}")
+            self.create_args["keeper"] = a["keeper"]
         self.owner_rank = _owner_rank(a["owner_rank"], world_size)
 
     def _waits(self, settings: Dict[str, Tuple[Any, str]], timeout: Any, size: int,

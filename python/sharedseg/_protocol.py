@@ -36,7 +36,8 @@ def create_shared_segment(
         mmap: bool = True,
         host_register: bool = False,
         device_id: Optional[int] = None,
-        timeout: Any = None) -> "SharedSegment":
+        timeout: Any = None,
+        keeper: Optional[str] = None) -> "SharedSegment":
     """Creates one segment shared by every rank of a group; every rank calls
     it with the same declaration, and every rank gets a SharedSegment over
     the same bytes. Over a group's Store (a torch.distributed group that
@@ -103,6 +104,12 @@ def create_shared_segment(
             population's expected time is added to it (2 s per GiB on base
             or auto pages, 1 s per GiB on huge pages; none for "lazy"), so
             the owner's first touch does not count against its peers.
+        keeper: a keeper's name (`sharedseg keep --name NAME`, run by this
+            user on this host): the owner maps the segment that keeper holds
+            for this very declaration, with what the last group wrote in it
+            (info()["kept"] is True), else allocates anew and leaves the new
+            one with the keeper. memfd backend only. See docs/c-api.md,
+            "Keepers".
 
     Returns:
         This rank's SharedSegment.
@@ -120,7 +127,7 @@ def create_shared_segment(
     args = dict(layout=layout, align=align, size=size, pages=pages, hugetlb=hugetlb, numa=numa,
                 populate=populate, populate_threads=populate_threads, backend=backend, mmap=mmap,
                 readonly_peers=readonly_peers, host_register=host_register,
-                device_id=device_id, timeout=timeout, owner_rank=owner_rank)
+                device_id=device_id, timeout=timeout, owner_rank=owner_rank, keeper=keeper)
     link, mistake = _link(comm_group, tp_group, exchange, world_size)
     ranks, rank = _talk(link, world_size, rank_id)
     _log.sync_level()

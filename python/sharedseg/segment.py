@@ -58,7 +58,7 @@ class SharedSegment:
     def info(self) -> Dict[str, Any]:
         """What the C library reports (sseg_info): backend, page kind and
         size obtained, whether verified, huge bytes, NUMA nodes found,
-        timings, why these pages, pinned, memfd_name; and "settings": the
+        timings, why these pages, pinned, memfd_name, kept; and "settings": the
         value and source ("argument", "SHAREDSEG_PAGES", "default", ...) of
         pages, numa, populate and timeout, and the population allowance
         added to every wait."""
