@@ -113,6 +113,7 @@ static int this_process(struct scan *sc)
 	p->pid = sc->pid;
 	p->uid = status_uid(sc->dir);
 	read_comm(sc->dir, p->comm, sizeof(p->comm));
+	p->keeper[0] = '\0'; /* until its keeper tag, if it maps one */
 	sc->process = l->nprocs++;
 	return sc->process;
 }
