@@ -22,6 +22,30 @@
 
 #define MIB (1ull << 20)
 
+/* Keeper names unique to this process ("kt-a" becomes "kt<pid>-a"), so
+ * that copies of the test run at once. */
+static pid_t test_pid; /* the main process's, also in its children */
+
+static const char *K(const char *text)
+{
+	static char bufs[8][512];
+	static int next;
+	char *out = bufs[next++ % 8], tag[32];
+	size_t n = 0;
+
+	snprintf(tag, sizeof(tag), "kt%d-", (int)test_pid);
+	while (*text && n < sizeof(bufs[0]) - 32) {
+		if (!strncmp(text, "kt-", 3)) {
+			n += (size_t)snprintf(out + n, sizeof(bufs[0]) - n, "%s", tag);
+			text += 3;
+		} else {
+			out[n++] = *text++;
+		}
+	}
+	out[n] = '\0';
+	return out;
+}
+
 struct keeper_proc {
 	pid_t pid;
 	int err; /* its stderr */
@@ -164,26 +188,26 @@ static void kept_between_groups(void)
 	size_t len;
 
 	tu_name(name, sizeof(name), "keep");
-	keeper_start(&k, "kt-a");
-	group(name, "kt-a", 8 * MIB, 1, 0, 0);  /* a new segment, written */
+	keeper_start(&k, K("kt-a"));
+	group(name, K("kt-a"), 8 * MIB, 1, 0, 0);  /* a new segment, written */
 	hear(&k, "holds segment");
 	/* No group maps it now: the keeper holds it, and ls says so. */
 	doc = listing();
 	seg = segment_of(doc, name);
-	CHECK(seg && in_segment(seg, "\"kept_by\":\"kt-a\"") && in_segment(seg, "\"keeper\":\"kt-a\"") &&
+	CHECK(seg && in_segment(seg, K("\"kept_by\":\"kt-a\"")) && in_segment(seg, K("\"keeper\":\"kt-a\"")) &&
 	      has_pid(seg, k.pid));
 	free(doc);
 	text = run_ls("", &len);
-	CHECK(strstr(text, "kept by keeper kt-a (no group maps it)") && strstr(text, "rank keeper"));
+	CHECK(strstr(text, K("kept by keeper kt-a (no group maps it)")) && strstr(text, "rank keeper"));
 	free(text);
-	group(name, "kt-a", 8 * MIB, 0, 1, 1);  /* the same declaration: the same bytes */
+	group(name, K("kt-a"), 8 * MIB, 0, 1, 1);  /* the same declaration: the same bytes */
 	hear(&k, "given to a new owner");
-	group_says(name, "kt-a", 16 * MIB, 0, 0, 0, /* another size: new memory */
-		   "keeper 'kt-a' kept one declared otherwise and freed it (size: kept 8 MiB, "
-		   "declared now 16 MiB): allocated anew");
+	group_says(name, K("kt-a"), 16 * MIB, 0, 0, 0, /* another size: new memory */
+		   K("keeper 'kt-a' kept one declared otherwise and freed it (size: kept 8 MiB, "
+		     "declared now 16 MiB): allocated anew"));
 	hear(&k, "freed: size: kept 8 MiB, declared now 16 MiB");
 	CHECK(keeper_stop(&k, SIGTERM) == 0);
-	CHECK(strstr(k.said, "keeper 'kt-a' stops: 1 segment (16 MiB) let go"));
+	CHECK(strstr(k.said, K("keeper 'kt-a' stops: 1 segment (16 MiB) let go")));
 	doc = listing();
 	CHECK(!segment_of(doc, name)); /* stopped: nothing left */
 	free(doc);
@@ -195,17 +219,17 @@ static void killed_keeper_leaks_nothing(void)
 	char name[64], *doc;
 
 	tu_name(name, sizeof(name), "keep-kill");
-	keeper_start(&k, "kt-b");
-	group(name, "kt-b", 8 * MIB, 1, 0, 0);
+	keeper_start(&k, K("kt-b"));
+	group(name, K("kt-b"), 8 * MIB, 1, 0, 0);
 	hear(&k, "holds segment");
 	CHECK(keeper_stop(&k, SIGKILL) == 128 + SIGKILL);
 	doc = listing();
 	CHECK(!segment_of(doc, name));
 	free(doc);
 	/* No keeper now: a warning, and the group works on new memory. */
-	group_says(name, "kt-b", 8 * MIB, 0, 0, 0,
-		   "keeper 'kt-b' does not run for this user: the segment is allocated anew and "
-		   "kept by no one (start one: sharedseg keep kt-b)");
+	group_says(name, K("kt-b"), 8 * MIB, 0, 0, 0,
+		   K("keeper 'kt-b' does not run for this user: the segment is allocated anew and "
+		     "kept by no one (start one: sharedseg keep kt-b)"));
 }
 
 static void name_taken(void)
@@ -213,7 +237,7 @@ static void name_taken(void)
 	struct keeper_proc k, second;
 	int rc;
 
-	keeper_start(&k, "kt-c");
+	keeper_start(&k, K("kt-c"));
 	memset(&second, 0, sizeof(second));
 	{
 		int fds[2];
@@ -223,14 +247,14 @@ static void name_taken(void)
 		CHECK(second.pid >= 0);
 		if (second.pid == 0) {
 			dup2(fds[1], STDERR_FILENO);
-			execl(tu_build_file("sharedseg"), "sharedseg", "keep", "--name", "kt-c",
+			execl(tu_build_file("sharedseg"), "sharedseg", "keep", "--name", K("kt-c"),
 			      (char *)NULL);
 			_exit(127);
 		}
 		close(fds[1]);
 		second.err = fds[0];
 	}
-	hear(&second, "a keeper named 'kt-c' runs already (pid");
+	hear(&second, K("a keeper named 'kt-c' runs already (pid"));
 	rc = tu_wait(second.pid, 10000);
 	close(second.err);
 	CHECK(rc == 1);
@@ -271,14 +295,14 @@ static int squatted_owner(void *arg)
 {
 	struct rank_job *j = arg;
 	SSEG_OPTS(o, .name = j->name, .size = 2 * MIB, .pages = SSEG_PAGES_BASE,
-		  .world_size = 1, .keeper = "kt-e");
+		  .world_size = 1, .keeper = K("kt-e"));
 	sseg_t *seg;
 	char blob[SSEG_BLOB_SIZE];
 
 	sseg_set_log(keep_log, j);
 	CHECK_RC(sseg_create(&o, &seg, blob), 0);
 	CHECK_RC(sseg_complete(seg, blob), 0);
-	CHECK(strstr(j->log, "keeper 'kt-e' runs as uid 65534, not as this user (uid 0): not asked"));
+	CHECK(strstr(j->log, K("keeper 'kt-e' runs as uid 65534, not as this user (uid 0): not asked")));
 	CHECK_RC(sseg_destroy(seg), 0);
 	return 0;
 }
@@ -295,10 +319,10 @@ static void other_users(void)
 		return;
 	}
 	tu_name(name, sizeof(name), "keep-uid");
-	keeper_start(&k, "kt-d");
-	group(name, "kt-d", 8 * MIB, 1, 0, 0);
+	keeper_start(&k, K("kt-d"));
+	group(name, K("kt-d"), 8 * MIB, 1, 0, 0);
 	hear(&k, "holds segment");
-	sseg_keep_socket("kt-d", keeper_socket, sizeof(keeper_socket));
+	sseg_keep_socket(K("kt-d"), keeper_socket, sizeof(keeper_socket));
 	asker.arg = name;
 	stranger_start(&asker); /* it checked that it got nothing */
 	stranger_stop(&asker);
@@ -306,7 +330,7 @@ static void other_users(void)
 	CHECK(strstr(k.said, "of uid 65534 (it serves uid 0 only)"));
 	CHECK(keeper_stop(&k, SIGTERM) == 0);
 
-	sseg_keep_socket("kt-e", keeper_socket, sizeof(keeper_socket));
+	sseg_keep_socket(K("kt-e"), keeper_socket, sizeof(keeper_socket));
 	stranger_start(&squatter);
 	tu_name(name, sizeof(name), "keep-squat");
 	j.name = name;
@@ -335,6 +359,7 @@ static void refused_options(void)
 
 int main(void)
 {
+	test_pid = getpid();
 	signal(SIGPIPE, SIG_IGN);
 	refused_options();
 	kept_between_groups();
