@@ -28,8 +28,15 @@ $(ASAN_BUILD)/CMakeCache.txt:
 deps:
 	@PYTHON=$(PYTHON) sh tools/install-deps.sh
 
-demo: all
-	./$(BUILD)/sharedseg demo --ranks 4 --size 256MiB
+# The build's own output goes to a log, shown only when the build fails:
+# what a newcomer reads is the demo's table.
+demo:
+	@mkdir -p $(BUILD)
+	@echo "building sharedseg (log: $(BUILD)/make-demo.log)"
+	@$(MAKE) --no-print-directory all >$(BUILD)/make-demo.log 2>&1 || \
+		{ cat $(BUILD)/make-demo.log; echo "make demo: the build failed (its log is above)" >&2; \
+		exit 1; }
+	@$(BUILD)/sharedseg demo --ranks 4 --size 256MiB
 
 # The Python package first here too: the bench's smoke test runs its Python half.
 test-asan: $(ASAN_BUILD)/CMakeCache.txt $(if $(wildcard python/python.mk),python)
