@@ -88,8 +88,20 @@ int main(void)
 		 dir, getenv("SSEG_CC") ? getenv("SSEG_CC") : "cc", dir,
 		 getenv("SSEG_CFLAGS") ? getenv("SSEG_CFLAGS") : "", dir);
 	CHECK(run(cmd) == 0);
-	/* The installed CLI runs. */
+	/* The installed CLI runs, and its man page names every command its
+	 * --help lists. */
 	snprintf(cmd, sizeof(cmd), "%s/prefix/bin/sharedseg --help >/dev/null", dir);
+	CHECK(run(cmd) == 0);
+	snprintf(cmd, sizeof(cmd),
+		 "page=%s/prefix/share/man/man1/sharedseg.1 && test -s $page && "
+		 "cmds=$(%s/prefix/bin/sharedseg --help | "
+		 "awk '/^commands:/{on=1;next} on&&/^$/{on=0} on{print $1}') && "
+		 "test -n \"$cmds\" && for c in $cmds; do grep -q \"$c\" $page || "
+		 "{ echo \"sharedseg.1 lacks $c\" >&2; exit 1; }; "
+		 "[ $c = help ] || for o in $(%s/prefix/bin/sharedseg $c --help | "
+		 "grep -o -- '--[a-z][a-z-]*' | sort -u); do grep -q -- \"$o\" $page || "
+		 "{ echo \"sharedseg.1 lacks $c $o\" >&2; exit 1; }; done; done",
+		 dir, dir, dir);
 	CHECK(run(cmd) == 0);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	run(cmd);

@@ -77,6 +77,8 @@ command -v valgrind >/dev/null 2>&1 || need="$need valgrind"
 command -v objdump >/dev/null 2>&1 || need="$need binutils"
 command -v mpicc >/dev/null 2>&1 || need="$need openmpi-bin libopenmpi-dev"
 command -v ip >/dev/null 2>&1 || need="$need iproute2"
+# sharedseg(1) is made from the tool's --help.
+command -v help2man >/dev/null 2>&1 || need="$need help2man"
 # libFuzzer and the sanitizers' runtimes for clang (the fuzz targets).
 ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 ||
 	[ "$(uname -m)" != x86_64 ] || need="$need libclang-rt-14-dev"
