@@ -105,22 +105,57 @@ static int choice(int rc, const char *cmd, const char *opt, const char *text, co
 	return 0;
 }
 
+static const char *nth_name(enum cli_names kind, int value)
+{
+	switch (kind) {
+	case CLI_PAGES:
+		return sseg_pages_name((enum sseg_pages)value);
+	case CLI_BACKENDS:
+	case CLI_DEVICE_BACKENDS:
+		return sseg_backend_name((enum sseg_backend)value);
+	case CLI_POPULATES:
+		return sseg_populate_name((enum sseg_populate)value);
+	}
+	return "unknown";
+}
+
+const char *cli_names(enum cli_names kind)
+{
+	static char lists[CLI_POPULATES + 1][160];
+	char *out = lists[kind];
+	size_t n = 0;
+
+	if (out[0])
+		return out;
+	/* The backends' names from the first after auto: the ones a probe lists. */
+	for (int v = kind == CLI_DEVICE_BACKENDS ? 1 : 0; v < 64; v++) {
+		const char *name = nth_name(kind, v);
+
+		if (!strcmp(name, "unknown"))
+			break;
+		n += (size_t)snprintf(out + n, sizeof(lists[0]) - n, "%s%s", n ? ", " : "", name);
+		if (n >= sizeof(lists[0]))
+			break;
+	}
+	return out;
+}
+
 int cli_parse_pages(const char *cmd, const char *text, enum sseg_pages *pages)
 {
 	return choice(sseg_parse_pages(text, pages), cmd, "--pages", text, "a page kind",
-		      "auto, base, thp, hugetlb, hugetlb-2M, hugetlb-1G");
+		      cli_names(CLI_PAGES));
 }
 
 int cli_parse_backend(const char *cmd, const char *text, enum sseg_backend *backend)
 {
 	return choice(sseg_parse_backend(text, backend), cmd, "--backend", text, "a backend",
-		      "auto, memfd, cuda, ascend");
+		      cli_names(CLI_BACKENDS));
 }
 
 int cli_parse_populate(const char *cmd, const char *text, enum sseg_populate *populate)
 {
 	return choice(sseg_parse_populate(text, populate), cmd, "--populate", text,
-		      "a population mode", "owner, spread, lazy, background");
+		      "a population mode", cli_names(CLI_POPULATES));
 }
 
 int cli_parse_numa(const char *cmd, const char *text, enum sseg_numa *numa, int *node)

@@ -36,7 +36,7 @@ void bench_help(FILE *out)
 		"\n"
 		"options:\n"
 		"  --size SIZE  bytes per segment: 4096, 256MiB, 4G (default 256MiB)\n"
-		"  --pages P    auto, base, thp, hugetlb, hugetlb-2M, hugetlb-1G\n"
+		"  --pages P    %s (hugetlb: 2 MiB)\n"
 		"               (default auto: what the library picks for SIZE)\n"
 		"  --reps R     repetitions, 1..%d (default 5)\n"
 		"  --json       one JSON object instead of the text\n"
@@ -45,7 +45,7 @@ void bench_help(FILE *out)
 		"examples:\n"
 		"  sharedseg bench\n"
 		"  sharedseg bench --size 1GiB --pages thp --reps 9 --json\n",
-		BENCH_MAX_REPS);
+		cli_names(CLI_PAGES), BENCH_MAX_REPS);
 }
 
 static int parse_args(int argc, char **argv, struct bench_config *b)

@@ -69,6 +69,11 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 int cli_parse_size(const char *cmd, const char *opt, const char *text, uint64_t *bytes);
 int cli_parse_int(const char *cmd, const char *opt, const char *text, int min, int max,
 		  int *value);
+/* The library's words, from its name tables ("auto, base, thp, ..."): the
+ * lists help and errors print, so that a new backend or page kind is
+ * listed without an edit here. DEVICE_BACKENDS: every backend but auto. */
+enum cli_names { CLI_PAGES, CLI_BACKENDS, CLI_DEVICE_BACKENDS, CLI_POPULATES };
+const char *cli_names(enum cli_names kind);
 int cli_parse_pages(const char *cmd, const char *text, enum sseg_pages *pages);
 int cli_parse_backend(const char *cmd, const char *text, enum sseg_backend *backend);
 int cli_parse_populate(const char *cmd, const char *text, enum sseg_populate *populate);

@@ -80,8 +80,8 @@ void demo_help(FILE *out)
 		"options:\n"
 		"  --ranks N         processes in the group, 1..1024 (default 4)\n"
 		"  --size SIZE       segment bytes: 4096, 256MiB, 256M, 4G, 1.5GiB (default 256MiB)\n"
-		"  --backend B       auto, memfd, cuda, ascend (default auto: memfd)\n"
-		"  --pages P         auto, base, thp, hugetlb (2 MiB), hugetlb-2M, hugetlb-1G\n"
+		"  --backend B       %s (default auto: memfd)\n"
+		"  --pages P         %s (hugetlb: 2 MiB)\n"
 		"                    (default auto: HugeTLB if the pool can back SIZE, else THP\n"
 		"                    if shmem_enabled allows it, else base pages)\n"
 		"  --populate P      owner (the owner faults every page in, with threads),\n"
@@ -113,7 +113,7 @@ void demo_help(FILE *out)
 		"  sharedseg demo --ranks 4 --size 256MiB\n"
 		"  sharedseg demo --ranks 8 --size 4GiB --pages hugetlb --populate spread\n"
 		"  sharedseg demo --ranks 2 --size 64MiB --pages base --readonly-peers --json\n",
-		SSEG_NAME_MAX);
+		cli_names(CLI_BACKENDS), cli_names(CLI_PAGES), SSEG_NAME_MAX);
 }
 
 static int parse_value(struct demo_config *c, int id, const char *v)

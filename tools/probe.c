@@ -24,7 +24,7 @@ void probe_help(FILE *out)
 		"shmem_enabled knobs, and whether MADV_HUGEPAGE on a memfd really gets\n"
 		"2 MiB pages), the HugeTLB pools (total/free/reserved per page size),\n"
 		"the NUMA nodes with memory, what pages=auto would pick for SIZE and\n"
-		"why, whether each backend (memfd, cuda, ascend) is available and why\n"
+		"why, whether each backend (%s) is available and why\n"
 		"not, and advice: the knobs to change for huge pages. Changes nothing.\n"
 		"\n"
 		"options:\n"
@@ -36,7 +36,7 @@ void probe_help(FILE *out)
 		"               hugetlb_pools [{page_size, total, free, reserved}],\n"
 		"               numa {nodes}, memory {available, cgroup_limit, cgroup_usage},\n"
 		"               auto {size, pages, reason},\n"
-		"               backends {memfd, cuda, ascend: {available, reason, driver,\n"
+		"               backends {%s: {available, reason, driver,\n"
 		"                 driver_version, pinned, crosses_hosts, host_register,\n"
 		"                 devices [{ordinal, uuid, vmm, host_vmm, host_vmm_works,\n"
 		"                 ipc_fd, fabric_claimed, fabric_works, host_register,\n"
@@ -46,7 +46,8 @@ void probe_help(FILE *out)
 		"\n"
 		"examples:\n"
 		"  sharedseg probe\n"
-		"  sharedseg probe --size 64GiB --json\n");
+		"  sharedseg probe --size 64GiB --json\n",
+		cli_names(CLI_DEVICE_BACKENDS), cli_names(CLI_DEVICE_BACKENDS));
 }
 
 static const char *yes_no(int v)

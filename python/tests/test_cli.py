@@ -294,3 +294,19 @@ def test_an_earlier_commands_write_error_is_not_the_next_ones():
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"sharedseg {_native.LIBRARY_VERSION}\n"
     assert done.stderr == "sharedseg: write error: No space left on device\n1 0\n"
+
+
+def test_value_lists_in_help_and_errors_are_the_librarys_tables():
+    """A page kind, backend or population mode the library gains is listed
+    by the tool without an edit of its own (tools/args.c cli_names)."""
+    from sharedseg import _engine
+    pages, backends = _engine.choices("pages"), _engine.choices("backend")
+    demo = tool("demo", "--help").stdout
+    assert f"--backend B       {', '.join(backends)} " in demo
+    assert f"--pages P         {', '.join(pages)} " in demo
+    assert f"--pages P    {', '.join(pages)} " in tool("bench", "--help").stdout
+    probe = cli("probe", "--help").stdout
+    assert f"whether each backend ({', '.join(backends[1:])}) is available" in probe
+    bad = tool("demo", "--populate", "nope")
+    assert bad.returncode == 2
+    assert f"(use {', '.join(_engine.choices('populate'))})" in bad.stderr
