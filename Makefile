@@ -14,8 +14,10 @@ CTEST ?= ctest
 all: $(BUILD)/CMakeCache.txt
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
 
+CONFIGURE = $(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
 $(BUILD)/CMakeCache.txt:
-	$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	$(CONFIGURE)
 
 $(ASAN_BUILD)/CMakeCache.txt:
 	$(CMAKE) -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DSSEG_SANITIZE=ON \
@@ -30,10 +32,12 @@ deps:
 
 # The build's own output goes to a log, shown only when the build fails:
 # what a newcomer reads is the demo's table.
+# (No recursive $(MAKE) here: make -n demo must run nothing.)
 demo:
 	@mkdir -p $(BUILD)
 	@echo "building sharedseg (log: $(BUILD)/make-demo.log)"
-	@$(MAKE) --no-print-directory all >$(BUILD)/make-demo.log 2>&1 || \
+	@{ test -f $(BUILD)/CMakeCache.txt || $(CONFIGURE); } >$(BUILD)/make-demo.log 2>&1 && \
+		$(CMAKE) --build $(BUILD) -j $(JOBS) >>$(BUILD)/make-demo.log 2>&1 || \
 		{ cat $(BUILD)/make-demo.log; echo "make demo: the build failed (its log is above)" >&2; \
 		exit 1; }
 	@$(BUILD)/sharedseg demo --ranks 4 --size 256MiB

@@ -30,7 +30,10 @@ def test_make_demo_shows_the_table_not_the_build():
 
 
 def test_a_failed_build_shows_its_log(tmp_path):
-    done = make_demo(str(tmp_path / "b"), CMAKE="false")
+    cmake = tmp_path / "cmake"
+    cmake.write_text("#!/bin/sh\necho 'the configure step went wrong' >&2\nexit 1\n")
+    cmake.chmod(0o755)
+    done = make_demo(str(tmp_path / "b"), CMAKE=str(cmake))
     assert done.returncode != 0
     assert "make demo: the build failed (its log is above)" in done.stderr
-    assert "false" in done.stdout  # the log: the command that failed
+    assert "the configure step went wrong" in done.stdout  # the log, shown
