@@ -49,9 +49,10 @@ def list_segments() -> List[Dict[str, Any]]:
     inode (the memfd's inode, which tells apart two segments of one name),
     backend ("memfd", "cuda", "ascend"), size, pages,
     page_size, resident_bytes, numa_nodes, world_size, owner_rank,
-    owner_pid, unmapped (nobody maps it, a descriptor keeps it) and
-    processes (pid, uid, comm, rank, mapped_bytes, resident_bytes, holds_fd,
-    readonly); unknown values are None. The cuda and ascend backends'
+    owner_pid, unmapped (nobody maps it, a descriptor keeps it), kept_by
+    (the keeper that holds it: `sharedseg keep`) and processes (pid, uid,
+    comm, rank, mapped_bytes, resident_bytes, holds_fd, readonly, keeper);
+    unknown values are None. The cuda and ascend backends'
     memory is the driver's, which /proc does not name: their segments are
     seen from each rank's tag page, declared (size, pages and rank are what
     the tags say), with inode, resident_bytes and each process's
