@@ -46,16 +46,11 @@ static struct kept *find(struct keeper *k, const char *name)
 	return NULL;
 }
 
-static void size_text(uint64_t bytes, char *buf, size_t len)
-{
-	sseg_format_size(bytes, buf, len);
-}
-
 static void drop(struct keeper *k, struct kept *x, const char *why)
 {
 	char size[32];
 
-	size_text(x->decl.mapped_size, size, sizeof(size));
+	sseg_format_size(x->decl.mapped_size, size, sizeof(size));
 	sseg_log(SSEG_LOG_INFO, "keeper '%s': segment '%s' (%s) freed: %s", k->name, x->decl.name,
 		 size, why);
 	close(x->fd);
@@ -120,7 +115,7 @@ static int room(struct keeper *k)
 }
 
 /* The fd is checked as a peer checks its owner's: a sealed memfd of the
- * size declared. */
+ * size declared (its page size the next owner checks, as a peer would). */
 static void hold(struct keeper *k, int sock, const struct sseg_keep_decl *d)
 {
 	struct kept *x;
@@ -131,9 +126,9 @@ static void hold(struct keeper *k, int sock, const struct sseg_keep_decl *d)
 	if (sseg_os_recv_fd(sock, &fd, &one, 1, sseg_now() + KEEPER_PEER_S))
 		return;
 	rc = sseg_os_memfd_check(fd, d->mapped_size, &page_size);
-	if (rc || page_size != (d->pages >= SSEG_PAGES_HUGETLB_2M ? d->page_size : page_size)) {
+	if (rc) {
 		snprintf(why, sizeof(why), "its fd is no sealed memfd of what it declares: %s",
-			 rc ? sseg_last_error() : "another page size");
+			 sseg_last_error());
 		reply(sock, SSEG_KEEP_REFUSED, NULL, why);
 		close(fd);
 		return;
@@ -150,7 +145,7 @@ static void hold(struct keeper *k, int sock, const struct sseg_keep_decl *d)
 	}
 	x = &k->held[k->n++];
 	*x = (struct kept){ .decl = *d, .fd = fd };
-	size_text(d->mapped_size, size, sizeof(size));
+	sseg_format_size(d->mapped_size, size, sizeof(size));
 	sseg_log(SSEG_LOG_INFO, "keeper '%s': holds segment '%s' (%s, pages=%s)", k->name, d->name,
 		 size, sseg_pages_name((enum sseg_pages)d->pages));
 	reply(sock, SSEG_KEEP_HELD, d, NULL);
@@ -217,7 +212,7 @@ static void free_all(struct keeper *k)
 	}
 	free(k->held);
 	sseg_os_untag_page(k->tag);
-	size_text(bytes, size, sizeof(size));
+	sseg_format_size(bytes, size, sizeof(size));
 	sseg_log(SSEG_LOG_INFO, "keeper '%s' stops: %d segment%s (%s) let go", k->name, n,
 		 n == 1 ? "" : "s", size);
 }

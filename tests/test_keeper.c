@@ -68,9 +68,9 @@ static void hear(struct keeper_proc *k, const char *needle)
 	}
 }
 
-static void keeper_start(struct keeper_proc *k, const char *name)
+/* `sharedseg keep --name NAME`, its stderr to k->err. */
+static void keeper_spawn(struct keeper_proc *k, const char *name)
 {
-	char running[128];
 	int fds[2];
 
 	memset(k, 0, sizeof(*k));
@@ -86,6 +86,13 @@ static void keeper_start(struct keeper_proc *k, const char *name)
 	}
 	close(fds[1]);
 	k->err = fds[0];
+}
+
+static void keeper_start(struct keeper_proc *k, const char *name)
+{
+	char running[128];
+
+	keeper_spawn(k, name);
 	snprintf(running, sizeof(running), "keeper '%s' runs", name);
 	hear(k, running);
 }
@@ -238,22 +245,7 @@ static void name_taken(void)
 	int rc;
 
 	keeper_start(&k, K("kt-c"));
-	memset(&second, 0, sizeof(second));
-	{
-		int fds[2];
-
-		CHECK(pipe(fds) == 0);
-		second.pid = fork();
-		CHECK(second.pid >= 0);
-		if (second.pid == 0) {
-			dup2(fds[1], STDERR_FILENO);
-			execl(tu_build_file("sharedseg"), "sharedseg", "keep", "--name", K("kt-c"),
-			      (char *)NULL);
-			_exit(127);
-		}
-		close(fds[1]);
-		second.err = fds[0];
-	}
+	keeper_spawn(&second, K("kt-c"));
 	hear(&second, K("a keeper named 'kt-c' runs already (pid"));
 	rc = tu_wait(second.pid, 10000);
 	close(second.err);

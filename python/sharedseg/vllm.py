@@ -106,8 +106,8 @@ class SharedSegRegion(_Region):  # type: ignore[misc, valid-type]
     together (a collective).
 
     Not SharedOffloadRegion.__init__, which makes the /dev/shm file: the
-    attributes below are the ones its methods and vLLM's worker read
-    (python/tests/test_vllm_contract.py holds them to vLLM's region's)."""
+    attributes below are the ones 0.32's methods and worker read (no
+    contract test holds them to vLLM's region's yet: issue 30)."""
 
     BLOCK_SIZE_ALIGNMENT = 4096
 
