@@ -286,6 +286,16 @@ SSEG_API int sseg_populate_wait(sseg_t *seg, int timeout_ms);
  * serves one owner at a time, each bounded to seconds. */
 SSEG_API int sseg_keeper_run(const char *name, sseg_interrupt_fn stop, void *ctx);
 
+/* The memfd of the segment named name that keeper holds, in *fd (the
+ * caller's to close), and its mapped size in *size: for a process of the
+ * same user that is no rank of the segment's group but reads or writes
+ * what it holds (an engine's scheduler recording which blocks are
+ * complete), with mmap(MAP_SHARED) at offset 0 (the segment's byte 0).
+ * -ENOENT when the keeper holds none of that name, -ECONNREFUSED when no
+ * keeper of that name runs for this user, -EPERM when it runs as another
+ * user. */
+SSEG_API int sseg_keeper_lend(const char *keeper, const char *name, int *fd, uint64_t *size);
+
 /* The thread-local sentence that explains this thread's last failure. */
 SSEG_API const char *sseg_last_error(void);
 

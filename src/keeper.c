@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The owner's side of a keeper: one connection per question, a bounded
  * wait for the answer, the keeper's uid checked before anything is said. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -30,38 +31,38 @@ static void declare(const struct sseg *seg, struct sseg_keep_decl *d)
 	d->numa_node = seg->opts.numa == SSEG_NUMA_NODE ? (uint32_t)seg->opts.numa_node : 0;
 }
 
-/* 1 connected to a keeper of this user; 0 when none is there (said). */
-static int connect_keeper(const struct sseg *seg, int *sock)
+/* 0 connected to a keeper of this user; -ECONNREFUSED when none runs,
+ * -EPERM when it runs as another user (the sentence set either way). */
+static int dial(const char *keeper, int *sock)
 {
-	const char *keeper = seg->opts.keeper;
 	char name[128];
 	uid_t uid;
 	int rc;
 
 	sseg_keep_socket(keeper, name, sizeof(name));
 	rc = sseg_os_connect_abstract(name, sock);
-	if (rc) {
-		sseg_log(SSEG_LOG_WARN,
-			 "segment '%s': keeper '%s' %s: the segment is allocated anew and kept by "
-			 "no one (start one: sharedseg keep %s)",
-			 seg->name, keeper,
-			 rc == -ECONNREFUSED ? "does not run for this user" : sseg_last_error(),
-			 keeper);
-		return 0;
-	}
+	if (rc == -ECONNREFUSED)
+		return sseg_err(rc, "keeper '%s' does not run for this user (start one: sharedseg "
+				"keep --name %s)", keeper, keeper);
+	if (rc)
+		return sseg_err_wrap(rc, "keeper '%s'", keeper);
 	rc = sseg_os_peer_cred(*sock, NULL, &uid);
-	if (!rc && uid != geteuid()) {
-		sseg_log(SSEG_LOG_WARN,
-			 "segment '%s': keeper '%s' runs as uid %u, not as this user (uid %u): not "
-			 "asked",
-			 seg->name, keeper, (unsigned)uid, (unsigned)geteuid());
-		rc = -EPERM;
-	}
-	if (rc) {
+	if (!rc && uid != geteuid())
+		rc = sseg_err(-EPERM, "keeper '%s' runs as uid %u, not as this user (uid %u)",
+			      keeper, (unsigned)uid, (unsigned)geteuid());
+	if (rc)
 		close(*sock);
-		return 0;
-	}
-	return 1;
+	return rc;
+}
+
+/* 1 connected to a keeper of this user; 0 when none is there (said). */
+static int connect_keeper(const struct sseg *seg, int *sock)
+{
+	if (!dial(seg->opts.keeper, sock))
+		return 1;
+	sseg_log(SSEG_LOG_WARN, "segment '%s': %s: the segment is allocated anew and kept by no one",
+		 seg->name, sseg_last_error());
+	return 0;
 }
 
 static int ask(int sock, const struct sseg_keep_msg *q, int fd, struct sseg_keep_msg *a)
@@ -141,4 +142,36 @@ void sseg_keeper_hold(struct sseg *seg, int fd)
 		sseg_log(SSEG_LOG_WARN, "segment '%s': keeper '%s' refused it: %s", seg->name,
 			 seg->opts.keeper, a.why);
 	close(sock);
+}
+
+int sseg_keeper_lend(const char *keeper, const char *name, int *fd, uint64_t *size)
+{
+	struct sseg_keep_msg q = { .op = SSEG_KEEP_LEND }, a;
+	int sock, rc;
+	char one;
+
+	sseg_err_clear();
+	if (!keeper || !name || !fd || !size)
+		return sseg_err(-EINVAL, "sseg_keeper_lend: NULL argument");
+	rc = sseg_keep_check_name(keeper);
+	if (!rc && (strlen(name) == 0 || strlen(name) > SSEG_NAME_MAX))
+		rc = sseg_err(-EINVAL, "a segment's name must be 1 to %d bytes", SSEG_NAME_MAX);
+	if (!rc)
+		rc = dial(keeper, &sock);
+	if (rc)
+		return rc;
+	snprintf(q.decl.name, sizeof(q.decl.name), "%s", name);
+	rc = ask(sock, &q, -1, &a);
+	if (rc)
+		rc = sseg_err_wrap(rc, "keeper '%s' did not answer", keeper);
+	else if (a.op == SSEG_KEEP_NONE)
+		rc = sseg_err(-ENOENT, "keeper '%s' holds no segment '%s'", keeper, name);
+	else if (a.op != SSEG_KEEP_KEPT)
+		rc = sseg_err(-EPROTO, "keeper '%s' answered %u to a lend", keeper, (unsigned)a.op);
+	else
+		rc = sseg_os_recv_fd(sock, fd, &one, 1, sseg_now() + KEEPER_REPLY_S);
+	if (!rc)
+		*size = a.decl.mapped_size;
+	close(sock);
+	return rc;
 }

@@ -98,6 +98,20 @@ static void take(struct keeper *k, int sock, const struct sseg_keep_decl *asked)
 			 x->decl.name);
 }
 
+/* The held fd, the keeper keeping it: for a process of the same user that
+ * reads or writes what the group's segment holds without being a rank of
+ * it (an engine's scheduler, which records there which block is complete). */
+static void lend(struct keeper *k, int sock, const char *name)
+{
+	struct kept *x = find(k, name);
+	char one = 'L';
+
+	if (!x)
+		reply(sock, SSEG_KEEP_NONE, NULL, NULL);
+	else if (!reply(sock, SSEG_KEEP_KEPT, &x->decl, NULL))
+		sseg_os_send_fd(sock, x->fd, &one, 1, sseg_now() + KEEPER_PEER_S);
+}
+
 static int room(struct keeper *k)
 {
 	struct kept *more;
@@ -177,6 +191,8 @@ static void serve(struct keeper *k, int sock)
 		take(k, sock, &m.decl);
 	else if (m.op == SSEG_KEEP_HOLD)
 		hold(k, sock, &m.decl);
+	else if (m.op == SSEG_KEEP_LEND)
+		lend(k, sock, m.decl.name);
 }
 
 static int open_listener(const char *keeper, int *fd)

@@ -22,6 +22,7 @@ enum sseg_keep_op {
 	SSEG_KEEP_DISCARDED = 5, /* keeper: one of that name declared otherwise, now freed */
 	SSEG_KEEP_HELD = 6, /* keeper: holding it */
 	SSEG_KEEP_REFUSED = 7, /* keeper: cannot (why says) */
+	SSEG_KEEP_LEND = 8, /* anyone of the user: the fd of the segment of this name, if held */
 };
 
 /* What a segment was declared with, and what its owner obtained. A kept

@@ -4,11 +4,13 @@
  * another declaration gets new memory and the keeper says why; stopping or
  * killing the keeper frees it; another user is neither served nor trusted;
  * `sharedseg ls` shows who keeps what. */
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -187,6 +189,33 @@ static void group(const char *name, const char *keeper, uint64_t size, int write
 	group_says(name, keeper, size, write, kept, expect, NULL);
 }
 
+/* What the keeper lends is the group's memory, shared: its bytes are what
+ * the group wrote, and a write through one loan is seen through another. */
+static void lent(const char *keeper, const char *name, uint64_t size)
+{
+	unsigned char *a, *b;
+	uint64_t got = 0;
+	int fd[2];
+
+	for (int i = 0; i < 2; i++) {
+		CHECK_RC(sseg_keeper_lend(keeper, name, &fd[i], &got), 0);
+		CHECK(got == size);
+	}
+	a = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd[0], 0);
+	b = mmap(NULL, size, PROT_READ, MAP_SHARED, fd[1], 0);
+	CHECK(a != MAP_FAILED && b != MAP_FAILED);
+	for (uint64_t off = 0; off < size; off += 4096)
+		CHECK(a[off] == tu_pattern(0, off));
+	a[1] = 0x5a; /* no offset the groups check */
+	CHECK(b[1] == 0x5a);
+	munmap(a, size);
+	munmap(b, size);
+	close(fd[0]);
+	close(fd[1]);
+	CHECK(sseg_keeper_lend(keeper, "no-such-segment", &fd[0], &got) == -ENOENT);
+	CHECK(strstr(sseg_last_error(), "holds no segment 'no-such-segment'"));
+}
+
 static void kept_between_groups(void)
 {
 	struct keeper_proc k;
@@ -207,6 +236,7 @@ static void kept_between_groups(void)
 	text = run_ls("", &len);
 	CHECK(strstr(text, K("kept by keeper kt-a (no group maps it)")) && strstr(text, "rank keeper"));
 	free(text);
+	lent(K("kt-a"), name, 8 * MIB);
 	group(name, K("kt-a"), 8 * MIB, 0, 1, 1);  /* the same declaration: the same bytes */
 	hear(&k, "given to a new owner");
 	group_says(name, K("kt-a"), 16 * MIB, 0, 0, 0, /* another size: new memory */
@@ -233,10 +263,18 @@ static void killed_keeper_leaks_nothing(void)
 	doc = listing();
 	CHECK(!segment_of(doc, name));
 	free(doc);
+	{
+		uint64_t size;
+		int fd;
+
+		CHECK(sseg_keeper_lend(K("kt-b"), name, &fd, &size) == -ECONNREFUSED);
+		CHECK(strstr(sseg_last_error(), "does not run for this user"));
+		CHECK(sseg_keeper_lend("bad name", name, &fd, &size) == -EINVAL);
+	}
 	/* No keeper now: a warning, and the group works on new memory. */
 	group_says(name, K("kt-b"), 8 * MIB, 0, 0, 0,
-		   K("keeper 'kt-b' does not run for this user: the segment is allocated anew and "
-		     "kept by no one (start one: sharedseg keep kt-b)"));
+		   K("keeper 'kt-b' does not run for this user (start one: sharedseg keep --name "
+		     "kt-b): the segment is allocated anew and kept by no one"));
 }
 
 static void name_taken(void)
@@ -294,7 +332,8 @@ static int squatted_owner(void *arg)
 	sseg_set_log(keep_log, j);
 	CHECK_RC(sseg_create(&o, &seg, blob), 0);
 	CHECK_RC(sseg_complete(seg, blob), 0);
-	CHECK(strstr(j->log, K("keeper 'kt-e' runs as uid 65534, not as this user (uid 0): not asked")));
+	CHECK(strstr(j->log, K("keeper 'kt-e' runs as uid 65534, not as this user (uid 0): the segment is "
+		    "allocated anew")));
 	CHECK_RC(sseg_destroy(seg), 0);
 	return 0;
 }

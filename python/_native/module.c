@@ -332,6 +332,28 @@ static PyObject *py_probe_backend(PyObject *self, PyObject *args)
 			     f.crosses_hosts ? Py_True : Py_False, f.driver);
 }
 
+PyDoc_STRVAR(keeper_lend_doc, "keeper_lend(keeper, name) -> (fd, size): sseg_keeper_lend, the memfd\n"
+				"of the segment that keeper holds by that name (the caller closes it) and\n"
+				"its mapped size. SharedSegmentError (errno ENOENT: none of that name;\n"
+				"ECONNREFUSED: no such keeper runs for this user) with the library's sentence.");
+
+static PyObject *py_keeper_lend(PyObject *self, PyObject *args)
+{
+	const char *keeper, *name;
+	uint64_t size = 0;
+	int fd = -1, rc;
+
+	if (!PyArg_ParseTuple(args, "ss:keeper_lend", &keeper, &name))
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	rc = sseg_keeper_lend(keeper, name, &fd, &size);
+	Py_END_ALLOW_THREADS
+	sseg_py_log_drain();
+	if (rc)
+		return sseg_py_raise(sseg_py_error, rc);
+	return Py_BuildValue("(iK)", fd, (unsigned long long)size);
+}
+
 PyDoc_STRVAR(create_doc,
 	     "create(name, world_size, rank, owner_rank, *, size=0, layout=None, backend=0,\n"
 	     "       pages=0, numa=0, numa_node=-1, populate=0, populate_threads=0,\n"
@@ -370,6 +392,7 @@ static PyMethodDef module_methods[] = {
 	{ "list_json", py_list_json, METH_NOARGS, list_json_doc },
 	{ "supported", py_supported, METH_VARARGS, supported_doc },
 	{ "probe_backend", py_probe_backend, METH_VARARGS, probe_backend_doc },
+	{ "keeper_lend", py_keeper_lend, METH_VARARGS, keeper_lend_doc },
 	{ "create", (PyCFunction)(void (*)(void))sseg_py_create, METH_VARARGS | METH_KEYWORDS,
 	  create_doc },
 	{ "lookup", sseg_py_lookup, METH_VARARGS, lookup_doc },

@@ -150,6 +150,9 @@ def _help() -> Dict[str, str]:
                f"elsewhere)",
         "timeout": "seconds a rank waits for the others while the segment is made "
                    "(default 30)",
+        "keep": "a keeper's name (sharedseg keep --name NAME): the tier outlives the engine, "
+                "and the next one of the same configuration serves from it (vLLM only; "
+                "default none)",
     }
 
 
@@ -161,11 +164,12 @@ def settings_help() -> str:
     return "; ".join(f"{k}: {v}" for k, v in _help().items())
 
 
-def parse_settings(given: Any, where: str) -> Dict[str, Any]:
+def parse_settings(given: Any, where: str, keeps: bool = False) -> Dict[str, Any]:
     """Our settings from one object of the engine's configuration (where
     names it in sentences), checked: ValueError names an unknown or
-    malformed one. The values themselves (a page kind, a placement) are the
-    C library's to judge when the segment is made."""
+    malformed one, or keep for an adapter that does not keep (keeps
+    False). The values themselves (a page kind, a placement) are the C
+    library's to judge when the segment is made."""
     given = {} if given is None else given
     if not isinstance(given, Mapping):
         raise ValueError(f"{where} must be an object of settings ({', '.join(SETTINGS)}), "
@@ -176,8 +180,18 @@ def parse_settings(given: Any, where: str) -> Dict[str, Any]:
                          f"{', '.join(map(repr, unknown))} in {where}; known: "
                          + settings_help())
     settings = dict(pages=None, numa=None, populate=None, populate_threads=0, pin="auto",
-                    timeout=None)
+                    timeout=None, keep=None)
     settings.update(given)
+    keep = settings["keep"]
+    if keep is not None and not keeps:
+        raise ValueError(f"sharedseg setting keep in {where}: only vLLM's adapter keeps a tier "
+                         f"between engines (its index of blocks is vLLM's)")
+    if keep is not None and (not isinstance(keep, str) or not keep):
+        raise ValueError(f"sharedseg setting keep={keep!r} in {where}: expected a keeper's name "
+                         f"(sharedseg keep --name NAME)")
+    if keep is not None and settings["pin"] == "vmm":
+        raise ValueError(f"sharedseg settings keep and pin='vmm' in {where}: a keeper holds "
+                         f"memfd segments only (use pin auto or host_register)")
     threads = settings["populate_threads"]
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
         raise ValueError(f"sharedseg setting populate_threads={threads!r} in {where}: "
@@ -205,13 +219,20 @@ def auto_pin(platform: str) -> Tuple[str, str]:
 def segment_args(settings: Mapping[str, Any], platform: str) -> Dict[str, Any]:
     """create_shared_segment's arguments for parsed settings on a platform
     (CUDA's, "cpu", ...), for create_segment. pin "auto" is auto_pin's
-    choice, logged with its reason; "host_register" and "vmm" need CUDA
+    choice, logged with its reason (with keep, registration: a keeper
+    holds memfd segments only); "host_register" and "vmm" need CUDA
     (ValueError elsewhere)."""
     pin = settings.get("pin", "auto")
     if pin not in PINS:
         raise ValueError(f"sharedseg setting pin={pin!r}: expected one of {', '.join(PINS)}")
     args = {k: settings.get(k) for k in ("pages", "numa", "populate", "timeout")}
     args["populate_threads"] = settings.get("populate_threads", 0)
+    if settings.get("keep"):
+        args["keeper"] = settings["keep"]
+        if pin == "auto" and platform == PINNING_PLATFORM:
+            pin = "host_register"
+            log.info("pin auto is host_register: keeper '%s' holds memfd segments only",
+                     settings["keep"])
     if pin == "auto":
         pin, why = auto_pin(platform)
         if pin != "none":

@@ -79,7 +79,7 @@ def parse_options(extra_config: Mapping[str, Any]) -> Dict[str, Any]:
         raise ValueError(f"kv_connector_extra_config has {', '.join(map(repr, stray))}: "
                          f"sharedseg's settings go in one object, \"sharedseg\": {{...}} "
                          f"(known: {', '.join(_engine.SETTINGS)})")
-    return _engine.parse_settings(extra_config.get("sharedseg"), WHERE)
+    return _engine.parse_settings(extra_config.get("sharedseg"), WHERE, keeps=True)
 
 
 def _platform() -> str:
@@ -112,8 +112,9 @@ class SharedSegRegion(_Region):  # type: ignore[misc, valid-type]
     BLOCK_SIZE_ALIGNMENT = 4096
 
     def __init__(self, *, name: str, group: Any, num_chunks: int, row_stride: int,
-                 slot: Optional[int], slot_bytes: int, args: Dict[str, Any]):
-        self.segment = region_segment(name, group, num_chunks, row_stride, args)
+                 slot: Optional[int], slot_bytes: int, args: Dict[str, Any],
+                 index_bytes: int = 0):
+        self.segment = region_segment(name, group, num_chunks, row_stride, args, index_bytes)
         self.page_size = self.BLOCK_SIZE_ALIGNMENT
         self.num_chunks = num_chunks
         self._row_stride = row_stride
@@ -126,7 +127,9 @@ class SharedSegRegion(_Region):  # type: ignore[misc, valid-type]
         self.mmap_path = None
         self.fd = None
         self.mmap_obj = None
-        self._base = torch.frombuffer(self.segment.buffer(), dtype=torch.int8)
+        # The chunks only: a kept tier's index follows them (sharedseg.vllm_keep).
+        self._base = torch.frombuffer(self.segment.buffer(), dtype=torch.int8)[
+            :num_chunks * row_stride]
         self._views: List[torch.Tensor] = []
         self._canonical_offset = 0
         facts = self.segment.info
@@ -177,6 +180,27 @@ class SharedSegOffloadingSpec(_Spec):  # type: ignore[misc, valid-type]
     def _uses_shared_region(self) -> bool:
         return True  # one segment per group, on every platform served
 
+    def get_manager(self) -> Any:
+        """vLLM's manager; with keep, one whose index of blocks lives in the
+        kept tier too (sharedseg.vllm_keep), so that the next engine finds
+        the blocks."""
+        keeper = self.sharedseg_options["keep"]
+        if not keeper:
+            return super().get_manager()
+        if not self._manager:
+            from . import vllm_keep
+            vllm_keep.ENGINE.check()
+            self._manager = vllm_keep.KeptOffloadingManager(
+                keeper=keeper, name=vllm_keep.segment_name(keeper),
+                row_stride=self.kv_bytes_per_chunk,
+                desc=lambda: vllm_keep.description(self.config),
+                num_chunks=self.num_chunks, cache_policy=self.eviction_policy,
+                cache_policy_module_path=self.cache_policy_module_path,
+                enable_events=self.kv_events_config.enable_kv_cache_events,
+                store_threshold=int(self.extra_config.get("store_threshold", 0)),
+                max_tracker_size=int(self.extra_config.get("max_tracker_size", 64_000)))
+        return self._manager
+
     def _group(self) -> Any:
         parallel = self.config.parallel
         if parallel.world_size != parallel.tp_size:
@@ -194,11 +218,17 @@ class SharedSegOffloadingSpec(_Spec):  # type: ignore[misc, valid-type]
                              f"holds no chunk of {self.kv_bytes_per_chunk} bytes")
         parallel = self.config.parallel
         slot = 0 if self.replicated_layout else parallel.rank
-        return SharedSegRegion(name=_engine.segment_name("vllm", self.config.engine_id),
-                               group=self._group(), num_chunks=self.num_chunks,
+        name = _engine.segment_name("vllm", self.config.engine_id)
+        index_bytes = 0
+        keeper = self.sharedseg_options["keep"]
+        if keeper:  # a name every start shares, and the blocks' index after the chunks
+            from . import vllm_keep
+            name = vllm_keep.segment_name(keeper)
+            index_bytes = vllm_keep.index_bytes(self.num_chunks)
+        return SharedSegRegion(name=name, group=self._group(), num_chunks=self.num_chunks,
                                row_stride=self.kv_bytes_per_chunk, slot=slot,
                                slot_bytes=self.cpu_page_size_per_worker,
-                               args=self._segment_args)
+                               args=self._segment_args, index_bytes=index_bytes)
 
     def create_worker(self, kv_caches: Any) -> Any:
         """The worker over the group's region. A worker with no KV to

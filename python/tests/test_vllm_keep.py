@@ -1,0 +1,170 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A vLLM host KV tier that outlives its engine ("sharedseg": {"keep":
+NAME}, sharedseg.vllm_keep): the index of blocks in the segment, its
+writes bracketed so that a listing is never torn, and a real engine on
+vLLM's CPU backend restarted over the tier its predecessor left, at TP=1
+and TP=2, through `sharedseg keep` (the C tool)."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from conftest import TESTS, built, env_with_package
+
+pytestmark = pytest.mark.engine
+
+
+def keeper(name):
+    p = subprocess.Popen([built("sharedseg", "the C tool"), "keep", "--name", name],
+                         stderr=subprocess.PIPE, text=True)
+    said = ""
+    while f"keeper '{name}' runs" not in said:  # its own word: a barrier
+        line = p.stderr.readline()
+        assert line, f"the keeper exited: {said}"
+        said += line
+    return p
+
+
+def stop(p):
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    return err
+
+
+# ---- the index ----
+
+def _index(chunks=4):
+    from sharedseg.vllm_keep import TierIndex, index_bytes
+    return TierIndex(memoryview(bytearray(index_bytes(chunks))), chunks)
+
+
+def test_new_memory_holds_no_index_and_a_started_one_lists_what_is_complete():
+    index = _index()
+    assert index.kept_description() is None  # zeros: no predecessor
+    index.start({"model": "m"})
+    assert index.kept_description() == {"model": "m"} and list(index.listed()) == []
+    index.list(2, b"k" * 36)
+    index.list(0, b"a" * 36)
+    assert list(index.listed()) == [(0, b"a" * 36), (2, b"k" * 36)]
+    index.unlist(2)
+    assert list(index.listed()) == [(0, b"a" * 36)]
+    index.start({"model": "m"})  # started again: nothing listed
+    assert list(index.listed()) == []
+
+
+def test_a_listing_cut_short_is_not_listed():
+    """A scheduler killed between the bracket's writes leaves an odd
+    sequence number: the entry reads as unlisted, whatever its key bytes."""
+    import struct
+
+    from sharedseg.vllm_keep import INDEX_HEADER, ENTRY
+    index = _index()
+    index.start({})
+    index.list(1, b"x" * 36)
+    seq = struct.unpack_from("<Q", index.buf, INDEX_HEADER + ENTRY)[0]
+    struct.pack_into("<Q", index.buf, INDEX_HEADER + ENTRY, seq + 1)  # the first write of the next
+    assert list(index.listed()) == []
+
+
+def test_keys_the_index_cannot_hold_are_refused():
+    index = _index()
+    with pytest.raises(ValueError, match="a key of 65 bytes"):
+        index.list(0, b"x" * 65)
+
+
+def test_what_differs_is_said_part_by_part():
+    from sharedseg.vllm_keep import differences
+    assert differences({"model": "a", "tp_size": 1}, {"model": "b", "tp_size": 1}) == \
+        "model: kept 'a', now 'b'"
+
+
+def test_unstable_hashes_are_said_with_what_to_set(monkeypatch):
+    """NONE_HASH's seed as vLLM resolves it (resolve_none_hash_seed) for
+    sha256 and xxhash, with and without PYTHONHASHSEED."""
+    from vllm.v1.core import kv_cache_utils as u
+
+    from sharedseg.vllm_keep import unstable_hashes
+
+    def seeded(algo):
+        monkeypatch.setattr(u, "_NONE_HASH_SEED", u.resolve_none_hash_seed(algo))
+
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    from vllm.utils.hashing import sha256
+    seeded(sha256)
+    assert unstable_hashes() is None
+    seeded(u.xxhash)
+    assert "set PYTHONHASHSEED to one value for every start, or use sha256" in unstable_hashes()
+    monkeypatch.setenv("PYTHONHASHSEED", "7")
+    seeded(u.xxhash)
+    assert unstable_hashes() is None
+
+
+def test_keep_is_refused_where_it_cannot_serve():
+    from sharedseg import _engine
+    with pytest.raises(ValueError, match="only vLLM's adapter keeps"):
+        _engine.parse_settings({"keep": "k"}, "here")
+    with pytest.raises(ValueError, match="a keeper holds memfd segments only"):
+        _engine.parse_settings({"keep": "k", "pin": "vmm"}, "here", keeps=True)
+    with pytest.raises(ValueError, match="expected a keeper's name"):
+        _engine.parse_settings({"keep": 3}, "here", keeps=True)
+
+
+# ---- a real engine, restarted ----
+
+def start(tmp_path, model_dir, tp, name, tag):
+    out = tmp_path / f"{tag}.json"
+    proc = subprocess.run([sys.executable, os.path.join(TESTS, "vllm_keep_engine.py"),
+                           str(model_dir), str(tp), name, str(out)],
+                          env=env_with_package(), capture_output=True, text=True, timeout=420)
+    assert proc.returncode == 0 and out.exists(), proc.stdout[-4000:] + proc.stderr[-4000:]
+    return json.loads(out.read_text()), proc.stdout + proc.stderr  # vLLM logs to stdout
+
+
+def tier(name):
+    import sharedseg
+    from sharedseg.vllm_keep import segment_name
+    return [s for s in sharedseg.list_segments() if s["name"] == segment_name(name)]
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_a_restarted_engine_serves_from_the_tier_its_predecessor_left(tmp_path, tp):
+    model = tmp_path / "model"
+    subprocess.run([sys.executable, os.path.join(TESTS, "vllm_engine.py"), "make", "deepseek",
+                    str(model)], env=env_with_package(), check=True, timeout=300)
+    name = f"vk{tp}-{os.getpid()}"
+    k = keeper(name)
+    try:
+        a, said_a = start(tmp_path, model, tp, name, "a")
+        assert a["first"]["cached"] == 0, a  # a new tier
+        assert a["tier"]["cached"] > 0, a    # this engine's own stores, from the tier
+        assert "held no index for it" in said_a
+        # A is gone; the keeper alone holds the tier: one segment, one copy.
+        held = tier(name)
+        assert len(held) == 1 and held[0]["kept_by"] == name, held
+        assert [p["keeper"] for p in held[0]["processes"]] == [name], held
+
+        b, said_b = start(tmp_path, model, tp, name, "b")
+        # B's first request, before B stored anything: the prefix from A's tier,
+        # bit for bit what A's own tier hit gave.
+        assert b["first"]["cached"] == a["tier"]["cached"] > 0, (a, b)
+        assert b["first"]["tokens"] == a["first"]["tokens"]
+        assert b["first"]["logprobs"] == a["tier"]["logprobs"]
+        assert "chunks kept from the last engine" in said_b, said_b[-3000:]
+
+        # Another model of the same shape: the same declaration, so the keeper
+        # gives the memory, and the index says what differs and discards it.
+        other = tmp_path / "other-model"
+        shutil.copytree(model, other)
+        c, said_c = start(tmp_path, other, tp, name, "c")
+        assert c["first"]["cached"] == 0, c
+        assert "was written by an engine configured otherwise (model: kept" in said_c, \
+            said_c[-3000:]
+    finally:
+        err = stop(k)
+    assert "let go" in err
+    assert tier(name) == []

@@ -1,0 +1,56 @@
+# SPDX-License-Identifier: Apache-2.0
+"""One start of a real vLLM engine on its CPU backend whose host KV tier is
+kept by a keeper ("sharedseg": {"keep": KEEPER}), for test_vllm_keep.py:
+
+    python vllm_keep_engine.py MODEL_DIR TP KEEPER OUT
+
+It serves one prompt (first: from the tier when a predecessor left it),
+empties vLLM's prefix cache and serves it again (from the tier, which the
+first pass stored), and writes both to OUT as JSON. The model is
+vllm_engine.py's DeepSeek-V2 (MLA), made by `vllm_engine.py make`.
+"""
+import json
+import os
+import sys
+
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "0|1")
+
+from vllm_engine import BLOCK, CPU_BYTES, PROMPT  # noqa: E402
+
+
+def main():
+    model_dir, tp, keeper, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    from vllm import LLM, SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    llm = LLM(model=model_dir, tensor_parallel_size=tp, distributed_executor_backend="mp",
+              kv_transfer_config={
+                  "kv_connector": "OffloadingConnector", "kv_role": "kv_both",
+                  "kv_connector_extra_config": {
+                      "spec_name": "SharedSegOffloadingSpec", "spec_module_path": "sharedseg.vllm",
+                      "cpu_bytes_to_use": CPU_BYTES,
+                      "sharedseg": {"pages": "base", "keep": keeper}}},
+              skip_tokenizer_init=True, block_size=BLOCK["deepseek"], enable_prefix_caching=True,
+              max_model_len=256, enforce_eager=True, dtype="bfloat16", seed=0)
+    prompt = TokensPrompt(prompt_token_ids=[(7 * i + 3) % 500 + 1
+                                            for i in range(PROMPT["deepseek"])])
+    params = SamplingParams(max_tokens=4, logprobs=5, temperature=0)
+
+    def serve():
+        o = llm.generate([prompt], params, use_tqdm=False)[0]
+        c = o.outputs[0]
+        return dict(tokens=list(c.token_ids), cached=o.num_cached_tokens,
+                    logprobs=[{str(k): v.logprob.hex() for k, v in d.items()}
+                              for d in c.logprobs])
+
+    seen = dict(first=serve())
+    llm.reset_prefix_cache()
+    seen["tier"] = serve()
+    with open(out, "w") as f:
+        json.dump(seen, f)
+    llm.llm_engine.engine_core.shutdown()
+
+
+if __name__ == "__main__":
+    main()
