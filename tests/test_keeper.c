@@ -312,6 +312,17 @@ static int stranger_asks(void *arg)
 	return sseg_os_recv_all(s, frame, sizeof(frame), sseg_now() + 10) ? 0 : 1;
 }
 
+/* As STRANGER_UID, through the public call: a keeper's socket is named
+ * for its user, so another user's call does not even find root's keeper
+ * (stranger_asks, on root's socket by name, meets the keeper's refusal). */
+static int stranger_lends(void *arg)
+{
+	uint64_t size;
+	int fd;
+
+	return sseg_keeper_lend(K("kt-d"), arg, &fd, &size) == -ECONNREFUSED ? 0 : 1;
+}
+
 static int squat_fd = -1;
 
 /* As STRANGER_UID: listens under the name root's keeper kt-e would have. */
@@ -341,6 +352,7 @@ static int squatted_owner(void *arg)
 static void other_users(void)
 {
 	struct stranger asker = { .act = stranger_asks }, squatter = { .act = stranger_squats };
+	struct stranger lender = { .act = stranger_lends };
 	struct keeper_proc k;
 	struct rank_job j = { 0 };
 	char name[64];
@@ -359,6 +371,9 @@ static void other_users(void)
 	stranger_stop(&asker);
 	hear(&k, "refused pid");
 	CHECK(strstr(k.said, "of uid 65534 (it serves uid 0 only)"));
+	lender.arg = name;
+	stranger_start(&lender);
+	stranger_stop(&lender);
 	CHECK(keeper_stop(&k, SIGTERM) == 0);
 
 	sseg_keep_socket(K("kt-e"), keeper_socket, sizeof(keeper_socket));

@@ -151,11 +151,13 @@ def test_a_restarted_engine_serves_from_the_tier_its_predecessor_left(tmp_path, 
         b, said_b = start(tmp_path, model, tp, name, "b")
         # B's first request, before B stored anything: the prefix from A's tier,
         # bit for bit what A's own tier hit gave.
-        assert b["first"]["cached"] == a["tier"]["cached"] > 0, (a, b)
+        assert b["first"]["cached"] == a["tier"]["cached"] == 64, (a, b)  # four blocks of 16
         assert b["first"]["tokens"] == a["first"]["tokens"]
         assert b["first"]["logprobs"] == a["tier"]["logprobs"]
         assert "chunks kept from the last engine" in said_b, said_b[-3000:]
 
+        if tp > 1:
+            return  # the discard does not depend on TP: once is enough (CI's time)
         # Another model of the same shape: the same declaration, so the keeper
         # gives the memory, and the index says what differs and discards it.
         other = tmp_path / "other-model"
