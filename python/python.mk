@@ -3,8 +3,10 @@
 # python/sharedseg/) through CMake, `make test-python` runs the pytest suite
 # on Debian's interpreter, `make test-python-pypi` runs it again on the PyPI
 # leg (the newest torch, numpy 2, ml_dtypes; installed by `make deps`),
-# `make wheel` builds a manylinux wheel for $(PYTHON) into $(WHEEL_DIR),
-# `make wheels` one for CPython 3.10 and one for $(PYTHON) (abi3 on 3.11+).
+# `make wheel` builds a manylinux_2_28 wheel for $(PYTHON) into $(WHEEL_DIR),
+# `make wheel-aarch64` the aarch64 abi3 wheel, `make sdist` the sdist, and
+# `make wheels` all of them: CPython 3.10's wheel and the abi3 one (3.11+)
+# for x86_64, the aarch64 abi3 wheel, and the sdist.
 # Included by the top-level Makefile.
 
 # Debian's python3-torch, numpy, pytest and mpi4py belong to /usr/bin/python3;
@@ -28,13 +30,24 @@ PY_OUTPUT ?= $(CURDIR)/python/sharedseg
 WHEEL_DIR ?= dist
 # The interpreters `make wheels` builds for: a CPython 3.10, and $(PYTHON).
 WHEEL_PYTHONS ?= $(shell sh python/find-python.sh 3.10) $(PYTHON)
+# The oldest glibc the wheels run on. Zig is their C compiler: it links
+# against the symbols of the exact glibc version its target names, from
+# stubs it carries, so a manylinux_2_28 wheel is built here without a
+# manylinux container or a sysroot of that glibc, and the aarch64 wheel is
+# cross-built by the same compiler (tools/zig-toolchain.sh).
+WHEEL_GLIBC ?= 2.28
+wheel_plat = manylinux_$(subst .,_,$(WHEEL_GLIBC))
+# The aarch64 wheel's build backend runs on a CPython 3.11 of this machine;
+# CMake compiles against the arm64 sysroot's 3.11 headers (install-deps.sh cross).
+AARCH64_PYTHON ?= $(shell sh python/find-python.sh 3.11)
+AARCH64_ROOT ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/sharedseg/arm64-root
 
 # One CMake build directory, and one build tools environment, per interpreter ABI.
 py_abi = $(eval py_abi := $$(shell $(PYTHON) -c \
 	'import sysconfig; print(sysconfig.get_config_var("SOABI"))'))$(py_abi)
 py_tools = $(PY_TOOLS)/tools-$(py_abi)
 
-.PHONY: python test-python test-python-pypi wheel wheels wheel-tools
+.PHONY: python test-python test-python-pypi wheel wheel-aarch64 sdist wheels wheel-tools
 
 python:
 	$(CMAKE) -S . -B $(PY_BUILD)/$(py_abi) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -60,18 +73,49 @@ test-python-pypi:
 wheel-tools:
 	@sh tools/install-deps.sh build-tools $(PYTHON) $(py_tools)
 
-# scikit-build-core builds the wheel (pyproject.toml), auditwheel gives it
-# its manylinux tag.
-wheel: wheel-tools
-	rm -rf $(PY_BUILD)/wheel-raw-$(py_abi)
+# pip wheel through scikit-build-core (pyproject.toml) with Zig for one
+# architecture: $(call zig_wheel,ARCH,PYTHON_HEADERS,OUT_DIR,MORE_SETTINGS).
+# {wheel_tag} is the build interpreter's, so ARCH names the build folder too.
+zig_wheel = sh tools/zig-toolchain.sh $(1)-linux-gnu.$(WHEEL_GLIBC) $(PY_BUILD)/zig-$(1) $(2) && \
 	$(py_tools)/bin/python -m pip wheel -q --disable-pip-version-check --no-build-isolation \
-		--no-deps -w $(PY_BUILD)/wheel-raw-$(py_abi) \
-		--config-settings=build-dir=$(abspath $(PY_BUILD))/wheel-{wheel_tag} \
-		$(if $(filter ON,$(PY_LIMITED_API)),,--config-settings=wheel.py-api=) .
-	PATH=$(abspath $(py_tools))/bin:$$PATH auditwheel repair -w $(WHEEL_DIR) \
-		$(PY_BUILD)/wheel-raw-$(py_abi)/sharedseg-*.whl
+		--no-deps -w $(3) \
+		--config-settings=build-dir=$(abspath $(PY_BUILD))/wheel-zig-$(1)-{wheel_tag} \
+		--config-settings=cmake.define.CMAKE_TOOLCHAIN_FILE=$(abspath $(PY_BUILD))/zig-$(1)/toolchain.cmake \
+		$(4) .
+py_include = $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_path("include"))')
+wheel_arch = $(shell uname -m)
+
+# This machine's architecture; auditwheel repair gives it its manylinux tag
+# (--only-plat: the tag Zig's target names, not an older one that today's
+# symbols happen to allow).
+wheel: wheel-tools
+	@sh tools/install-deps.sh zig $(PYTHON)
+	rm -rf $(PY_BUILD)/wheel-raw-$(py_abi)
+	$(call zig_wheel,$(wheel_arch),$(py_include),$(PY_BUILD)/wheel-raw-$(py_abi),\
+		$(if $(filter ON,$(PY_LIMITED_API)),,--config-settings=wheel.py-api=))
+	PATH=$(abspath $(py_tools))/bin:$$PATH auditwheel repair -w $(WHEEL_DIR) --only-plat \
+		--plat $(wheel_plat)_$(wheel_arch) $(PY_BUILD)/wheel-raw-$(py_abi)/sharedseg-*.whl
+
+# Cross-built, and tagged by scikit-build-core itself: auditwheel repairs
+# for this machine's architecture only, and there is nothing to repair (the
+# wheel needs libc alone). The tests check the tag with auditwheel show.
+wheel-aarch64: override PYTHON = $(AARCH64_PYTHON)
+wheel-aarch64: wheel-tools
+	@sh tools/install-deps.sh cross $(PYTHON)
+	$(call zig_wheel,aarch64,$(AARCH64_ROOT)/usr/include/python3.11,$(WHEEL_DIR),\
+		--config-settings=cmake.define.Python3_INCLUDE_DIR=$(AARCH64_ROOT)/usr/include/python3.11 \
+		--config-settings=wheel.tags=cp311-abi3-$(wheel_plat)_aarch64)
+
+# The sources pip builds from where no wheel fits (pyproject.toml's sdist.*).
+sdist: wheel-tools
+	$(py_tools)/bin/python -c 'import sys; from scikit_build_core.build import build_sdist; \
+		build_sdist(sys.argv[1])' $(WHEEL_DIR)
 
 wheels:
 	@test -n "$(word 2,$(WHEEL_PYTHONS))" || { echo "make wheels: no CPython 3.10 here" \
 		"(python3.10 on PATH, or pyenv's); name them in WHEEL_PYTHONS" >&2; exit 1; }
+	@test -n "$(AARCH64_PYTHON)" || { echo "make wheels: no CPython 3.11 here to build the" \
+		"aarch64 wheel with (python3.11 on PATH, or pyenv's); name it in AARCH64_PYTHON" >&2; exit 1; }
 	for py in $(WHEEL_PYTHONS); do $(MAKE) --no-print-directory wheel PYTHON=$$py || exit 1; done
+	$(MAKE) --no-print-directory wheel-aarch64
+	$(MAKE) --no-print-directory sdist

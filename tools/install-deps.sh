@@ -6,6 +6,7 @@
 #   install-deps.sh                      everything below
 #   install-deps.sh build-tools PY DIR   only the wheel's build tools for
 #                                        interpreter PY, in the environment DIR
+#   install-deps.sh zig [PY]             only Zig, the wheels' C compiler
 #   install-deps.sh cross [PY]           only the aarch64 leg's Zig, qemu-user
 #                                        and arm64 sysroot
 set -e
@@ -28,23 +29,34 @@ if [ "$1" = build-tools ]; then
 	exit 0
 fi
 
-# The aarch64 leg (make test-aarch64, tests/cross/run.sh): Zig from PyPI as
-# the cross compiler (it targets glibc 2.28's symbols exactly), Debian's
-# qemu-user-static, and an arm64 sysroot of Debian's libc6 and CPython 3.11
-# fetched with an apt state of its own (the host's sources and dpkg
-# architectures are left as they are). Once per machine, outside the checkout.
-cross_tools() {
-	cache=${XDG_CACHE_HOME:-$HOME/.cache}/sharedseg
+# Zig from PyPI, the wheels' C compiler and the aarch64 leg's cross compiler
+# (it targets glibc 2.28's symbols exactly; tools/zig-toolchain.sh). Once
+# per machine, outside the checkout.
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/sharedseg
+zig_tool() {
 	zig=0.17.1
 	[ -x "$cache/zig-$zig/ziglang/zig" ] ||
 		"${1:-python3}" -m pip install -q --disable-pip-version-check \
 			--target "$cache/zig-$zig" "ziglang==$zig"
+}
+if [ "$1" = zig ]; then
+	zig_tool "$2"
+	exit 0
+fi
+
+# The aarch64 leg (make test-aarch64, tests/cross/run.sh) and the aarch64
+# wheel (make wheel-aarch64): Zig, Debian's qemu-user-static, and an arm64
+# sysroot of Debian's libc6 and CPython 3.11 with its headers, fetched with
+# an apt state of its own (the host's sources and dpkg architectures are
+# left as they are). Once per machine, outside the checkout.
+cross_tools() {
+	zig_tool "$1"
 	command -v qemu-aarch64-static >/dev/null 2>&1 || {
 		apt-get update -q
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q qemu-user-static file
 	}
 	root=$cache/arm64-root
-	[ -x "$root/usr/bin/python3.11" ] && return 0
+	[ -x "$root/usr/bin/python3.11" ] && [ -f "$root/usr/include/python3.11/Python.h" ] && return 0
 	state=$cache/arm64-apt
 	mkdir -p "$state/lists/partial" "$state/cache/archives/partial"
 	keys=/usr/share/keyrings/debian-archive-keyring.gpg
@@ -58,7 +70,7 @@ cross_tools() {
 	apt-get "$@" update -q
 	rm -f "$state"/*.deb
 	(cd "$state" && apt-get "$@" download libc6 python3.11-minimal libpython3.11-minimal \
-		libpython3.11-stdlib zlib1g libexpat1 libffi8)
+		libpython3.11-stdlib libpython3.11-dev zlib1g libexpat1 libffi8)
 	rm -rf "$root"
 	mkdir -p "$root"
 	for deb in "$state"/*.deb; do dpkg-deb -x "$deb" "$root"; done

@@ -132,7 +132,9 @@ def stalled_owner():
 
 @pytest.mark.debian
 def test_the_install_lines_work(tmp_path):
-    env = dict(os.environ, HOME=str(tmp_path))
+    # Zig, make wheel's compiler, stays where make deps put it, outside HOME.
+    env = dict(os.environ, HOME=str(tmp_path),
+               XDG_CACHE_HOME=os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"))
     done = subprocess.run(["sh", f"{TESTS}/readme_install.sh"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -1,16 +1,22 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The wheels an engine's environment installs without a compiler: `make
-wheels` builds one for CPython 3.10 and one for this interpreter (abi3 on
-3.11+), auditwheel names a manylinux tag, each installs into a fresh virtual
-environment of another interpreter and runs there, and two ranks run from
-the installed wheel with the source tree off sys.path. A missing tool (a
-CPython 3.10, the build tools make deps installs) fails with make's sentence."""
+"""The wheels and the sdist an engine's environment installs: `make wheels`
+builds, with Zig for glibc 2.28, CPython 3.10's wheel and the abi3 one
+(3.11+) for x86_64, the abi3 one for aarch64 (cross-built), and the sdist.
+auditwheel shows that each wheel's symbols allow its manylinux_2_28 tag;
+the x86_64 wheels install into fresh virtual environments of other
+interpreters and run there, and two ranks run from an installed wheel with
+the source tree off sys.path; the aarch64 wheel runs on Debian's arm64
+CPython 3.11 under qemu-user; pip builds the sdist in a fresh environment.
+A missing tool (a CPython 3.10, the build tools make deps installs) fails
+with make's sentence."""
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 
 import pytest
@@ -20,10 +26,18 @@ import sharedseg
 
 SMOKE = ("import sharedseg; s = sharedseg.create_shared_segment('py-wheel-one', size=4096, "
          "pages='base'); print(sharedseg.__file__, s.total_size(), sharedseg.__version__)")
+# One process: create, write through the mapping, read back.
+ROUND_TRIP = ("import platform, sharedseg; s = sharedseg.create_shared_segment('py-wheel-rw', "
+              "size=1 << 20, pages='base'); b = s.buffer(); b[:5] = b'hello'; b[-1] = 7; "
+              "print(platform.machine(), sharedseg.__file__, s.total_size(), bytes(b[:5]), b[-1])")
+GLIBC = 28  # the wheels' manylinux_2_28 (python.mk's WHEEL_GLIBC)
+ELF_MACHINE = {62: "x86_64", 183: "aarch64"}
+ARM64_ROOT = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
+                          "sharedseg", "arm64-root")
 
 
-def run(argv, **kwargs):
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, **kwargs)
+def run(argv, timeout=300, **kwargs):
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kwargs)
     assert done.returncode == 0, f"{argv}\n{done.stdout}\n{done.stderr}"
     return done.stdout
 
@@ -51,29 +65,127 @@ def smoke_in_fresh_venv(python, wheel, venv):
         assert json.loads(run(argv + ["probe", "--json"], env=env, cwd="/"))["schema"] == 1
 
 
-@pytest.mark.build
-def test_wheels_install_on_other_interpreters(tmp_path):
-    dist = tmp_path / "dist"
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory):
+    """make wheels, once for this file's tests: the folder of its wheels and sdist."""
+    out = tmp_path_factory.mktemp("wheels")
     run(["make", "--no-print-directory", "wheels", f"PYTHON={sys.executable}",
-         f"WHEEL_DIR={dist}", f"PY_BUILD={tmp_path / 'build'}", "JOBS=2"], cwd=ROOT)
-    wheels = {w.name.split("-")[2]: w for w in dist.glob("sharedseg-*.whl")}
+         f"WHEEL_DIR={out / 'dist'}", f"PY_BUILD={out / 'build'}", "JOBS=2"], cwd=ROOT,
+        timeout=900)
+    return out / "dist"
+
+
+def built_wheels(dist):
+    """{(python tag, architecture): wheel}; the set is the one make wheels promises."""
+    wheels = {(w.name.split("-")[2], re.search(r"manylinux_2_\d+_(\w+)\.whl$", w.name)[1]): w
+              for w in dist.glob("sharedseg-*.whl")}
     mine = "cp%d%d" % sys.version_info[:2]
-    abi3 = any(".abi3." in n for w in wheels.values()
-                for n in zipfile.ZipFile(w).namelist())
-    assert set(wheels) == {"cp310", "cp311" if abi3 else mine}, sorted(wheels)
+    abi3 = "cp311" if sys.version_info >= (3, 11) else mine
+    assert set(wheels) == {("cp310", "x86_64"), (abi3, "x86_64"), ("cp311", "aarch64")}, \
+        sorted(wheels)
+    return wheels
+
+
+def elf_machine(data):
+    assert data[:4] == b"\x7fELF", data[:4]
+    return ELF_MACHINE.get(int.from_bytes(data[18:20], "little"))
+
+
+@pytest.mark.build
+def test_each_wheel_is_manylinux_2_28_for_its_architecture(dist):
     tools = glob.glob(os.path.join(ROOT, "build-python", "tools-cpython-3*", "bin", "auditwheel"))
     assert tools, "no auditwheel in build-python/tools-*: make wheels did not install it"
-    for wheel in wheels.values():
-        assert "-manylinux_" in wheel.name, wheel.name
-        shown = run([tools[0], "show", str(wheel)])
-        assert 'platform tag: "manylinux_' in " ".join(shown.split()), shown
-        check_contents(zipfile.ZipFile(wheel))
+    for (_, arch), wheel in built_wheels(dist).items():
+        assert wheel.name.endswith(f"-manylinux_2_{GLIBC}_{arch}.whl"), wheel.name
+        # auditwheel show names the oldest glibc the symbols allow (2.27 today).
+        shown = " ".join(run([tools[0], "show", str(wheel)]).split())
+        allowed = re.search(r'consistent with the following platform tag: "manylinux_2_(\d+)_(\w+)"',
+                            shown)
+        assert allowed and int(allowed[1]) <= GLIBC and allowed[2] == arch, shown
+        zipped = zipfile.ZipFile(wheel)
+        check_contents(zipped)
+        natives = [n for n in zipped.namelist() if n.startswith("sharedseg/_native.")]
+        if arch == "aarch64":
+            assert natives == ["sharedseg/_native.abi3.so"], natives
+        for name in natives + ["sharedseg/_tool/sharedseg"]:
+            assert elf_machine(zipped.read(name)) == arch, (wheel.name, name)
+
+
+@pytest.mark.build
+def test_wheels_install_on_other_interpreters(dist, tmp_path):
+    wheels = built_wheels(dist)
+    abi3 = next(t for t, arch in wheels if arch == "x86_64" and t != "cp310")
     py310 = subprocess.run(["sh", "python/find-python.sh", "3.10"], cwd=ROOT,
                            capture_output=True, text=True).stdout.strip()
-    smoke_in_fresh_venv(py310, wheels["cp310"], tmp_path / "venv-310")
-    other = newest_other_python() if abi3 else getattr(sys, "_base_executable", sys.executable)
-    smoke_in_fresh_venv(other, wheels["cp311" if abi3 else mine], tmp_path / "venv-other")
-    two_ranks_from(wheels["cp311" if abi3 else mine], tmp_path)
+    smoke_in_fresh_venv(py310, wheels["cp310", "x86_64"], tmp_path / "venv-310")
+    other = newest_other_python() if abi3 == "cp311" else getattr(sys, "_base_executable",
+                                                                   sys.executable)
+    smoke_in_fresh_venv(other, wheels[abi3, "x86_64"], tmp_path / "venv-other")
+    two_ranks_from(wheels[abi3, "x86_64"], tmp_path)
+
+
+@pytest.mark.build
+def test_the_aarch64_wheel_runs_under_qemu(dist, tmp_path):
+    """pip takes the wheel for an aarch64 CPython 3.11 of glibc 2.28 (not
+    for this machine), and Debian's arm64 CPython 3.11 runs it under
+    qemu-user: import, one segment written and read, python -m sharedseg,
+    and the wheel's own C tool. The ranks of two processes, demo and ls are
+    left to the x86_64 wheels: qemu-user answers mbind with ENOSYS, and its
+    /proc is the host's (tests/cross/run.sh)."""
+    wheel = built_wheels(dist)["cp311", "aarch64"]
+    site = tmp_path / "site"
+    run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
+         "--no-index", "--target", str(site), "--platform", f"manylinux_2_{GLIBC}_aarch64",
+         "--python-version", "3.11", "--implementation", "cp", "--only-binary=:all:", str(wheel)])
+    qemu = ["qemu-aarch64-static", "-L", ARM64_ROOT]
+    python = qemu + [os.path.join(ARM64_ROOT, "usr", "bin", "python3.11")]
+    env = {"PYTHONPATH": str(site), "PATH": os.environ["PATH"]}
+    out = run(python + ["-c", ROUND_TRIP], env=env, cwd="/").split()
+    assert out == ["aarch64", f"{site}/sharedseg/__init__.py", str(1 << 20), "b'hello'", "7"], out
+    said = run(python + ["-m", "sharedseg", "--help"], env=env, cwd="/")
+    tool = qemu + [str(site / "sharedseg" / "_tool" / "sharedseg")]
+    assert said == run(tool + ["--help"], env=env, cwd="/")
+    assert said.startswith("usage: sharedseg COMMAND"), said
+    assert "backends" in run(tool + ["probe"], env=env, cwd="/")
+    assert json.loads(run(tool + ["probe", "--json"], env=env, cwd="/"))["schema"] == 1
+
+
+@pytest.mark.build
+def test_pip_builds_the_sdist_in_a_fresh_environment(dist, tmp_path):
+    """pip install of the sdist as a user runs it: a fresh environment,
+    scikit-build-core and cmake from PyPI, this machine's compiler; then
+    the package and its C tool run."""
+    sdists = list(dist.glob("sharedseg-*.tar.gz"))
+    assert [s.name for s in sdists] == [f"sharedseg-{sharedseg.__version__}.tar.gz"], sdists
+    names = tarfile.open(sdists[0]).getnames()
+    top = f"sharedseg-{sharedseg.__version__}/"
+    for needed in ("PKG-INFO", "pyproject.toml", "CMakeLists.txt", "include/sharedseg.h",
+                   "python/sharedseg/__init__.py", "tools/main.c", "bench/CMakeLists.txt",
+                   "tests/npu/npu_check.c", "LICENSE"):
+        assert top + needed in names, needed
+    outputs = [n for n in names if n.endswith((".so", ".o", ".whl"))
+               or re.match(r"[^/]+/(build|build-[^/]*|dist)(/|$)", n)]
+    assert not outputs, outputs
+    venv = tmp_path / "venv"
+    run([newest_other_python(), "-m", "venv", str(venv)])
+    # Debian 12's cmake (3.25) is refused, as an older one would be (Ubuntu
+    # 20.04 has 3.16): scikit-build-core asks pip for PyPI's.
+    env = dict(os.environ, CMAKE_BUILD_PARALLEL_LEVEL="2", PIP_DISABLE_PIP_VERSION_CHECK="1",
+               SKBUILD_CMAKE_VERSION=">=3.26")
+    env.pop("PYTHONPATH", None)
+    pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-v",
+                          str(sdists[0])], env=env, cwd=tmp_path, timeout=600, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert pip.returncode == 0, pip.stdout
+    assert re.search(r"scikit-build-core \S+ using CMake (?!3\.25)", pip.stdout), pip.stdout
+    env = {"PATH": os.environ["PATH"]}
+    out = run([str(venv / "bin" / "python"), "-c", ROUND_TRIP], env=env, cwd="/").split()
+    assert out[1].startswith(str(venv)) and out[2:] == [str(1 << 20), "b'hello'", "7"], out
+    said = run([str(venv / "bin" / "python"), "-m", "sharedseg", "--help"], env=env, cwd="/")
+    assert said.startswith("usage: sharedseg COMMAND"), said
+    demo = run([str(venv / "bin" / "sharedseg"), "demo", "--ranks", "2", "--size", "16M"],
+               env=env, cwd="/")
+    assert demo.startswith("2 ranks mapped one 16.0 MiB segment"), demo
 
 
 def check_contents(wheel):

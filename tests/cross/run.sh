@@ -5,23 +5,14 @@
 # qemu-user over an arm64 Debian sysroot (tools/install-deps.sh cross).
 #   run.sh BUILD_DIR
 set -e
-cache=${XDG_CACHE_HOME:-$HOME/.cache}/sharedseg
-zig=$cache/zig-0.17.1/ziglang/zig
-root=$cache/arm64-root
+root=${XDG_CACHE_HOME:-$HOME/.cache}/sharedseg/arm64-root
 build=$1
-[ -x "$zig" ] && [ -x "$root/usr/bin/python3.11" ] && command -v qemu-aarch64-static >/dev/null ||
-	{ echo "no Zig, qemu-user or arm64 sysroot: run sh tools/install-deps.sh cross" >&2; exit 1; }
-mkdir -p "$build/zig"
-build=$(cd "$build" && pwd) # CMake takes the compiler by its full path
-# CMake takes one program per tool: small wrappers with the target baked in.
-printf '#!/bin/sh\nexec %s cc -target aarch64-linux-gnu.2.28 "$@"\n' "$zig" >"$build/zig/cc"
-printf '#!/bin/sh\nexec %s ar "$@"\n' "$zig" >"$build/zig/ar"
-printf '#!/bin/sh\nexec %s ranlib "$@"\n' "$zig" >"$build/zig/ranlib"
-chmod +x "$build/zig/cc" "$build/zig/ar" "$build/zig/ranlib"
+[ -x "$root/usr/bin/python3.11" ] && command -v qemu-aarch64-static >/dev/null ||
+	{ echo "no qemu-user or arm64 sysroot: run sh tools/install-deps.sh cross" >&2; exit 1; }
+sh tools/zig-toolchain.sh aarch64-linux-gnu.2.28 "$build/zig"
 start=$(date +%s)
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_SYSTEM_NAME=Linux \
-	-DCMAKE_SYSTEM_PROCESSOR=aarch64 -DCMAKE_C_COMPILER="$build/zig/cc" \
-	-DCMAKE_AR="$build/zig/ar" -DCMAKE_RANLIB="$build/zig/ranlib" \
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	-DCMAKE_TOOLCHAIN_FILE="$(cd "$build/zig" && pwd)/toolchain.cmake" \
 	-DCMAKE_CROSSCOMPILING_EMULATOR="$(command -v qemu-aarch64-static);-L;$root" >/dev/null
 cmake --build "$build" -j "${JOBS:-2}" >"$build/build.log" 2>&1 ||
 	{ tail -30 "$build/build.log" >&2; exit 1; }
