@@ -28,7 +28,7 @@ Importing sharedseg never imports this module; this module imports vLLM
 (through ENGINE, the adapters' seam).
 """
 import logging
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional
 
 import torch
 
@@ -105,48 +105,48 @@ class SharedSegRegion(_Region):  # type: ignore[misc, valid-type]
     memory that no file names. Every rank of the group constructs it
     together (a collective).
 
-    Not SharedOffloadRegion.__init__, which makes the /dev/shm file: the
-    attributes below are the ones 0.32's methods and worker read (no
-    contract test holds them to vLLM's region's yet: issue 30)."""
-
-    BLOCK_SIZE_ALIGNMENT = 4096
+    Not SharedOffloadRegion.__init__, which makes the /dev/shm file: every
+    attribute it sets is set here at once, from _vllm_state, and
+    python/tests/test_vllm_contract.py holds that state to vars() of vLLM's
+    own region (names and types; the values that differ by design are
+    listed there with their reasons). Ours alone: segment, cpu_page_size."""
 
     def __init__(self, *, name: str, group: Any, num_chunks: int, row_stride: int,
                  slot: Optional[int], slot_bytes: int, args: Dict[str, Any],
                  index_bytes: int = 0):
         self.segment = region_segment(name, group, num_chunks, row_stride, args, index_bytes)
-        self.page_size = self.BLOCK_SIZE_ALIGNMENT
-        self.num_chunks = num_chunks
-        self._row_stride = row_stride
         self.cpu_page_size = slot_bytes
-        self.rank = slot
-        if slot is not None:
-            self._worker_offset = slot * slot_bytes
-            self._worker_area_end = (slot + 1) * slot_bytes
-        self._creator = False
-        self.mmap_path = None
-        self.fd = None
-        self.mmap_obj = None
-        # The chunks only: a kept tier's index follows them (sharedseg.vllm_keep).
-        self._base = torch.frombuffer(self.segment.buffer(), dtype=torch.int8)[
-            :num_chunks * row_stride]
-        self._views: List[torch.Tensor] = []
-        self._canonical_offset = 0
+        vars(self).update(self._vllm_state(num_chunks, row_stride, slot, slot_bytes))
         facts = self.segment.info
-        # Pinned by sharedseg (VMM memory, or registration): vLLM's
-        # pin_mmap_region registers total_size_bytes in chunks and then
-        # marks the region pinned, so it is told that nothing is left to
-        # register. Unpinned, vLLM's worker pins it as it pins its own
-        # region (pin "none" on CUDA), and cleanup() undoes that.
-        self.is_pinned = bool(facts.get("pinned"))
-        self.total_size_bytes = 0 if self.is_pinned else num_chunks * row_stride
-        self.pinned_addresses: List[int] = []
         _log.info("sharedseg region '%s': %d chunks of %d bytes (%s), %s pages of %d bytes, "
                   "%s; rank %d of %d%s", name, num_chunks, row_stride,
                   "one copy" if row_stride < 2 * slot_bytes else "a slot per rank",
                   facts["pages"], facts["page_size"],
                   "pinned" if self.is_pinned else "not pinned", self.segment.rank,
                   self.segment.world_size, ", the owner" if self.segment.is_owner else "")
+
+    def _vllm_state(self, num_chunks: int, row_stride: int, slot: Optional[int],
+                    slot_bytes: int) -> Dict[str, Any]:
+        """Every attribute vLLM's SharedOffloadRegion.__init__ sets, valued
+        for our segment: no file (mmap_path, fd, mmap_obj None), and the
+        slot's bounds only with a slot, as vLLM's are only with a rank."""
+        # Pinned by sharedseg (VMM memory, or registration): vLLM's
+        # pin_mmap_region registers total_size_bytes in chunks and then
+        # marks the region pinned, so it is told that nothing is left to
+        # register. Unpinned, vLLM's worker pins it as it pins its own
+        # region (pin "none" on CUDA), and cleanup() undoes that.
+        pinned = bool(self.segment.info.get("pinned"))
+        state: Dict[str, Any] = dict(
+            page_size=self.BLOCK_SIZE_ALIGNMENT, num_chunks=num_chunks, _row_stride=row_stride,
+            total_size_bytes=0 if pinned else num_chunks * row_stride,
+            mmap_path=None, _creator=False, fd=None, mmap_obj=None, rank=slot,
+            # the chunks only: a kept tier's index follows them (sharedseg.vllm_keep)
+            _base=torch.frombuffer(self.segment.buffer(), dtype=torch.int8)[
+                :num_chunks * row_stride],
+            _views=[], _canonical_offset=0, is_pinned=pinned, pinned_addresses=[])
+        if slot is not None:
+            state.update(_worker_offset=slot * slot_bytes, _worker_area_end=(slot + 1) * slot_bytes)
+        return state
 
     def cleanup(self) -> None:
         """Undoes the host registrations vLLM's pin_mmap_region made on our

@@ -9,6 +9,7 @@ what it saw to OUT/rank<N>.json; test_vllm.py asserts on them.
                                                      direct, background, too-big,
                                                      disagree)
 """
+import contextlib
 import os
 
 import torch
@@ -152,7 +153,9 @@ def refused(rank, world, scenario, group):
                     left=[s["name"] for s in sharedseg.list_segments() if s["name"] not in before])
 
 
-def rank_main(rank, scenarios, world, port):
+@contextlib.contextmanager
+def tp_group(rank, world, port):
+    """vLLM's own TP group of WORLD ranks on gloo (vllm_region_ranks.py's too)."""
     from vllm.config import VllmConfig, set_current_vllm_config
     from vllm.distributed.parallel_state import (get_tp_group, init_distributed_environment,
                                                  initialize_model_parallel)
@@ -161,10 +164,15 @@ def rank_main(rank, scenarios, world, port):
                                      distributed_init_method=f"tcp://127.0.0.1:{port}",
                                      backend="gloo")
         initialize_model_parallel(tensor_model_parallel_size=world)
+        yield get_tp_group()
+
+
+def rank_main(rank, scenarios, world, port):
+    with tp_group(rank, world, port) as group:
         seen = {}
         for name in scenarios.split(","):
             run = refused if name in ("too-big", "disagree") else transfers
-            seen[name] = run(rank, world, name, get_tp_group())
+            seen[name] = run(rank, world, name, group)
         return seen
 
 
