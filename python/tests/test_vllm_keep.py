@@ -170,3 +170,91 @@ def test_a_restarted_engine_serves_from_the_tier_its_predecessor_left(tmp_path, 
         err = stop(k)
     assert "let go" in err
     assert tier(name) == []
+
+
+
+# ---- the manager over a kept segment, the engine killed at each step ----
+
+CHUNKS, ROW = 2, 8192
+
+
+def _tier_segment(keeper_name, name):
+    """The tier's segment as one rank's group makes it (its index after the
+    chunks), left with the keeper."""
+    import sharedseg
+    from sharedseg._offload import _blocks
+    from sharedseg.vllm_keep import index_bytes
+    return sharedseg.create_shared_segment(
+        name, world_size=1, blocks=_blocks(CHUNKS, ROW, index_bytes(CHUNKS)), layout="grouped",
+        pages="base", keeper=keeper_name)
+
+
+def _manager(keeper_name, name, model="m"):
+    """A scheduler's manager, as a (re)started engine builds it."""
+    from sharedseg.vllm_keep import KeptOffloadingManager
+    return KeptOffloadingManager(keeper=keeper_name, name=name, row_stride=ROW,
+                                 desc=lambda: {"model": model}, num_chunks=CHUNKS,
+                                 cache_policy="lru")
+
+
+def _looked_up(manager, keys):
+    from vllm.v1.kv_offload.base import ReqContext
+    rc = ReqContext(req_id="look")
+    manager.on_new_request(rc)
+    return [manager.lookup(k, rc).name for k in keys]
+
+
+def test_only_completed_stores_survive_an_engine_killed_at_each_step(caplog):
+    """Each "restart" is a new manager over the kept segment, the last one
+    dropped where it stood (as a killed scheduler leaves it): a store not
+    completed is never listed, a listed chunk given to a new store is
+    unlisted before its bytes change, and another configuration discards
+    what is listed."""
+    from vllm.v1.kv_offload.base import ReqContext, make_offload_key
+
+    from sharedseg.vllm_keep import segment_name
+    k0, k1, k2, k3 = (make_offload_key(bytes([i]) * 32, 0) for i in range(4))
+    name_k = f"vm-{os.getpid()}"
+    name = segment_name(name_k)
+    p = keeper(name_k)
+    try:
+        seg = _tier_segment(name_k, name)
+        seg.close()  # the workers' group ends; the keeper holds the tier
+        a = _manager(name_k, name)
+        rc = ReqContext(req_id="a")
+        a.on_new_request(rc)
+        assert a.prepare_store([k0, k1], rc).keys_to_store == [k0, k1]
+        a.complete_store([k0], rc)  # k1's store is still in flight when A dies
+        a.close()
+        b = _manager(name_k, name)
+        assert _looked_up(b, [k0, k1]) == ["HIT", "MISS"]
+        # B stores two keys: one free chunk and k0's, evicted for it; B dies
+        # before either store completes: k0 is not listed on a chunk whose
+        # bytes B's store may have half written.
+        rc = ReqContext(req_id="b")
+        b.on_new_request(rc)
+        out = b.prepare_store([k2, k3], rc)
+        assert out.evicted_keys == [k0]
+        b.close()
+        c = _manager(name_k, name)
+        assert _looked_up(c, [k0, k1, k2, k3]) == ["MISS"] * 4
+        rc = ReqContext(req_id="c")
+        c.on_new_request(rc)
+        c.prepare_store([k2], rc)
+        c.complete_store([k2], rc)
+        c.close()
+        # Another configuration: what is listed is discarded, and said why.
+        with caplog.at_level("WARNING", logger="vllm.kv_offload.sharedseg"):
+            d = _manager(name_k, name, model="another")
+            assert _looked_up(d, [k2]) == ["MISS"]
+        d.close()
+        assert "configured otherwise (model: kept 'm', now 'another')" in caplog.text
+    finally:
+        err = stop(p)
+    assert "let go" in err
+    # No keeper now: a warning, and the manager works as vLLM's own.
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="vllm.kv_offload.sharedseg"):
+        e = _manager(name_k, name)
+        assert _looked_up(e, [k2]) == ["MISS"]
+    assert "the tier will not outlive this engine" in caplog.text
