@@ -116,13 +116,36 @@ def test_keep_is_refused_where_it_cannot_serve():
 
 # ---- a real engine, restarted ----
 
-def start(tmp_path, model_dir, tp, name, tag):
+def start(tmp_path, model_dir, tp, name, tag, crash=False):
+    """One engine's start; crash: it kills its whole process group with
+    SIGKILL once it has served, and this waits until none of it is left."""
     out = tmp_path / f"{tag}.json"
-    proc = subprocess.run([sys.executable, os.path.join(TESTS, "vllm_keep_engine.py"),
-                           str(model_dir), str(tp), name, str(out)],
-                          env=env_with_package(), capture_output=True, text=True, timeout=420)
-    assert proc.returncode == 0 and out.exists(), proc.stdout[-4000:] + proc.stderr[-4000:]
-    return json.loads(out.read_text()), proc.stdout + proc.stderr  # vLLM logs to stdout
+    proc = subprocess.Popen([sys.executable, os.path.join(TESTS, "vllm_keep_engine.py"),
+                             str(model_dir), str(tp), name, str(out)] + (["crash"] if crash else []),
+                            env=env_with_package(), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    said, _ = proc.communicate(timeout=420)  # vLLM logs to stdout
+    if crash:
+        assert proc.returncode == -signal.SIGKILL, said[-4000:]
+        gone(proc.pid)
+    else:
+        assert proc.returncode == 0, said[-4000:]
+    assert out.exists(), said[-4000:]
+    return json.loads(out.read_text()), said
+
+
+def gone(pgid, seconds=60):
+    """Every process of the group pgid has exited (the kernel has freed
+    what they mapped)."""
+    import time
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)  # polling the kernel's answer, not ordering processes
+    raise AssertionError(f"processes of group {pgid} outlived {seconds} s")
 
 
 def tier(name):
@@ -139,7 +162,9 @@ def test_a_restarted_engine_serves_from_the_tier_its_predecessor_left(tmp_path, 
     name = f"vk{tp}-{os.getpid()}"
     k = keeper(name)
     try:
-        a, said_a = start(tmp_path, model, tp, name, "a")
+        # At TP=1 engine A crashes (SIGKILL, every process of it) once it has
+        # served; at TP=2 it shuts down: either way the tier stays.
+        a, said_a = start(tmp_path, model, tp, name, "a", crash=tp == 1)
         assert a["first"]["cached"] == 0, a  # a new tier
         assert a["tier"]["cached"] > 0, a    # this engine's own stores, from the tier
         assert "held no index for it" in said_a

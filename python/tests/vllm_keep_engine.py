@@ -2,15 +2,19 @@
 """One start of a real vLLM engine on its CPU backend whose host KV tier is
 kept by a keeper ("sharedseg": {"keep": KEEPER}), for test_vllm_keep.py:
 
-    python vllm_keep_engine.py MODEL_DIR TP KEEPER OUT
+    python vllm_keep_engine.py MODEL_DIR TP KEEPER OUT [crash]
 
 It serves one prompt (first: from the tier when a predecessor left it),
 empties vLLM's prefix cache and serves it again (from the tier, which the
-first pass stored), and writes both to OUT as JSON. The model is
+first pass stored), and writes both to OUT as JSON; then it shuts the
+engine down, or with "crash" kills its whole process group (the caller
+starts it in a session of its own) with SIGKILL, as a crash would. The
+model is
 vllm_engine.py's DeepSeek-V2 (MLA), made by `vllm_engine.py make`.
 """
 import json
 import os
+import signal
 import sys
 
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
@@ -49,6 +53,8 @@ def main():
     seen["tier"] = serve()
     with open(out, "w") as f:
         json.dump(seen, f)
+    if sys.argv[5:] == ["crash"]:
+        os.killpg(os.getpgid(0), signal.SIGKILL)
     llm.llm_engine.engine_core.shutdown()
 
 
