@@ -368,6 +368,43 @@ def _region_cells(rows, ours, theirs, bench, text):
     return f"{text(a)} / {text(b)}" if a and b else ""
 
 
+# vLLM's recipes for its region (bench/vllmbench.py's VLLM_RECIPES), as the
+# report names them.
+RECIPES = (
+    ("vllm-shared-offload-region", "0.32 default (every rank populates)"),
+    ("vllm-shared-offload-region-populate-only-on-creator", "0.32 populate_only_on_creator"),
+    ("vllm-0.33-region-32-files-populate-shard", "0.33 (32 files, each rank its shard)"),
+)
+
+
+def recipes_table(rows):
+    """Ours' ready against every recipe measured beside it: "theirs (ours /
+    theirs)" a cell; "" where that recipe did not run."""
+    present = [(m, title) for m, title in RECIPES if select(rows, section="vllm", mechanism=m)]
+    lines = []
+    ours_rows = sorted(select(rows, section="vllm", bench="ready", mechanism="sharedseg.vllm"),
+                       key=lambda r: (_kind_key(r), r["size"], r["ranks"]))
+    for ours in ours_rows:
+        cells = []
+        for mech, _ in present:
+            theirs = one(rows, section="vllm", bench="ready", mechanism=mech,
+                         ranks=ours["ranks"], size=ours["size"])
+            cells.append(f"{theirs['median'] * 1e3:.1f} ms on {theirs['pages_obtained']} "
+                         f"({ours['median'] / theirs['median']:.2f}x)" if theirs else "")
+        lines.append((ours["ranks"], size_text(ours["size"]), ours["pages_obtained"],
+                      f"{ours['median'] * 1e3:.1f} ms", *cells))
+    if not lines or not present:
+        return ""
+    return ("
+Ours against each recipe of vLLM's region measured beside it (ready, median; "
+            "in brackets ours as a multiple of theirs; each with the page kind it was "
+            "measured on):
+
+"
+            + table(["ranks", "size", "ours: pages", "ours: ready"] + [t for _, t in present],
+                    lines))
+
+
 def vllm_section(result):
     rows = select(result["rows"], section="vllm")
     why = [s["reason"] for s in result.get("skipped", []) if s["case"].startswith("vllm:")]
@@ -389,7 +426,11 @@ def vllm_section(result):
            "while every rank holds the region, over the region's bytes. *Page tables* are the "
            "ranks' own (VmPTE) at ready; *a peer's first pass* reads a byte of every 4 KiB of "
            "the region in rank 1 after ready: where ours' peers make their page tables, which "
-           "vLLM's ranks made while populating.\n\n")
+           "vLLM's ranks made while populating. vLLM's other recipes, where the run had "
+           "them: 0.32's populate_only_on_creator (the creator alone populates), and 0.33's "
+           "region from 0.33's own file (`make vllm033-region`), split into 32 shm files "
+           "under one mapping (one per GiB below 32 GiB) with each rank pre-faulting its "
+           "shard.\n\n")
     pairs = sorted(targets.vllm_pairs(rows, "ready"),
                    key=lambda p: (_kind_key(p[0]), p[0]["size"], p[0]["ranks"]))
     lines = []
@@ -411,6 +452,7 @@ def vllm_section(result):
                       "vLLM's: ready (min-max), pages", "ours / vLLM's", "target",
                       "memory factor ours / vLLM's", "page tables ours / vLLM's",
                       "a peer's first pass ours / vLLM's"], lines)
+    out += recipes_table(rows)
     small = select(rows, bench="small_devshm")
     if small:
         out += (f"\nIn a container-sized /dev/shm ({size_text(small[0]['devshm_bytes'])} tmpfs, "

@@ -178,9 +178,11 @@ def vllmbench(*args):
 def test_vllm_regions():
     rows = vllmbench("--ranks", 2, "--sizes", 2 * SIZE, "--pages", "base", "--reps", 2,
                      "--warmup", 1)
-    # vLLM 0.32's two recipes: every rank populates, or the creator alone
+    # vLLM 0.32's two recipes (every rank populates, or the creator alone)
+    # and 0.33's (32 files, each rank its shard: make test fetches its file)
     for mech in ("sharedseg.vllm", "vllm-shared-offload-region",
-                 "vllm-shared-offload-region-populate-only-on-creator"):
+                 "vllm-shared-offload-region-populate-only-on-creator",
+                 "vllm-0.33-region-32-files-populate-shard"):
         benches = {r["bench"] for r in select(rows, mechanism=mech)}
         assert benches == {"ready", "construction", "first_pass", "memory_factor", "page_tables",
                            "peer_touch"}, (mech, benches)
@@ -253,6 +255,7 @@ def test_report():
     assert "## Targets" in text and "## Host memory" in text
     if select(collected, section="vllm", bench="ready"):
         assert "ours / vLLM's" in text
+        assert "Ours against each recipe" in text and "0.33 (32 files" in text
     if select(collected, bench="small_devshm"):
         assert "Insufficient space" in text
 

