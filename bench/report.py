@@ -395,12 +395,9 @@ def recipes_table(rows):
                       f"{ours['median'] * 1e3:.1f} ms", *cells))
     if not lines or not present:
         return ""
-    return ("
-Ours against each recipe of vLLM's region measured beside it (ready, median; "
+    return ("\nOurs against each recipe of vLLM's region measured beside it (ready, median; "
             "in brackets ours as a multiple of theirs; each with the page kind it was "
-            "measured on):
-
-"
+            "measured on):\n\n"
             + table(["ranks", "size", "ours: pages", "ours: ready"] + [t for _, t in present],
                     lines))
 

@@ -218,6 +218,7 @@ class KeptOffloadingManager(_Manager):  # type: ignore[misc, valid-type]
         self._index: Optional[TierIndex] = None
         self._mapping: Any = None
         self._attached = False
+        self._said_long = False
 
     # ---- the index ----
 
@@ -257,7 +258,7 @@ class KeptOffloadingManager(_Manager):  # type: ignore[misc, valid-type]
         chunk_status = ENGINE.get(f"{_POLICY}.ChunkStatus")
         listed = set()
         for chunk_id, key in index.listed():
-            if self._policy.get(key) is not None:  # a key twice: the later listing is stale
+            if self._policy.get(key) is not None:  # listed twice, both whole: one is enough
                 index.unlist(chunk_id)
                 continue
             chunk = chunk_status(chunk_id)
@@ -307,6 +308,12 @@ class KeptOffloadingManager(_Manager):  # type: ignore[misc, valid-type]
                     pending.append((chunk.chunk_id, key))
         super().complete_store(keys, req_context, success)
         for chunk_id, key in pending:
+            if len(key) > KEY_MAX:  # served now, not kept: the index holds KEY_MAX bytes
+                if not self._said_long:
+                    _log.warning("tier '%s': block keys of %d bytes are not kept (the index "
+                                 "holds %d)", self._keep[1], len(key), KEY_MAX)
+                    self._said_long = True
+                continue
             self._index.list(chunk_id, key)
 
     def reset_cache(self) -> None:

@@ -263,11 +263,19 @@ def test_only_completed_stores_survive_an_engine_killed_at_each_step(caplog):
         b.close()
         c = _manager(name_k, name)
         assert _looked_up(c, [k0, k1, k2, k3]) == ["MISS"] * 4
+        # A key longer than the index holds is served, and not kept.
+        long_key = make_offload_key(b"L" * 80, 0)
         rc = ReqContext(req_id="c")
         c.on_new_request(rc)
-        c.prepare_store([k2], rc)
-        c.complete_store([k2], rc)
+        c.prepare_store([k2, long_key], rc)
+        with caplog.at_level("WARNING", logger="vllm.kv_offload.sharedseg"):
+            c.complete_store([k2, long_key], rc)
+        assert "block keys of 84 bytes are not kept (the index holds 64)" in caplog.text
+        assert _looked_up(c, [k2, long_key]) == ["HIT", "HIT"]
         c.close()
+        c2 = _manager(name_k, name)
+        assert _looked_up(c2, [k2, long_key]) == ["HIT", "MISS"]
+        c2.close()
         # Another configuration: what is listed is discarded, and said why.
         with caplog.at_level("WARNING", logger="vllm.kv_offload.sharedseg"):
             d = _manager(name_k, name, model="another")
