@@ -26,6 +26,7 @@ listing, and a store cut short leaves its chunk unlisted. A restarted
 scheduler lists what the index lists, provided the description is the
 same; otherwise it clears the index and says what differs.
 """
+import fcntl
 import hashlib
 import json
 import logging
@@ -181,21 +182,34 @@ class TierIndex:
                 yield chunk, bytes(self.buf[at + 16:at + 16 + n])
 
 
+class TierBusy(SharedSegmentError):
+    """Another engine's scheduler holds the tier's index."""
+
+
 def lend_index(keeper: str, name: str, num_chunks: int, row_stride: int) -> Tuple[Any, TierIndex]:
-    """The tier's index, mapped through the keeper: (the mapping, to close,
-    and the index). SharedSegmentError where the keeper holds no such
-    segment or does not run."""
+    """The tier's index, mapped through the keeper: (what to close, the
+    index). The scheduler holds a POSIX lock on the index while it runs
+    (the kernel drops it when the process dies): TierBusy where another
+    process holds it, an engine that serves from the tier now.
+    SharedSegmentError where the keeper holds no such segment or does not
+    run."""
     fd, size = keeper_lend(keeper, name)
     try:
         at = region_index_offset(num_chunks, row_stride, index_bytes(num_chunks))
         if at + index_bytes(num_chunks) > size:
             raise SharedSegmentError(f"keeper '{keeper}' holds segment '{name}' of {size} bytes, "
                                      f"too small for {num_chunks} chunks and their index")
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, at)
+        except OSError:
+            raise TierBusy(f"another engine serves from tier '{name}' (keeper '{keeper}') now: "
+                           f"one engine per keeper name") from None
         mapping = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
     view = memoryview(mapping)[at:at + index_bytes(num_chunks)]
-    return (mapping, view), TierIndex(view, num_chunks)
+    return (mapping, view, fd), TierIndex(view, num_chunks)
 
 
 _Manager = ENGINE.get(f"{_MANAGER}.CPUOffloadingManager", object)
@@ -225,15 +239,19 @@ class KeptOffloadingManager(_Manager):  # type: ignore[misc, valid-type]
     def _attach(self) -> None:
         if self._attached:
             return
-        self._attached = True
         keeper, name, row_stride = self._keep
         desc = self._desc()
         try:
             self._mapping, index = lend_index(keeper, name, self._num_chunks, row_stride)
+        except TierBusy as e:  # refused at every call: no store may reach the other's chunks
+            raise RuntimeError(f"sharedseg keep: {e}; stop it first, or give this engine "
+                               f"another keeper") from None
         except SharedSegmentError as e:
+            self._attached = True
             _log.warning("tier '%s': its index is not kept (%s): the tier will not outlive "
                          "this engine", name, e)
             return
+        self._attached = True
         now = json.loads(_encode(desc))
         kept = index.kept_description()
         unstable = unstable_hashes()
@@ -274,10 +292,11 @@ class KeptOffloadingManager(_Manager):  # type: ignore[misc, valid-type]
 
     def close(self) -> None:
         if self._mapping is not None:
-            mapping, view = self._mapping
+            mapping, view, fd = self._mapping
             view.release()
             self._index = None
             mapping.close()
+            os.close(fd)  # and with it the lock
             self._mapping = None
 
     # ---- vLLM's manager, written through ----

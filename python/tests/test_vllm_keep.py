@@ -291,3 +291,45 @@ def test_only_completed_stores_survive_an_engine_killed_at_each_step(caplog):
         e = _manager(name_k, name)
         assert _looked_up(e, [k2]) == ["MISS"]
     assert "the tier will not outlive this engine" in caplog.text
+
+
+# A scheduler that holds the tier's index, in a process of its own, until
+# its stdin closes.
+HOLDER = """
+import sys
+from vllm.v1.kv_offload.base import ReqContext
+from sharedseg.vllm_keep import KeptOffloadingManager
+m = KeptOffloadingManager(keeper=sys.argv[1], name=sys.argv[2], row_stride=int(sys.argv[3]),
+                          desc=lambda: {"model": "m"}, num_chunks=int(sys.argv[4]),
+                          cache_policy="lru")
+m.on_new_request(ReqContext(req_id="hold"))
+print("holds", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_second_engine_on_a_tier_in_use_is_refused_at_its_first_request():
+    """Two engines on one keeper name would write each other's chunks: the
+    second one's scheduler refuses every request, with a sentence, while
+    the first runs, and serves once it has gone."""
+    from sharedseg.vllm_keep import segment_name
+    name_k = f"vb-{os.getpid()}"
+    name = segment_name(name_k)
+    p = keeper(name_k)
+    try:
+        _tier_segment(name_k, name).close()
+        first = subprocess.Popen([sys.executable, "-c", HOLDER, name_k, name, str(ROW),
+                                  str(CHUNKS)], env=env_with_package(), stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True)
+        assert first.stdout.readline() == "holds\n"  # its word: a barrier
+        second = _manager(name_k, name)
+        for _ in range(2):  # not once only: no store may slip through
+            with pytest.raises(RuntimeError, match=f"another engine serves from tier '{name}' "
+                                                   f"\\(keeper '{name_k}'\\) now"):
+                _looked_up(second, [b"k" * 36])
+        first.stdin.close()
+        assert first.wait(timeout=60) == 0
+        assert _looked_up(second, [b"k" * 36]) == ["MISS"]  # the first has gone
+        second.close()
+    finally:
+        stop(p)
