@@ -116,12 +116,13 @@ def test_keep_is_refused_where_it_cannot_serve():
 
 # ---- a real engine, restarted ----
 
-def start(tmp_path, model_dir, tp, name, tag, crash=False):
-    """One engine's start; crash: it kills its whole process group with
-    SIGKILL once it has served, and this waits until none of it is left."""
+def start(tmp_path, model_dir, tp, name, tag, crash=""):
+    """One engine's start; crash ("crash": once it has served,
+    "crash-at-start": once it is built): it kills its whole process group
+    with SIGKILL, and this waits until none of it is left."""
     out = tmp_path / f"{tag}.json"
     proc = subprocess.Popen([sys.executable, os.path.join(TESTS, "vllm_keep_engine.py"),
-                             str(model_dir), str(tp), name, str(out)] + (["crash"] if crash else []),
+                             str(model_dir), str(tp), name, str(out)] + ([crash] if crash else []),
                             env=env_with_package(), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     said, _ = proc.communicate(timeout=420)  # vLLM logs to stdout
@@ -164,7 +165,7 @@ def test_a_restarted_engine_serves_from_the_tier_its_predecessor_left(tmp_path, 
     try:
         # At TP=1 engine A crashes (SIGKILL, every process of it) once it has
         # served; at TP=2 it shuts down: either way the tier stays.
-        a, said_a = start(tmp_path, model, tp, name, "a", crash=tp == 1)
+        a, said_a = start(tmp_path, model, tp, name, "a", crash="crash" if tp == 1 else "")
         assert a["first"]["cached"] == 0, a  # a new tier
         assert a["tier"]["cached"] > 0, a    # this engine's own stores, from the tier
         assert "held no index for it" in said_a
@@ -173,6 +174,9 @@ def test_a_restarted_engine_serves_from_the_tier_its_predecessor_left(tmp_path, 
         assert len(held) == 1 and held[0]["kept_by"] == name, held
         assert [p["keeper"] for p in held[0]["processes"]] == [name], held
 
+        if tp == 1:  # an engine killed while it attaches: its workers have mapped the tier
+            start(tmp_path, model, tp, name, "a2", crash="crash-at-start")
+            assert [p["keeper"] for p in tier(name)[0]["processes"]] == [name]  # nothing else
         b, said_b = start(tmp_path, model, tp, name, "b")
         # B's first request, before B stored anything: the prefix from A's tier,
         # bit for bit what A's own tier hit gave.

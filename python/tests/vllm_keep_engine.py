@@ -2,13 +2,16 @@
 """One start of a real vLLM engine on its CPU backend whose host KV tier is
 kept by a keeper ("sharedseg": {"keep": KEEPER}), for test_vllm_keep.py:
 
-    python vllm_keep_engine.py MODEL_DIR TP KEEPER OUT [crash]
+    python vllm_keep_engine.py MODEL_DIR TP KEEPER OUT [crash | crash-at-start]
 
 It serves one prompt (first: from the tier when a predecessor left it),
 empties vLLM's prefix cache and serves it again (from the tier, which the
 first pass stored), and writes both to OUT as JSON; then it shuts the
 engine down, or with "crash" kills its whole process group (the caller
-starts it in a session of its own) with SIGKILL, as a crash would. The
+starts it in a session of its own) with SIGKILL, as a crash would;
+"crash-at-start" does so once the engine is built (its workers have mapped
+the kept tier), before its first request (when its scheduler would map the
+index), and writes OUT empty first. The
 model is
 vllm_engine.py's DeepSeek-V2 (MLA), made by `vllm_engine.py make`.
 """
@@ -37,6 +40,10 @@ def main():
                       "sharedseg": {"pages": "base", "keep": keeper}}},
               skip_tokenizer_init=True, block_size=BLOCK["deepseek"], enable_prefix_caching=True,
               max_model_len=256, enforce_eager=True, dtype="bfloat16", seed=0)
+    if sys.argv[5:] == ["crash-at-start"]:
+        with open(out, "w") as f:
+            json.dump({}, f)
+        os.killpg(os.getpgid(0), signal.SIGKILL)
     prompt = TokensPrompt(prompt_token_ids=[(7 * i + 3) % 500 + 1
                                             for i in range(PROMPT["deepseek"])])
     params = SamplingParams(max_tokens=4, logprobs=5, temperature=0)
