@@ -196,8 +196,11 @@ def test_a_restarted_engine_serves_from_the_tier_its_predecessor_left(tmp_path, 
         assert "was written by an engine configured otherwise (model: kept" in said_c, \
             said_c[-3000:]
     finally:
-        err = stop(k)
-    assert "let go" in err
+        if tp > 1:  # the keeper killed: the kernel frees the tier, nothing is left
+            k.kill()
+            k.communicate(timeout=30)
+        else:
+            assert "let go" in stop(k)
     assert tier(name) == []
 
 
