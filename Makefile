@@ -76,7 +76,7 @@ test-c: all $(if $(wildcard python/python.mk),python)
 test-host-states: all python
 	sh tests/knobs/host_states.sh $(BUILD) $(PYTHON)
 
-test: deps test-asan test-tsan test-c test-host-states test-netns test-aarch64 $(if $(wildcard python/python.mk),test-python test-python-pypi)
+test: deps test-asan test-tsan test-c test-host-states test-netns test-aarch64 $(if $(wildcard python/python.mk),test-python test-python-vllm033 test-python-pypi)
 -include tests/reliability/reliability.mk
 -include tests/cross/cross.mk
 

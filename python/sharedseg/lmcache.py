@@ -45,11 +45,11 @@ _TENSOR = f"{_ALLOCATORS}.tensor_memory_allocator"
 _CPU = "lmcache.v1.storage_backend.local_cpu_backend"
 ENGINE = _engine.Engine(
     "LMCache", ("lmcache",),
-    releases={"0.5.6": "python/tests/test_lmcache.py on the engines leg (make test): LMCache's "
-                       "own engine, built by LMCacheEngineBuilder from the documented "
-                       "configuration, over 2 gloo ranks: rank 0 stores, rank 1 reads the "
-                       "bytes from the segment it maps, one copy in /proc; a rank that "
-                       "refuses its configuration, then both pairing"},
+    releases={"0.5.6": "python/tests/test_lmcache.py on the engines leg (make test-python-pypi): "
+                       "LMCache's own engine, built by LMCacheEngineBuilder from the "
+                       "documented configuration, over 2 gloo ranks: rank 0 stores, rank 1 "
+                       "reads the bytes from the segment it maps, one copy in /proc; a rank "
+                       "that refuses its configuration, then both pairing"},
     names={_MIXED: ("MixedMemoryAllocator",), _TENSOR: ("TensorMemoryAllocator",),
            _CPU: ("LocalCPUBackend",)},
     adapter="sharedseg.lmcache", release_parts=3)

@@ -53,10 +53,10 @@ USERS = (
 )
 ENGINE = _engine.Engine(
     "SGLang", ("sglang",),
-    releases={"0.5.23": "python/tests/test_sglang.py on the engines leg (make test): SGLang's "
-                        "own MLA and MHA host pools on CPU over 2 and 4 gloo ranks, switched "
-                        "on by SHAREDSEG_SGLANG in spawned processes through its plugin "
-                        "loader"},
+    releases={"0.5.23": "python/tests/test_sglang.py on the engines leg (make test-python-pypi): "
+                        "SGLang's own MLA and MHA host pools on CPU over 2 and 4 gloo ranks, "
+                        "switched on by SHAREDSEG_SGLANG in spawned processes through its "
+                        "plugin loader"},
     names={**{m: ("get_allocator_from_storage",) for m in USERS},
            _COMMON: ("get_allocator_from_storage", "HostTensorAllocator"),
            "sglang.srt.mem_cache.pool_host.mla": ("MLATokenToKVPoolHost",),

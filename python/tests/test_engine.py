@@ -105,7 +105,8 @@ def test_segment_names_are_agreed_never_counted():
     assert long != _engine.segment_name("vllm", "y" * 80)
 
 
-ADAPTERS = ("sharedseg.sglang", "sharedseg.vllm", "sharedseg.lmcache")  # every adapter
+# every adapter, and vLLM's keep (an Engine of its own: the names it takes)
+ADAPTERS = ("sharedseg.sglang", "sharedseg.vllm", "sharedseg.lmcache", "sharedseg.vllm_keep")
 
 
 def documented_versions(module):
@@ -127,6 +128,14 @@ def documented_versions(module):
 def test_each_adapters_version_table_is_its_engines(module):
     adapter = importlib.import_module(module)
     assert documented_versions(module) == adapter.ENGINE.releases
+    make = open(os.path.join(ROOT, "Makefile"), encoding="utf-8").read()
+    make_test = re.search(r"^test:(.*)$", make, re.M).group(1)
     for release, how in adapter.ENGINE.releases.items():
-        assert re.search(r"python/tests/\w+\.py", how), \
-            f"{module} {release}: '{how}' names no test that runs it"
+        tests = re.findall(r"python/tests/(\w+\.py)", how)
+        assert tests, f"{module} {release}: '{how}' names no test that runs it"
+        for test in tests:
+            assert os.path.exists(os.path.join(ROOT, "python", "tests", test)), (module, test)
+        # a CI leg behind every release: a target that make test runs
+        leg = re.search(r"\(make (test-python-[\w-]+)\)", how)
+        assert leg and leg.group(1) in re.findall(r"[\w-]+", make_test), \
+            f"{module} {release}: '{how}' names no leg of make test ({make_test.strip()})"

@@ -4,25 +4,15 @@ declaration maps what the first wrote, through `sharedseg keep` (the C
 tool); another size gets new memory."""
 import os
 import signal
-import subprocess
 import uuid
 
 import pytest
 
 import sharedseg
+from conftest import start_keeper
 
 BUILD = os.environ.get("SSEG_BUILD_DIR", "")
 TOOL = os.path.join(BUILD, "sharedseg")
-
-
-def keeper(name):
-    p = subprocess.Popen([TOOL, "keep", "--name", name], stderr=subprocess.PIPE, text=True)
-    said = ""
-    while f"keeper '{name}' runs" not in said:  # its own word: a barrier
-        line = p.stderr.readline()
-        assert line, f"the keeper exited: {said}"
-        said += line
-    return p
 
 
 def one_group(name, keeper_name, size, write):
@@ -44,7 +34,7 @@ def test_a_kept_segment_outlives_its_group():
     assert os.path.exists(TOOL), "make test-python sets SSEG_BUILD_DIR to the C build"
     k = f"py-{os.getpid()}"
     name = f"pykeep-{uuid.uuid4().hex[:8]}"
-    p = keeper(k)
+    p = start_keeper(k)
     try:
         assert one_group(name, k, 4 << 20, True) == (False, b"\0\0\0\0")
         assert one_group(name, k, 4 << 20, False) == (True, b"\1\2\3\4")

@@ -13,20 +13,9 @@ import sys
 
 import pytest
 
-from conftest import TESTS, built, env_with_package
+from conftest import TESTS, env_with_package, start_keeper
 
 pytestmark = pytest.mark.engine
-
-
-def keeper(name):
-    p = subprocess.Popen([built("sharedseg", "the C tool"), "keep", "--name", name],
-                         stderr=subprocess.PIPE, text=True)
-    said = ""
-    while f"keeper '{name}' runs" not in said:  # its own word: a barrier
-        line = p.stderr.readline()
-        assert line, f"the keeper exited: {said}"
-        said += line
-    return p
 
 
 def stop(p):
@@ -155,13 +144,14 @@ def tier(name):
     return [s for s in sharedseg.list_segments() if s["name"] == segment_name(name)]
 
 
+@pytest.mark.cpu_backend
 @pytest.mark.parametrize("tp", [1, 2])
 def test_a_restarted_engine_serves_from_the_tier_its_predecessor_left(tmp_path, tp):
     model = tmp_path / "model"
     subprocess.run([sys.executable, os.path.join(TESTS, "vllm_engine.py"), "make", "deepseek",
                     str(model)], env=env_with_package(), check=True, timeout=300)
     name = f"vk{tp}-{os.getpid()}"
-    k = keeper(name)
+    k = start_keeper(name)
     try:
         # At TP=1 engine A crashes (SIGKILL, every process of it) once it has
         # served; at TP=2 it shuts down: either way the tier stays.
@@ -236,6 +226,33 @@ def _looked_up(manager, keys):
     return [manager.lookup(k, rc).name for k in keys]
 
 
+def test_the_kept_manager_is_the_one_vllms_spec_builds():
+    """With keep, get_manager gives vLLM's own manager as vLLM's
+    CPUOffloadingSpec builds it, with every argument of that release
+    (0.33 added info), made a kept one in place: nothing of vLLM's is
+    copied here to drift from it. Only the keep's state is ours."""
+    import vllm_ranks
+    from vllm.v1.kv_offload.cpu.spec import CPUOffloadingSpec
+    from vllm.v1.kv_offload.factory import OffloadingSpecFactory
+
+    from sharedseg.vllm_keep import KeptOffloadingManager
+    extra = {"store_threshold": 3, "max_tracker_size": 17}
+    ours = OffloadingSpecFactory.create_spec(vllm_ranks.config(
+        0, 1, "kept-manager", dict(extra, sharedseg={"pages": "base", "keep": "k"})))
+    theirs = CPUOffloadingSpec(vllm_ranks.config(0, 1, "vllm-manager", extra))
+    kept, vllms = ours.get_manager(), theirs.get_manager()
+    assert type(kept) is KeptOffloadingManager and ours.get_manager() is kept
+    keep_state = {"_keep", "_desc", "_index", "_mapping", "_attached", "_said_long"}
+    assert set(vars(kept)) - keep_state == set(vars(vllms))
+    for name, value in vars(vllms).items():
+        assert type(vars(kept)[name]) is type(value), name
+        if isinstance(value, (int, float, str, bool, type(None))):
+            assert vars(kept)[name] == value, name
+    assert (kept.store_threshold, kept.max_tracker_size) == (3, 17)  # the user's, through vLLM
+    with pytest.raises(TypeError, match="sharedseg keep serves vLLM's CPUOffloadingManager"):
+        KeptOffloadingManager.adopt(object(), keeper="k", name="n", row_stride=1, desc=None)
+
+
 def test_only_completed_stores_survive_an_engine_killed_at_each_step(caplog):
     """Each "restart" is a new manager over the kept segment, the last one
     dropped where it stood (as a killed scheduler leaves it): a store not
@@ -248,7 +265,7 @@ def test_only_completed_stores_survive_an_engine_killed_at_each_step(caplog):
     k0, k1, k2, k3 = (make_offload_key(bytes([i]) * 32, 0) for i in range(4))
     name_k = f"vm-{os.getpid()}"
     name = segment_name(name_k)
-    p = keeper(name_k)
+    p = start_keeper(name_k)
     try:
         seg = _tier_segment(name_k, name)
         seg.close()  # the workers' group ends; the keeper holds the tier
@@ -322,7 +339,7 @@ def test_a_second_engine_on_a_tier_in_use_is_refused_at_its_first_request():
     from sharedseg.vllm_keep import segment_name
     name_k = f"vb-{os.getpid()}"
     name = segment_name(name_k)
-    p = keeper(name_k)
+    p = start_keeper(name_k)
     try:
         _tier_segment(name_k, name).close()
         first = subprocess.Popen([sys.executable, "-c", HOLDER, name_k, name, str(ROW),

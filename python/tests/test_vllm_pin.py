@@ -29,41 +29,50 @@ def unregister(ptr):
     calls.append(("unregister", ptr, region._base is not None and not region.segment.closed))
 adapter.ENGINE._found["vllm.v1.kv_offload.cpu.host_register.host_unregister"] = unregister
 
-pin = sys.argv[1]
-platform = PINNING_PLATFORM if pin != "none" else "cpu"
-args = _engine.segment_args(dict(pages="base", pin=pin), platform)
-region = adapter.SharedSegRegion(name="vllm-pin-" + pin, group=None, num_chunks=4,
-                                 row_stride=8192, slot=0, slot_bytes=8192, args=args)
-base = region._base.data_ptr()
-pinned_by_us = region.is_pinned
-gpu_worker.pin_mmap_region(region)
-seen = dict(pinned_by_us=pinned_by_us, pinned=region.is_pinned,
-            addresses=[a - base for a in region.pinned_addresses],
-            registered=[[c[0], c[1] - base, c[2]] for c in calls])
-region.cleanup()
-seen["after"] = [[c[0], c[1] - base, c[2]] for c in calls[len(seen["registered"]):]]
-print(json.dumps(seen))
+def run(pin):
+    platform = PINNING_PLATFORM if pin != "none" else "cpu"
+    args = _engine.segment_args(dict(pages="base", pin=pin), platform)
+    global region
+    region = adapter.SharedSegRegion(name="vllm-pin-" + pin, group=None, num_chunks=4,
+                                     row_stride=8192, slot=0, slot_bytes=8192, args=args)
+    base = region._base.data_ptr()
+    pinned_by_us = region.is_pinned
+    calls.clear()
+    gpu_worker.pin_mmap_region(region)
+    seen = dict(pinned_by_us=pinned_by_us, pinned=region.is_pinned,
+                addresses=[a - base for a in region.pinned_addresses],
+                registered=[[c[0], c[1] - base, c[2]] for c in calls])
+    region.cleanup()
+    seen["after"] = [[c[0], c[1] - base, c[2]] for c in calls[len(seen["registered"]):]]
+    return seen
+
+
+print(json.dumps({pin: run(pin) for pin in sys.argv[1:]}))
 '''
 
 
-def pin_run(pin, **env):
-    run = subprocess.run([sys.executable, "-c", SCRIPT, pin], env=env_with_package(**env),
+@pytest.fixture(scope="module")
+def pin_runs():
+    """Both pins in one interpreter (it imports vLLM: seconds of CPU), over
+    the fake CUDA driver; with pin none the library pins nothing."""
+    env = env_with_package(SHAREDSEG_CUDA_LIBRARY=built("libsseg_fake_cuda.so",
+                                                        "the fake CUDA driver"),
+                           SSEG_FAKE_CUDA="devices=1;numa=0")
+    run = subprocess.run([sys.executable, "-c", SCRIPT, "host_register", "none"], env=env,
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     return json.loads(run.stdout.splitlines()[-1])
 
 
-def test_vllms_pin_registers_nothing_in_a_region_sharedseg_pinned():
-    seen = pin_run("host_register", SHAREDSEG_CUDA_LIBRARY=built("libsseg_fake_cuda.so",
-                                                                 "the fake CUDA driver"),
-                   SSEG_FAKE_CUDA="devices=1;numa=0")
+def test_vllms_pin_registers_nothing_in_a_region_sharedseg_pinned(pin_runs):
+    seen = pin_runs["host_register"]
     assert seen["pinned_by_us"] and seen["pinned"]
     assert seen["registered"] == [] and seen["addresses"] == []
     assert seen["after"] == []  # the segment's own registration goes with the segment
 
 
-def test_cleanup_undoes_vllms_registrations_before_unmapping():
-    seen = pin_run("none")
+def test_cleanup_undoes_vllms_registrations_before_unmapping(pin_runs):
+    seen = pin_runs["none"]
     assert not seen["pinned_by_us"] and seen["pinned"]
     assert seen["registered"] == [["register", 0, 4 * 8192]] and seen["addresses"] == [0]
     # Unregistered while the mapping is still there, once each.

@@ -29,7 +29,6 @@ import mmap
 
 import pytest
 
-from conftest import run_rank_script
 from test_vllm_contract import our_region
 
 pytestmark = pytest.mark.engine
@@ -192,14 +191,14 @@ def test_vllms_pin_failing_leaves_the_region_pageable(host_calls, fail_at):
 
 
 @pytest.mark.parametrize("world", [2, 4])
-def test_ranks_share_one_segment_in_their_own_slots(tmp_path, world):
+def test_ranks_share_one_segment_in_their_own_slots(vllm_group_run, world):
     """vLLM: test_create_next_worker_view_multiprocess_slots, ..._worker_isolation,
     test_multi_worker_race_exactly_one_creator, ..._shared_memory_visible,
     test_cleanup_non_creator_all_effects, test_cleanup_creator_all_effects;
     test_cross_topology_roundtrip at writer tp = reader tp (canonical).
     Over vLLM's TP group on gloo: one owner for vLLM's one creator, and the
     segment gone with the last rank's cleanup for the file's unlink."""
-    per_rank = run_rank_script(tmp_path, "vllm_region_ranks.py", "slots,canonical", world)
+    per_rank = vllm_group_run(world)
     assert sum(r["slots"]["owner"] for r in per_rank) == 1
     for rank, seen in enumerate(per_rank):
         s = seen["slots"]

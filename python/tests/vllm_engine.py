@@ -27,6 +27,10 @@ os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "0|1")
 
 CPU_BYTES = 64 << 20
 BLOCK = {"deepseek": 16, "llama": 32}   # the CPU attention backends' block sizes
+# Named, not chosen by vLLM: its CPU platform takes AMX_MLA (blocks of 32
+# and more) where the CPU has AMX tiles and CPU_MLA (blocks of 16) where it
+# has not, and a pass must be the same on every host.
+BACKEND = {"deepseek": "CPU_MLA", "llama": "CPU_ATTN"}
 PROMPT = {"deepseek": 65, "llama": 130}  # tokens: four full blocks and one more
 
 
@@ -58,6 +62,20 @@ def shmem_kib():
         return next(int(line.split()[1]) for line in f if line.startswith("Shmem:"))
 
 
+def serve(llm, kind):
+    """One pass of the test's prompt (PROMPT[kind] tokens, four greedy ones
+    out): the tokens, vLLM's count of cached prompt tokens, and the top-5
+    logprobs as float.hex, to compare bit for bit."""
+    from vllm import SamplingParams
+    from vllm.inputs import TokensPrompt
+    prompt = TokensPrompt(prompt_token_ids=[(7 * i + 3) % 500 + 1 for i in range(PROMPT[kind])])
+    params = SamplingParams(max_tokens=4, logprobs=5, temperature=0)
+    o = llm.generate([prompt], params, use_tqdm=False)[0]
+    c = o.outputs[0]
+    return dict(tokens=list(c.token_ids), cached=o.num_cached_tokens,
+                logprobs=[{str(k): v.logprob.hex() for k, v in d.items()} for d in c.logprobs])
+
+
 def main():
     if sys.argv[1] == "make":
         make_model(sys.argv[2], sys.argv[3])
@@ -66,32 +84,19 @@ def main():
     model_dir = out + ".model"
     make_model(kind, model_dir)
 
-    from vllm import SamplingParams
-    from vllm.inputs import TokensPrompt
-
     import sharedseg
     from vllm_offload import make_llm  # the example's configuration, as users copy it
 
     shmem_before = shmem_kib()
     llm = make_llm(model_dir, tp, cpu_bytes=CPU_BYTES, pages="base", skip_tokenizer_init=True,
-                   block_size=BLOCK[kind], enable_prefix_caching=True, max_model_len=256,
+                   block_size=BLOCK[kind], attention_backend=BACKEND[kind],
+                   enable_prefix_caching=True, max_model_len=256,
                    enforce_eager=True, dtype="bfloat16", seed=0)
-    prompt = TokensPrompt(prompt_token_ids=[(7 * i + 3) % 500 + 1 for i in range(PROMPT[kind])])
-    params = SamplingParams(max_tokens=4, logprobs=5, temperature=0)
-
-    def serve():
-        o = llm.generate([prompt], params, use_tqdm=False)[0]
-        c = o.outputs[0]
-        # float.hex: bit for bit
-        return dict(tokens=list(c.token_ids), cached=o.num_cached_tokens,
-                    logprobs=[{str(k): v.logprob.hex() for k, v in d.items()}
-                              for d in c.logprobs])
-
-    seen = dict(cold=serve(), engine=serve())
+    seen = dict(cold=serve(llm, kind), engine=serve(llm, kind))
     seen["reset"] = llm.reset_prefix_cache()
-    seen["segment"] = serve()
+    seen["segment"] = serve(llm, kind)
     llm.reset_prefix_cache()
-    seen["again"] = serve()
+    seen["again"] = serve(llm, kind)
     # This engine's segment, as its workers name it in the trace: other
     # engines may run on the host at the same time.
     with open(os.environ["SHAREDSEG_VLLM_TRACE"]) as f:

@@ -23,13 +23,12 @@ import sys
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "0|1")
 
-from vllm_engine import BLOCK, CPU_BYTES, PROMPT  # noqa: E402
+from vllm_engine import BACKEND, BLOCK, CPU_BYTES, serve  # noqa: E402
 
 
 def main():
     model_dir, tp, keeper, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-    from vllm import LLM, SamplingParams
-    from vllm.inputs import TokensPrompt
+    from vllm import LLM
 
     llm = LLM(model=model_dir, tensor_parallel_size=tp, distributed_executor_backend="mp",
               kv_transfer_config={
@@ -38,26 +37,16 @@ def main():
                       "spec_name": "SharedSegOffloadingSpec", "spec_module_path": "sharedseg.vllm",
                       "cpu_bytes_to_use": CPU_BYTES,
                       "sharedseg": {"pages": "base", "keep": keeper}}},
-              skip_tokenizer_init=True, block_size=BLOCK["deepseek"], enable_prefix_caching=True,
+              skip_tokenizer_init=True, block_size=BLOCK["deepseek"],
+              attention_backend=BACKEND["deepseek"], enable_prefix_caching=True,
               max_model_len=256, enforce_eager=True, dtype="bfloat16", seed=0)
     if sys.argv[5:] == ["crash-at-start"]:
         with open(out, "w") as f:
             json.dump({}, f)
         os.killpg(os.getpgid(0), signal.SIGKILL)
-    prompt = TokensPrompt(prompt_token_ids=[(7 * i + 3) % 500 + 1
-                                            for i in range(PROMPT["deepseek"])])
-    params = SamplingParams(max_tokens=4, logprobs=5, temperature=0)
-
-    def serve():
-        o = llm.generate([prompt], params, use_tqdm=False)[0]
-        c = o.outputs[0]
-        return dict(tokens=list(c.token_ids), cached=o.num_cached_tokens,
-                    logprobs=[{str(k): v.logprob.hex() for k, v in d.items()}
-                              for d in c.logprobs])
-
-    seen = dict(first=serve())
+    seen = dict(first=serve(llm, "deepseek"))
     llm.reset_prefix_cache()
-    seen["tier"] = serve()
+    seen["tier"] = serve(llm, "deepseek")
     with open(out, "w") as f:
         json.dump(seen, f)
     if sys.argv[5:] == ["crash"]:

@@ -7,7 +7,8 @@ what it saw to OUT/rank<N>.json; test_vllm.py asserts on them.
 
     python vllm_ranks.py SCENARIOS WORLD PORT OUT    (comma-separated: replicated,
                                                      direct, background, too-big,
-                                                     disagree)
+                                                     disagree; slots, canonical:
+                                                     vllm_region_ranks.py's)
 """
 import contextlib
 import os
@@ -168,9 +169,13 @@ def tp_group(rank, world, port):
 
 
 def rank_main(rank, scenarios, world, port):
+    import vllm_region_ranks
     with tp_group(rank, world, port) as group:
         seen = {}
         for name in scenarios.split(","):
+            if name in ("slots", "canonical"):  # the region alone (test_vllm_region.py)
+                seen[name] = getattr(vllm_region_ranks, name)(rank, world, group)
+                continue
             run = refused if name in ("too-big", "disagree") else transfers
             seen[name] = run(rank, world, name, group)
         return seen

@@ -1,17 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Ranks of a vLLM TP group on gloo that build SharedSegRegion together
-and write through vLLM's own views of it, for test_vllm_region.py. Each
-rank writes what it saw to OUT/rank<N>.json.
-
-    python vllm_region_ranks.py SCENARIOS WORLD PORT OUT    (slots, canonical)
-"""
+"""What ranks of a vLLM TP group on gloo do to build SharedSegRegion
+together and write through vLLM's own views of it, for
+test_vllm_region.py: the scenarios slots and canonical, which
+vllm_ranks.py runs in the same ranks as its own."""
 import mmap
 import os
 
 import torch
 
-import engine_ranks
-import vllm_ranks
 
 
 PAGE = mmap.PAGESIZE
@@ -81,12 +77,3 @@ def canonical(rank, world, group):
     r.cleanup()
     return seen
 
-
-def rank_main(rank, scenarios, world, port):
-    with vllm_ranks.tp_group(rank, world, port) as group:
-        run = dict(slots=slots, canonical=canonical)
-        return {name: run[name](rank, world, group) for name in scenarios.split(",")}
-
-
-if __name__ == "__main__":
-    engine_ranks.main(rank_main)
