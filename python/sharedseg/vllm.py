@@ -51,11 +51,11 @@ ENGINE = _engine.Engine(
                 "TP=1 and 2), the region held to vLLM's own (attributes, signatures, views) and "
                 "its CPU worker over 2 and 4 gloo ranks",
         "0.33": "python/tests/test_vllm.py and the other test_vllm*.py files on the vLLM 0.33 "
-                "leg (make test-python-vllm033): PyPI's CUDA wheel 0.33.0 over torch 2.14 on vLLM's CPU platform, all but the engines (its "
-                "kernels are CUDA's): the factory, the documented command line, the spec's "
-                "errors, the region and CPU worker over 2 and 4 gloo ranks, the region held to "
-                "0.33's own, vLLM's pin over it, the kept manager over a real keeper; its CUDA "
-                "worker does not run here",
+                "leg (make test-python-vllm033): PyPI's CUDA wheel 0.33.0 over torch 2.14 on "
+                "vLLM's CPU platform, all but the engines (its kernels are CUDA's): the "
+                "factory, the documented command line, the spec's errors, the region and CPU "
+                "worker over 2 and 4 gloo ranks, the region held to 0.33's own, vLLM's pin over "
+                "it, the kept manager over a real keeper; its CUDA worker does not run here",
     },
     names={
         _BASE: ("OffloadingWorker", "TransferResult"),
@@ -154,12 +154,21 @@ class SharedSegRegion(_Region):  # type: ignore[misc, valid-type]
             _views=[], _canonical_offset=0, is_pinned=pinned, pinned_addresses=[])
         if slot is not None:
             state.update(_worker_offset=slot * slot_bytes, _worker_area_end=(slot + 1) * slot_bytes)
-        if ENGINE.release() == "0.33":
+        if ENGINE.release() != "0.32":
             # 0.33's files beneath its one mapping, (path, offset, length)
-            # each: none here. Its readers (_unlink, iter_worker_slot_ranges)
-            # run in its __init__ and for a region that made files.
+            # each: none here. Read by _unlink (a region that made files)
+            # and iter_worker_slot_ranges (below).
             state.update(_segments=[])
         return state
+
+    def iter_worker_slot_ranges(self) -> Any:
+        """0.33's pin_mmap_region(worker_slot_only=True) registers these
+        ranges, this rank's slot of every row, instead of the whole region:
+        none where sharedseg pinned the segment already (as total_size_bytes
+        is 0 for the whole-region path), else vLLM's own."""
+        if self.segment.info.get("pinned"):
+            return iter(())
+        return super().iter_worker_slot_ranges()
 
     def cleanup(self) -> None:
         """Undoes the host registrations vLLM's pin_mmap_region made on our
@@ -203,10 +212,14 @@ class SharedSegOffloadingSpec(_Spec):  # type: ignore[misc, valid-type]
         if not self._manager:
             from . import vllm_keep
             vllm_keep.ENGINE.check()
-            self._manager = vllm_keep.KeptOffloadingManager.adopt(
-                super().get_manager(), keeper=keeper, name=vllm_keep.segment_name(keeper),
-                row_stride=self.kv_bytes_per_chunk,
-                desc=lambda: vllm_keep.description(self.config))
+            try:
+                self._manager = vllm_keep.KeptOffloadingManager.adopt(
+                    super().get_manager(), keeper=keeper, name=vllm_keep.segment_name(keeper),
+                    row_stride=self.kv_bytes_per_chunk,
+                    desc=lambda: vllm_keep.description(self.config))
+            except BaseException:
+                self._manager = None  # never vLLM's plain manager for a kept tier
+                raise
         return self._manager
 
     def _group(self) -> Any:

@@ -229,10 +229,6 @@ class KeptOffloadingManager(_Manager):  # type: ignore[misc, valid-type]
     keeper runs, or it refused the tier) the manager runs as vLLM's own,
     and says that the tier will not outlive the engine."""
 
-    def __init__(self, *, keeper: str, name: str, row_stride: int, desc: Any, **kwargs: Any):
-        super().__init__(**kwargs)
-        self._keeps(keeper, name, row_stride, desc)
-
     @classmethod
     def adopt(cls, manager: Any, *, keeper: str, name: str, row_stride: int,
               desc: Any) -> "KeptOffloadingManager":
@@ -302,7 +298,7 @@ class KeptOffloadingManager(_Manager):  # type: ignore[misc, valid-type]
             chunk = chunk_status(chunk_id)
             if ENGINE.release() == "0.32":
                 self._policy.insert(key, chunk)
-            else:  # 0.33's policies rank a chunk by the request that brought it: the first
+            else:  # 0.33's policies take the request that brings a chunk: here the first
                 self._policy.insert(key, chunk, req_context)
             chunk.ref_cnt = 0
             self._policy.mark_evictable(key)

@@ -46,8 +46,8 @@ DIFFERENCES = {
 # vLLM 0.33's, beside those.
 DIFFERENCES_033 = {
     "_segments": (list, list, "0.33's files beneath its one mapping, (path, offset, length) "
-                              "each: none here, so []; read only in its __init__ (population) "
-                              "and by _unlink, for a region that made files"),
+                              "each: none here, so []; read by _unlink, for a region that made "
+                              "files, and by iter_worker_slot_ranges, which ours overrides"),
 }
 # Ours alone, and why.
 OURS_ONLY = {

@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from conftest import TESTS, env_with_package, start_keeper
+from sharedseg.vllm_keep import ENGINE
 
 pytestmark = pytest.mark.engine
 
@@ -212,11 +213,14 @@ def _tier_segment(keeper_name, name):
 
 
 def _manager(keeper_name, name, model="m"):
-    """A scheduler's manager, as a (re)started engine builds it."""
+    """A scheduler's manager, as a (re)started engine builds it: vLLM's
+    own, made a kept one (the spec's get_manager does the same)."""
+    from vllm.v1.kv_offload.cpu.manager import CPUOffloadingManager
+
     from sharedseg.vllm_keep import KeptOffloadingManager
-    return KeptOffloadingManager(keeper=keeper_name, name=name, row_stride=ROW,
-                                 desc=lambda: {"model": model}, num_chunks=CHUNKS,
-                                 cache_policy="lru")
+    return KeptOffloadingManager.adopt(
+        CPUOffloadingManager(num_chunks=CHUNKS, cache_policy="lru"), keeper=keeper_name,
+        name=name, row_stride=ROW, desc=lambda: {"model": model})
 
 
 def _looked_up(manager, keys):
@@ -249,6 +253,8 @@ def test_the_kept_manager_is_the_one_vllms_spec_builds():
         if isinstance(value, (int, float, str, bool, type(None))):
             assert vars(kept)[name] == value, name
     assert (kept.store_threshold, kept.max_tracker_size) == (3, 17)  # the user's, through vLLM
+    if ENGINE.release() != "0.32":  # 0.33's info: the facts it reports, a dict
+        assert kept.config_info() == vllms.config_info() and kept.config_info()[0]
     with pytest.raises(TypeError, match="sharedseg keep serves vLLM's CPUOffloadingManager"):
         KeptOffloadingManager.adopt(object(), keeper="k", name="n", row_stride=1, desc=None)
 
@@ -322,10 +328,12 @@ def test_only_completed_stores_survive_an_engine_killed_at_each_step(caplog):
 HOLDER = """
 import sys
 from vllm.v1.kv_offload.base import ReqContext
+from vllm.v1.kv_offload.cpu.manager import CPUOffloadingManager
 from sharedseg.vllm_keep import KeptOffloadingManager
-m = KeptOffloadingManager(keeper=sys.argv[1], name=sys.argv[2], row_stride=int(sys.argv[3]),
-                          desc=lambda: {"model": "m"}, num_chunks=int(sys.argv[4]),
-                          cache_policy="lru")
+m = KeptOffloadingManager.adopt(CPUOffloadingManager(num_chunks=int(sys.argv[4]),
+                                                     cache_policy="lru"),
+                                keeper=sys.argv[1], name=sys.argv[2], row_stride=int(sys.argv[3]),
+                                desc=lambda: {"model": "m"})
 m.on_new_request(ReqContext(req_id="hold"))
 print("holds", flush=True)
 sys.stdin.read()
