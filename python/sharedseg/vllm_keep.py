@@ -229,6 +229,14 @@ class KeptOffloadingManager(_Manager):  # type: ignore[misc, valid-type]
     keeper runs, or it refused the tier) the manager runs as vLLM's own,
     and says that the tier will not outlive the engine."""
 
+    # The keep's state beside vLLM's, set by adopt.
+    _keep: Tuple[str, str, int]  # keeper, tier's segment name, row stride
+    _desc: Any
+    _index: Optional[TierIndex]
+    _mapping: Any
+    _attached: bool
+    _said_long: bool
+
     @classmethod
     def adopt(cls, manager: Any, *, keeper: str, name: str, row_stride: int,
               desc: Any) -> "KeptOffloadingManager":
@@ -239,16 +247,13 @@ class KeptOffloadingManager(_Manager):  # type: ignore[misc, valid-type]
             raise TypeError(f"sharedseg keep serves vLLM's {_Manager.__name__}; this spec "
                             f"made a {type(manager).__name__}")
         manager.__class__ = cls
-        manager._keeps(keeper, name, row_stride, desc)
+        manager._keep = (keeper, name, row_stride)
+        manager._desc = desc  # a function: the description, once NONE_HASH is known
+        manager._index = None
+        manager._mapping = None
+        manager._attached = False
+        manager._said_long = False
         return manager
-
-    def _keeps(self, keeper: str, name: str, row_stride: int, desc: Any) -> None:
-        self._keep = (keeper, name, row_stride)
-        self._desc = desc  # a function: the description, once NONE_HASH is known
-        self._index: Optional[TierIndex] = None
-        self._mapping: Any = None
-        self._attached = False
-        self._said_long = False
 
     # ---- the index ----
 
@@ -290,16 +295,18 @@ class KeptOffloadingManager(_Manager):  # type: ignore[misc, valid-type]
 
     def _restore(self, index: TierIndex, req_context: Any) -> None:
         chunk_status = ENGINE.get(f"{_POLICY}.ChunkStatus")
+        # 0.33's policies take the request that brings a chunk: here the first
+        with_request = ENGINE.release() != "0.32"
         listed = set()
         for chunk_id, key in index.listed():
             if self._policy.get(key) is not None:  # listed twice, both whole: one is enough
                 index.unlist(chunk_id)
                 continue
             chunk = chunk_status(chunk_id)
-            if ENGINE.release() == "0.32":
-                self._policy.insert(key, chunk)
-            else:  # 0.33's policies take the request that brings a chunk: here the first
+            if with_request:
                 self._policy.insert(key, chunk, req_context)
+            else:
+                self._policy.insert(key, chunk)
             chunk.ref_cnt = 0
             self._policy.mark_evictable(key)
             self._num_evictable_cache_chunks += 1

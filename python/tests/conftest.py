@@ -135,13 +135,21 @@ def vllm_group_run(tmp_path_factory):
     over WORLD gloo ranks of vLLM's TP group, every scenario of
     VLLM_SCENARIOS at once, run once per session and world size for
     test_vllm.py and test_vllm_region.py both (a run starts WORLD
-    interpreters that import vLLM: about 10 s of CPU each)."""
+    interpreters that import vLLM: about 10 s of CPU each). Its time
+    limit is the sum of the three runs' it replaces; a run that failed
+    fails every test that reads it, without running again."""
     runs = {}
 
     def run(world):
         if world not in runs:
-            runs[world] = run_rank_script(tmp_path_factory.mktemp(f"vllm-ranks-{world}"),
-                                          "vllm_ranks.py", VLLM_SCENARIOS[world], world)
+            try:
+                runs[world] = run_rank_script(tmp_path_factory.mktemp(f"vllm-ranks-{world}"),
+                                              "vllm_ranks.py", VLLM_SCENARIOS[world], world,
+                                              timeout=3 * 240)
+            except BaseException as e:
+                runs[world] = e
+        if isinstance(runs[world], BaseException):
+            raise runs[world]
         return runs[world]
     return run
 
