@@ -163,8 +163,8 @@ more33="uvloop numpy>=2 ml_dtypes pytest"
 want33=$(echo "vllm==$vllm33 torch==$torch33 xgrammar==$xgrammar33 torch: $torch33_needs" \
 	"vllm: $vllm33_needs; $more33; link-cuda over: $want" | tr -s ' \n' '  ')
 # Its first step needs nothing of the engines' environment: it downloads and
-# installs beside that environment's install (the two take about 6 and 3
-# minutes alone; together about 5), its output shown when it ends.
+# installs beside that environment's install, its output shown when it
+# ends (on 2 cores: 215 s and 122 s one after the other, 314 s together).
 py33="$venv33/bin/python"
 pip33="$py33 -m pip install -q --disable-pip-version-check"
 need33=""
