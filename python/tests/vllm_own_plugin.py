@@ -1,12 +1,17 @@
 # SPDX-License-Identifier: Apache-2.0
-"""A pytest plugin (-p vllm_own_plugin) under which vLLM's own tests of its
-CPU offloading manager (tests/v1/kv_offload/cpu/test_manager.py of vLLM's
-sdist, unchanged) run on the manager sharedseg's keep gives: where they
-construct vLLM's CPUOffloadingManager, each gets vLLM's own made a kept one
-(KeptOffloadingManager.adopt, as SharedSegOffloadingSpec.get_manager does
-with "keep"), over a tier of its own that one keeper holds. At the end it
-stops the keeper and writes to $SSEG_OWN_REPORT what it made: managers,
-how many attached to their tier, the tiers left after the keeper."""
+"""A pytest plugin (-p vllm_own_plugin) under which vLLM's own offloading
+tests (tests/v1/kv_offload of vLLM's sdist, unchanged) run on sharedseg's
+classes:
+- where they construct vLLM's CPUOffloadingManager (cpu/test_manager.py),
+  each gets vLLM's own made a kept one (KeptOffloadingManager.adopt, as
+  SharedSegOffloadingSpec.get_manager does with "keep"), over a tier of its
+  own that one keeper holds;
+- where they name vLLM's CPUOffloadingSpec (test_factory.py), or build a
+  spec through vLLM's factory by that name (its default), they get
+  SharedSegOffloadingSpec.
+At the end it stops the keeper and writes to $SSEG_OWN_REPORT what it made:
+managers, how many attached to their tier, the specs the factory gave, the
+tiers left after the keeper."""
 import itertools
 import json
 import os
@@ -16,6 +21,7 @@ from conftest import start_keeper
 
 _made = []
 _keeper = {}
+_specs = []  # each time vLLM's factory gave our spec for its default name
 
 
 def _kept(vllms):
@@ -41,14 +47,22 @@ def _kept(vllms):
 
 
 def pytest_configure(config):
+    from vllm.v1.kv_offload.factory import OffloadingSpecFactory
+
+    from sharedseg.vllm import SharedSegOffloadingSpec
+    OffloadingSpecFactory._registry["CPUOffloadingSpec"] = \
+        lambda: _specs.append(1) or SharedSegOffloadingSpec
     _keeper["name"] = f"own-{os.getpid()}"
     _keeper["proc"] = start_keeper(_keeper["name"])
 
 
 def pytest_collection_modifyitems(items):
+    from sharedseg.vllm import SharedSegOffloadingSpec
     for module in {item.module for item in items}:
         if getattr(module, "CPUOffloadingManager", None) is not None:
             module.CPUOffloadingManager = _kept(module.CPUOffloadingManager)
+        if getattr(module, "CPUOffloadingSpec", None) is not None:
+            module.CPUOffloadingSpec = SharedSegOffloadingSpec
 
 
 def pytest_unconfigure(config):
@@ -63,5 +77,6 @@ def pytest_unconfigure(config):
     left = [s["name"] for s in sharedseg.list_segments()
             if s["name"].startswith(segment_name(_keeper["name"]))]
     with open(os.environ["SSEG_OWN_REPORT"], "w") as f:
-        json.dump({"made": len(_made), "attached": attached, "tiers_left": left,
+        json.dump({"made": len(_made), "attached": attached, "specs": len(_specs),
+                   "tiers_left": left,
                    "keeper_rc": p.returncode, "keeper_said": said[-2000:]}, f)
