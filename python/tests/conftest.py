@@ -115,12 +115,33 @@ def knobs_steady():
         yield
 
 
-def doc_block(marker, path="docs/integrations.md"):
-    """The code block of a document that follows `<!-- check: by MARKER -->`
-    (tests/readme.py leaves such blocks to the test they name)."""
+def doc_block(marker, path="docs/integrations.md", nth=0):
+    """The code block of a document that follows the nth (from 0)
+    `<!-- check: by MARKER -->` (tests/readme.py leaves such blocks to the
+    test they name)."""
     text = open(os.path.join(ROOT, path), encoding="utf-8").read()
-    rest = text.split(f"<!-- check: by {marker} -->\n", 1)[1]
+    rest = text.split(f"<!-- check: by {marker} -->\n")[1 + nth]
     return rest.split("\n", 1)[1].split("\n```", 1)[0]
+
+
+def vllm_serve(marker, nth=0):
+    """EngineArgs of the `vllm serve` block of docs/integrations.md that
+    follows the nth `<!-- check: by MARKER -->`, through vLLM's own parser
+    (where each release keeps it: 0.33 moved it)."""
+    import importlib
+    import shlex
+
+    from vllm.engine.arg_utils import EngineArgs
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    from sharedseg.vllm import ENGINE
+    make_arg_parser = importlib.import_module({
+        "0.32": "vllm.entrypoints.launchers.cli_args",
+        "0.33": "vllm.entrypoints.common.cli_args"}[ENGINE.release()]).make_arg_parser
+    words = shlex.split(doc_block(marker, nth=nth).replace("\\\n", " "))
+    assert words[:2] == ["vllm", "serve"], words
+    args = make_arg_parser(FlexibleArgumentParser()).parse_args(["--model"] + words[2:])
+    return EngineArgs.from_cli_args(args)
 
 
 # Every scenario of vllm_ranks.py that the vLLM tests read, by world size;

@@ -2,16 +2,19 @@
 """Two gloo ranks, each building LMCache's own engine with LMCacheEngineBuilder
 from the configuration docs/integrations.md gives ($LMCACHE_CONFIG_FILE,
 read as LMCache reads it, at a test's size): rank 0 stores through the
-engine, rank 1 reads what it stored from the segment it maps. Each rank
-writes what it saw to OUT/rank<N>.json; test_lmcache.py asserts on them.
+engine, rank 1 reads what it stored from the segment it maps; and (vllm)
+the same through the documented vLLM line's connector, as vLLM builds it.
+Each rank writes what it saw to OUT/rank<N>.json; test_lmcache.py asserts
+on them.
 
-    python lmcache_ranks.py SCENARIOS 2 PORT OUT   (SCENARIOS: engine,desync,disagree)
+    python lmcache_ranks.py SCENARIOS 2 PORT OUT   (SCENARIOS: engine,desync,disagree,vllm)
 
 LMCache's engine runs on its MockGPUConnector (its own, for hosts without
 a GPU), whose from_gpu here fills each chunk with its first token's number:
 it stands for the device copy.
 """
 import gc
+import glob
 import os
 import re
 
@@ -37,15 +40,21 @@ def config(**extra):
     return cfg
 
 
-def engine(rank, instance, cfg):
-    from lmcache.v1.cache_engine import LMCacheEngineBuilder
+def filling(kv_shape):
+    """LMCache's MockGPUConnector, whose from_gpu fills each chunk with its
+    first token's number (it stands for the device copy)."""
     from lmcache.v1.gpu_connector.mock_gpu_connector import MockGPUConnector
-    from lmcache.v1.metadata import LMCacheMetadata
 
     class Filling(MockGPUConnector):
         def batched_from_gpu(self, memory_objs, starts, ends, **kwargs):
             for obj, start in zip(memory_objs, starts):
                 obj.tensor.fill_(start + 1)
+    return Filling(kv_shape)
+
+
+def engine(rank, instance, cfg):
+    from lmcache.v1.cache_engine import LMCacheEngineBuilder
+    from lmcache.v1.metadata import LMCacheMetadata
 
     # A model name of this run's own: copies of the test may run at once,
     # and the segment's name is made of it.
@@ -54,7 +63,7 @@ def engine(rank, instance, cfg):
                                kv_dtype=torch.bfloat16, kv_shape=KV_SHAPE, use_mla=True,
                                role="worker")
     built = LMCacheEngineBuilder.get_or_create(
-        instance, cfg, metadata, Filling(KV_SHAPE),
+        instance, cfg, metadata, filling(KV_SHAPE),
         lambda t, src: dist.broadcast(t, src), lambda o, src: o)
     try:
         built.post_init()
@@ -102,7 +111,13 @@ def listed(name):
 
 def stores(rank):
     from lmcache.v1.cache_engine import LMCacheEngineBuilder
-    built = engine(rank, "share", config())
+    return share(rank, engine(rank, "share", config()),
+                 lambda: LMCacheEngineBuilder.destroy("share"))
+
+
+def share(rank, built, destroy):
+    """Rank 0 stores through LMCache's engine built, rank 1 reads what it
+    stored from the segment it maps; then destroy() ends the engine."""
     backend = built.storage_manager.local_cpu_backend
     allocator = backend.memory_allocator
     name = allocator.segment.name
@@ -135,7 +150,7 @@ def stores(rank):
     seen["listed"] = listed(name)
     dist.barrier()
     del backend, allocator
-    LMCacheEngineBuilder.destroy("share")
+    destroy()
     del built
     gc.collect()
     dist.barrier()
@@ -180,7 +195,79 @@ def disagree(rank):
                     is_sharedseg=isinstance(e, sharedseg.SharedSegmentError))
 
 
-SCENARIOS = dict(engine=stores, desync=desync, disagree=disagree)
+def through_vllm(rank):
+    """The documented line's connector ($SSEG_KV_TRANSFER_CONFIG, the
+    --kv-transfer-config test_lmcache.py parsed with vLLM's parser, at a
+    test's page kind) as vLLM builds it: its KVConnectorFactory, in a
+    scheduler (rank 0, as vLLM's engine core) and in each worker of vLLM's
+    own TP group, over the plain LMCache configuration
+    $SSEG_LMCACHE_PLAIN. The one stand-in: LMCache's vLLM connectors
+    need CUDA, so CreateGPUConnector gives LMCache's MockGPUConnector."""
+    import json
+
+    import lmcache.v1.gpu_connector
+    from vllm.config import KVTransferConfig, ModelConfig, ParallelConfig, VllmConfig
+    from vllm.distributed.kv_transfer.kv_connector.factory import KVConnectorFactory
+    from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole
+
+    os.environ["LMCACHE_CONFIG_FILE"] = os.environ["SSEG_LMCACHE_PLAIN"]
+    lmcache.v1.gpu_connector.CreateGPUConnector = \
+        lambda config, metadata, engine, layout_hints=None: filling(metadata.kv_shape)
+    kv = KVTransferConfig(**json.loads(os.environ["SSEG_KV_TRANSFER_CONFIG"]))
+    vllm_config = VllmConfig(
+        model_config=ModelConfig(model=os.environ["SSEG_MODEL_DIR"], skip_tokenizer_init=True,
+                                 dtype="bfloat16", max_model_len=512), kv_transfer_config=kv,
+        parallel_config=ParallelConfig(tensor_parallel_size=2))
+    vllm_config.parallel_config.rank = rank  # as vLLM's executor gives each worker
+    vllm_config.cache_config.kv_cache_layout = "LBNHC"  # the engine core resolves it
+    # What vLLM's CPU worker sets before its TP group: its CPU communicator
+    # names its /dev/shm files with it (removed below, as vLLM leaves them).
+    os.environ["VLLM_DIST_IDENT"] = ident = f"sseg-lmcache-{os.getppid()}"
+    try:
+        return _through_vllm(rank, vllm_config, KVConnectorFactory, KVConnectorRole)
+    finally:
+        dist.barrier()
+        if rank == 0:
+            for path in glob.glob(f"/dev/shm/*{ident}*"):
+                os.unlink(path)
+
+
+def _through_vllm(rank, vllm_config, KVConnectorFactory, KVConnectorRole):
+    from lmcache.integration.vllm.utils import ENGINE_NAME
+    from lmcache.v1.cache_engine import LMCacheEngineBuilder
+    from vllm.config import set_current_vllm_config
+    from vllm.distributed.parallel_state import (init_distributed_environment,
+                                                 initialize_model_parallel)
+    with set_current_vllm_config(vllm_config):
+        # On the default group the frame made: vLLM takes it as its world.
+        init_distributed_environment(world_size=2, rank=rank, local_rank=rank, backend="gloo")
+        initialize_model_parallel(tensor_model_parallel_size=2)
+        seen = {}
+        if rank == 0:
+            scheduler = KVConnectorFactory.create_connector(vllm_config,
+                                                            KVConnectorRole.SCHEDULER, None)
+            seen["scheduler"] = type(scheduler).__name__
+            seen["scheduler_engine"] = scheduler._lmcache_engine.lmcache_engine is not None
+        worker = KVConnectorFactory.create_connector(vllm_config, KVConnectorRole.WORKER, None)
+        seen["worker"] = type(worker).__name__
+        # vLLM's worker registers its KV caches: LMCache builds its tiers then.
+        worker.register_kv_caches({f"model.layers.{i}.self_attn.attn":
+                                   torch.zeros(4, 16, 576, dtype=torch.bfloat16)
+                                   for i in range(2)})
+        applied = worker._lmcache_engine.config
+        seen["applied"] = dict(max_local_cpu_size=applied.max_local_cpu_size,
+                               storage_plugins=applied.storage_plugins)
+        del applied
+        # vLLM's shutdown of the connector is its base's, which does nothing
+        # (LMCache's own closes its offload server's socket under the thread
+        # that reads it, which ZMQ aborts on): the engine goes as LMCache's
+        # builder destroys it.
+        seen.update(share(rank, worker._lmcache_engine.lmcache_engine,
+                          lambda: LMCacheEngineBuilder.destroy(ENGINE_NAME)))
+        return seen
+
+
+SCENARIOS = dict(engine=stores, desync=desync, disagree=disagree, vllm=through_vllm)
 
 
 def rank_main(rank, scenarios, world, port):

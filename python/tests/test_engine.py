@@ -106,7 +106,8 @@ def test_segment_names_are_agreed_never_counted():
 
 
 # every adapter, and vLLM's keep (an Engine of its own: the names it takes)
-ADAPTERS = ("sharedseg.sglang", "sharedseg.vllm", "sharedseg.lmcache", "sharedseg.vllm_keep")
+ADAPTERS = ("sharedseg.sglang", "sharedseg.vllm", "sharedseg.lmcache", "sharedseg.vllm_keep",
+            "sharedseg.lmcache_vllm")
 
 
 def documented_versions(module):

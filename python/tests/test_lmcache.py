@@ -18,16 +18,44 @@ pytestmark = pytest.mark.engine
 DOC = "python/tests/test_lmcache.py"
 
 
+# The blocks docs/integrations.md gives: the vLLM line, LMCache's plugin
+# configuration.
+LINE, PLUGIN_BLOCK = 0, 1
+
+
+def documented_line():
+    """The kv_transfer_config of the documented `vllm serve` line, as
+    vLLM's own parser makes it."""
+    from conftest import vllm_serve
+    return vllm_serve(DOC, nth=LINE).kv_transfer_config
+
+
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory):
     """One run of the rank scripts for the scenarios below (each rank
     imports torch and LMCache once)."""
+    import json
+
+    import vllm_engine
     tmp = tmp_path_factory.mktemp("lmcache")
     path = tmp / "lmcache.yaml"
-    path.write_text(doc_block(DOC))
-    env = dict(env_with_package(), LMCACHE_CONFIG_FILE=str(path))
-    return run_rank_script(tmp, "lmcache_ranks.py", "engine,desync,disagree", 2, timeout=600,
-                           env=env)
+    path.write_text(doc_block(DOC, nth=PLUGIN_BLOCK))
+    # Under vLLM: the user's LMCache configuration as it is, the tier's
+    # size its max_local_cpu_size; the documented line, at a test's page
+    # kind; the tiny model's config.json (vLLM's ModelConfig reads it).
+    plain = tmp / "plain.yaml"
+    plain.write_text("chunk_size: 16\nmax_local_cpu_size: 0.00390625\n"
+                     "lookup_server_worker_ids: [0, 1]\n")
+    kv = documented_line()
+    line = dict(kv_connector=kv.kv_connector, kv_role=kv.kv_role,
+                kv_connector_module_path=kv.kv_connector_module_path,
+                kv_connector_extra_config=dict(kv.kv_connector_extra_config,
+                                               sharedseg={"pages": "base"}))
+    vllm_engine.model_config("deepseek").save_pretrained(tmp / "model")
+    env = dict(env_with_package(), LMCACHE_CONFIG_FILE=str(path), SSEG_LMCACHE_PLAIN=str(plain),
+               SSEG_KV_TRANSFER_CONFIG=json.dumps(line), SSEG_MODEL_DIR=str(tmp / "model"))
+    return run_rank_script(tmp, "lmcache_ranks.py", "engine,desync,disagree,vllm", 2,
+                           timeout=600, env=env)
 
 
 def test_the_tested_lmcache_is_installed():
@@ -50,6 +78,100 @@ def test_lmcaches_engine_stores_on_rank0_into_the_segment_rank1_maps(ranks):
     assert second["allocate_refused"] == \
         f"rank 1 reads the segment '{first['name']}'; rank 0 allocates in it"
     assert second["values"] == [1.0, 17.0, 33.0, 49.0] and second["read"] == [True] * 4
+
+
+def test_the_documented_vllm_line_loads_our_connector():
+    from vllm.distributed.kv_transfer.kv_connector.factory import KVConnectorFactory
+
+    from sharedseg.lmcache_vllm import SharedSegLMCacheConnector
+    kv = documented_line()
+    assert kv.kv_role == "kv_both" and kv.kv_connector_extra_config == {}
+    assert KVConnectorFactory.get_connector_class(kv) is SharedSegLMCacheConnector
+
+
+def test_through_the_vllm_line_lmcaches_engine_stores_into_one_segment(ranks):
+    first, second = (r["vllm"] for r in ranks)
+    # vLLM's factory built ours; the scheduler builds no engine (LMCache's
+    # default), each worker's LMCache engine has our tier.
+    assert (first["scheduler"], first["scheduler_engine"]) == ("SharedSegLMCacheConnector", False)
+    for s in (first, second):
+        assert s["worker"] == "SharedSegLMCacheConnector"
+        # LMCache applied the rewrite: no CPU tier of its own, ours as a plugin.
+        assert s["applied"] == dict(max_local_cpu_size=0.0, storage_plugins=["LocalCPUBackend"])
+        assert (s["backend"], s["allocator"]) == ("SharedSegCPUBackend",
+                                                   "SharedSegMemoryAllocator")
+        # The size is LMCache's own max_local_cpu_size, one segment for both.
+        assert s["size"] == 4 << 20
+        assert s["listed"] == [dict(world_size=2, processes=2, size=4 << 20)]
+        assert s["left"] == []
+    assert first["name"] == second["name"]
+    assert first["stored"] == 4 and first["in_segment"]
+    assert second["values"] == [1.0, 17.0, 33.0, 49.0] and second["read"] == [True] * 4
+    kib = first["size"] // 1024
+    assert abs(first["pss_kib"] + second["pss_kib"] - kib) <= 8
+
+
+def lmcache_config(**fields):
+    from lmcache.v1.config import LMCacheEngineConfig
+    config = LMCacheEngineConfig.from_defaults()
+    for key, value in fields.items():
+        setattr(config, key, value)
+    return config
+
+
+def test_the_rewrite_moves_lmcaches_size_to_the_shared_tier():
+    from sharedseg import lmcache, lmcache_vllm
+    keys = lmcache_vllm.rewrite({"sharedseg": {"pages": "thp"},
+                                 "lmcache.max_local_cpu_size": 8},
+                                lmcache_config(max_local_cpu_size=5.0,
+                                               extra_config={"save_only_first_rank": True}))
+    assert keys == {"lmcache.max_local_cpu_size": 0.0,
+                    "lmcache.storage_plugins": ["LocalCPUBackend"],
+                    "lmcache.extra_config": dict(lmcache.PLUGIN, save_only_first_rank=True,
+                                                 **{"sharedseg.max_local_cpu_size": 8.0,
+                                                    "sharedseg": {"pages": "thp"}})}
+
+
+@pytest.mark.parametrize("extra, fields, why", [
+    ({}, dict(max_local_cpu_size=0.0), "LMCache's max_local_cpu_size is 0: the shared tier"),
+    ({}, dict(storage_plugins=["Mine"]), "LMCache's storage_plugins is ['Mine']: the shared"),
+    ({"sharedseg": {"colour": "red"}}, {}, "unknown sharedseg setting 'colour' in "
+                                           "kv_connector_extra_config[\"sharedseg\"]"),
+    ({"sharedseg": {"keep": "k"}}, {}, "sharedseg setting keep in"),
+])
+def test_what_the_rewrite_cannot_serve_is_one_sentence(extra, fields, why):
+    from sharedseg import lmcache_vllm
+    with pytest.raises(ValueError) as e:
+        lmcache_vllm.rewrite(extra, lmcache_config(**fields))
+    assert str(e.value).startswith(why)
+
+
+def test_a_configuration_that_names_the_plugin_is_left_as_it_is():
+    from types import SimpleNamespace
+
+    from sharedseg import lmcache_vllm
+    config = documented_config()
+    assert lmcache_vllm.names_the_plugin({}, config)
+    assert not lmcache_vllm.names_the_plugin({}, lmcache_config())
+    # What the rewrite wrote names it too: a second connector in the same
+    # process (the scheduler's and a worker's at TP=1) leaves it.
+    written = lmcache_vllm.rewrite({}, lmcache_config())
+    assert lmcache_vllm.names_the_plugin(written, lmcache_config())
+    kv = SimpleNamespace(kv_connector_extra_config={"sharedseg": {"pages": "thp"}})
+    with pytest.raises(ValueError, match=r"names the sharedseg plugin itself: its settings are "
+                                         r"extra_config's sharedseg \(\{'pages': 'auto'\}\)"):
+        lmcache_vllm.switch_on(kv, config)
+    kv = SimpleNamespace(kv_connector_extra_config={})
+    lmcache_vllm.switch_on(kv, config)
+    assert kv.kv_connector_extra_config == {}
+
+
+def test_another_vllm_fails_the_connector_with_a_sentence(monkeypatch):
+    import sharedseg.lmcache_vllm as adapter
+    monkeypatch.setattr(adapter.ENGINE, "version", lambda: "0.31.0")
+    with pytest.raises(RuntimeError, match=r"sharedseg.lmcache_vllm supports vLLM 0\.32; this is "
+                                           r"vLLM 0\.31\.0"):
+        adapter.SharedSegLMCacheConnector(None, None)
 
 
 def test_host_memory_is_one_copy(ranks):
@@ -86,7 +208,7 @@ def documented_config(**changes):
 
     from lmcache.v1.config import LMCacheEngineConfig
     with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
-        f.write(doc_block(DOC))
+        f.write(doc_block(DOC, nth=PLUGIN_BLOCK))
         f.flush()
         config = LMCacheEngineConfig.from_file(f.name)
     for key, value in changes.items():

@@ -87,7 +87,7 @@ def engine_imports(path):
 
 
 # Every adapter is on the seam.
-ON_THE_SEAM = {"sglang.py", "vllm.py", "vllm_cpu.py", "lmcache.py"}
+ON_THE_SEAM = {"sglang.py", "vllm.py", "vllm_cpu.py", "lmcache.py", "lmcache_vllm.py"}
 
 
 def adapter_modules():

@@ -299,24 +299,11 @@ def test_the_example_serves_its_second_pass_from_the_segment(tmp_path):
 def test_the_documented_command_line_is_what_vllm_parses():
     """docs/integrations.md's `vllm serve` block, through vLLM's own argument
     parser and factory: the configuration our spec is loaded from."""
-    import shlex
-
-    import importlib
-
-    from vllm.engine.arg_utils import EngineArgs
-    # Where each release keeps it: 0.33 moved it.
-    make_arg_parser = importlib.import_module({
-        "0.32": "vllm.entrypoints.launchers.cli_args",
-        "0.33": "vllm.entrypoints.common.cli_args"}[ENGINE.release()]).make_arg_parser
-    from vllm.utils.argparse_utils import FlexibleArgumentParser
     from vllm.v1.kv_offload.factory import OffloadingSpecFactory
 
     from sharedseg.vllm import SharedSegOffloadingSpec
-    from conftest import doc_block
-    words = shlex.split(doc_block("python/tests/test_vllm.py").replace("\\\n", " "))
-    assert words[:2] == ["vllm", "serve"]
-    args = make_arg_parser(FlexibleArgumentParser()).parse_args(["--model"] + words[2:])
-    engine = EngineArgs.from_cli_args(args)
+    from conftest import vllm_serve
+    engine = vllm_serve("python/tests/test_vllm.py")
     assert engine.model == "deepseek-ai/DeepSeek-V2-Lite" and engine.tensor_parallel_size == 2
     kv = engine.kv_transfer_config
     assert kv.kv_connector == "OffloadingConnector" and kv.kv_role == "kv_both"

@@ -34,26 +34,32 @@ BACKEND = {"deepseek": "CPU_MLA", "llama": "CPU_ATTN"}
 PROMPT = {"deepseek": 65, "llama": 130}  # tokens: four full blocks and one more
 
 
-def make_model(kind, path):
-    import torch
+def model_config(kind):
+    """The tiny model's transformers config (a config.json of it is enough
+    for vLLM's ModelConfig)."""
     import transformers
-    torch.manual_seed(0)
     if kind == "deepseek":
         # The CPU MLA backend takes only a 576-wide latent: kv_lora_rank 512
         # plus qk_rope_head_dim 64. Two dense layers, no MoE.
-        cfg = transformers.DeepseekV2Config(
+        return transformers.DeepseekV2Config(
             vocab_size=512, hidden_size=64, intermediate_size=128, moe_intermediate_size=32,
             num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
             n_shared_experts=1, n_routed_experts=4, num_experts_per_tok=2,
             first_k_dense_replace=2, kv_lora_rank=512, q_lora_rank=None, qk_rope_head_dim=64,
             qk_nope_head_dim=32, v_head_dim=32, max_position_embeddings=512)
-        model = transformers.DeepseekV2ForCausalLM(cfg)
-    else:
-        cfg = transformers.LlamaConfig(
-            vocab_size=512, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
-            num_attention_heads=2, num_key_value_heads=2, head_dim=64,
-            max_position_embeddings=512)
-        model = transformers.LlamaForCausalLM(cfg)
+    return transformers.LlamaConfig(
+        vocab_size=512, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+        num_attention_heads=2, num_key_value_heads=2, head_dim=64,
+        max_position_embeddings=512)
+
+
+def make_model(kind, path):
+    import torch
+    import transformers
+    torch.manual_seed(0)
+    cfg = model_config(kind)
+    model = (transformers.DeepseekV2ForCausalLM if kind == "deepseek"
+             else transformers.LlamaForCausalLM)(cfg)
     model.to(torch.bfloat16).save_pretrained(path)
 
 
