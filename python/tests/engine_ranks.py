@@ -3,7 +3,9 @@
 lmcache_ranks.py): `python SCRIPT SCENARIOS WORLD PORT OUT` spawns WORLD
 ranks, each runs the script's body and writes what it saw, or its
 traceback as {"crash": ...}, to OUT/rank<N>.json (conftest.run_rank_script
-reads them)."""
+reads them). A rank that crashed leaves at once, its traceback written:
+threads its engine started (LMCache's) would keep it alive, and the run
+would wait for it until the test's timeout."""
 import json
 import os
 import sys
@@ -19,6 +21,9 @@ def _rank(rank, body, scenarios, world, port, out):
         seen = dict(crash=traceback.format_exc())
     with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
         json.dump(seen, f)
+    if "crash" in seen:
+        sys.stderr.flush()
+        os._exit(1)
 
 
 def main(body):
