@@ -36,6 +36,11 @@ def sdist(dist, version):
     sys.exit(f"sdist-tests.py: PyPI has no {want}")
 
 
+def under(name, path):
+    """Whether the archive's member name is path or lies under it."""
+    return name == path or name.startswith(path + "/")
+
+
 def main():
     if len(sys.argv) < 5:
         sys.exit(__doc__)
@@ -53,9 +58,9 @@ def main():
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
             members = [m for m in tar.getmembers()
-                       if any(m.name == w or m.name.startswith(w + "/") for w in wanted)]
+                       if any(under(m.name, w) for w in wanted)]
             for w in wanted:
-                if not any(m.name == w or m.name.startswith(w + "/") for m in members):
+                if not any(under(m.name, w) for m in members):
                     sys.exit(f"sdist-tests.py: {top}.tar.gz holds no {w[len(top) + 1:]}")
             tar.extractall(tmp, members=members, filter="data")
         shutil.rmtree(os.path.join(dest, top), ignore_errors=True)

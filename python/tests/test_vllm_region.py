@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
-"""vLLM 0.32's own tests of its shared region (tests/v1/kv_offload/cpu/
-test_shared_offload_region.py and test_canonical_layout.py in vLLM's
-sdist), rewritten for SharedSegRegion: the same behaviours, checked on
-our region. Each test names the vLLM tests it stands for.
+"""vLLM's own tests of its shared region (tests/v1/kv_offload/cpu/
+test_shared_offload_region.py and test_canonical_layout.py in the sdists
+of 0.32 and 0.33), rewritten for SharedSegRegion: the same behaviours,
+checked on our region, on both releases' legs. Each test names the vLLM
+tests it stands for; those only 0.33 has check on 0.32 that its pin has
+no worker_slot_only, the one thing they need.
 
 Differences by design, not ported:
 - no /dev/shm file: vLLM's tests of the creator and joiner flags, the
@@ -21,6 +23,15 @@ Differences by design, not ported:
   (_uses_shared_region); ours is the segment on vLLM's CPU platform as well,
   so these run here, where vLLM's CUDA-only canonical round trip cannot:
   its transfer through CUDA handlers is replaced by writes to the views.
+- 0.33's populate_shard (each rank pre-faults its share of the file) and
+  its segmented region (several files under one mapping, because the
+  kernel serialises page-cache inserts per file): population in C, and one
+  segment; the library's populate modes stand for them
+  (test_populate_shard_prefaults_only_its_share,
+  test_segmented_region_maps_files_back_to_back, and the populate half of
+  test_pin_mmap_region_worker_slot_only_registers_own_slots).
+- 0.33's test_host_registration_reuses_cudart tests vLLM's host_register
+  module, not the region.
 - where sharedseg pinned the segment, total_size_bytes is 0, so vLLM's
   pin_mmap_region registers nothing (test_vllm_pin.py); these tests use an
   unpinned region, which vLLM's pin registers as it registers its own."""
@@ -29,6 +40,7 @@ import mmap
 
 import pytest
 
+from sharedseg.vllm import ENGINE
 from test_vllm_contract import our_region
 
 pytestmark = pytest.mark.engine
@@ -147,6 +159,8 @@ def host_calls(monkeypatch):
         return len(calls["register"]) - 1 != calls["fail_at"]
 
     monkeypatch.setattr(gpu_worker, "MAX_HOST_REGISTER_CHUNK_BYTES", 7 * PAGE)
+    if slot_pin():
+        monkeypatch.setattr(gpu_worker, "MIN_HOST_REGISTER_SAVED_BYTES", PAGE)
     monkeypatch.setattr(gpu_worker, "host_register", register)
     monkeypatch.setattr(gpu_worker, "host_unregister", calls["unregister"].append)
     assert _UNREGISTER in adapter.ENGINE._found  # a name the adapter looks up
@@ -162,12 +176,30 @@ def test_cleanup_unregisters_every_pinned_chunk(host_calls):
     assert host_calls["unregister"] == [0x300000, 0x200000, 0x100000]
 
 
-def test_vllms_pin_registers_row_aligned_chunks(host_calls):
-    """vLLM: test_pin_mmap_region_registers_row_aligned_chunks: 3-page rows
-    under a 7-page cap register as 6 + 6 + 3 pages, undone in reverse."""
+def slot_pin():
+    """Whether this vLLM's pin_mmap_region has worker_slot_only (0.33's:
+    only this rank's slot of every row where that saves enough)."""
+    import inspect
+
     from vllm.v1.kv_offload.cpu import gpu_worker
+    return "worker_slot_only" in inspect.signature(gpu_worker.pin_mmap_region).parameters
+
+
+def pin(r, **kwargs):
+    from vllm.v1.kv_offload.cpu import gpu_worker
+    gpu_worker.pin_mmap_region(r, **kwargs)
+
+
+@pytest.mark.parametrize("worker_slot_only", [False, True])
+def test_vllms_pin_registers_row_aligned_chunks(host_calls, worker_slot_only):
+    """vLLM: test_pin_mmap_region_registers_row_aligned_chunks: 3-page rows
+    under a 7-page cap register as 6 + 6 + 3 pages, undone in reverse; on
+    0.33 a slot spanning the whole row too (worker_slot_only)."""
+    if worker_slot_only and not slot_pin():
+        assert ENGINE.release() == "0.32"  # 0.33 has it
+        return
     with region(num_chunks=5, slot_bytes=3 * PAGE) as r:
-        gpu_worker.pin_mmap_region(r)
+        pin(r, **(dict(worker_slot_only=True) if worker_slot_only else {}))
         base = r._base.data_ptr()
         assert host_calls["register"] == [(base, 6 * PAGE), (base + 6 * PAGE, 6 * PAGE),
                                           (base + 12 * PAGE, 3 * PAGE)]
@@ -188,6 +220,72 @@ def test_vllms_pin_failing_leaves_the_region_pageable(host_calls, fail_at):
     registered = [base + i * 6 * PAGE for i in range(fail_at)]
     assert [a for a, _ in host_calls["register"]] == registered + [base + fail_at * 6 * PAGE]
     assert host_calls["unregister"] == registered[::-1]  # vLLM's rollback; cleanup adds none
+
+
+def test_vllms_slot_pin_registers_only_this_ranks_slots(host_calls):
+    """vLLM 0.33: test_pin_mmap_region_worker_slot_only_registers_own_slots:
+    rank 1's 1.5-page slot in 4-page rows registers pages [1, 3) of each
+    row (our iter_worker_slot_ranges is vLLM's on an unpinned segment)."""
+    if not slot_pin():
+        assert ENGINE.release() == "0.32"
+        return
+    r = our_region(3, 4 * PAGE, 1, PAGE + PAGE // 2)
+    try:
+        pin(r, worker_slot_only=True)
+        base = r._base.data_ptr() + PAGE
+        assert host_calls["register"] == [(base + row * 4 * PAGE, 2 * PAGE) for row in range(3)]
+        assert r.is_pinned
+    finally:
+        r.cleanup()
+    assert host_calls["unregister"] == [base + row * 4 * PAGE for row in (2, 1, 0)]
+
+
+def unmapped_region(num_chunks, slot_bytes, workers):
+    """vLLM 0.33's _unmapped_registration_region, as ours: a large region
+    described without a segment (registration is recorded), unpinned."""
+    from types import SimpleNamespace
+
+    from sharedseg.vllm import SharedSegRegion
+    r = object.__new__(SharedSegRegion)
+    vars(r).update(rank=1, num_chunks=num_chunks, page_size=PAGE, cpu_page_size=slot_bytes,
+                   _row_stride=workers * slot_bytes, total_size_bytes=num_chunks * workers *
+                   slot_bytes, _segments=[], _base=SimpleNamespace(data_ptr=lambda: 0x100000),
+                   pinned_addresses=[], is_pinned=False,
+                   segment=SimpleNamespace(info=dict(pinned=False)))
+    return r
+
+
+@pytest.mark.parametrize("rows,slot_mib,own_slots",
+                         [(2, 2, False), (2, 3, True), ((1 << 16) + 1, 3, True)])
+def test_vllms_slot_pin_chooses_by_savings_not_rows(monkeypatch, rows, slot_mib, own_slots):
+    """vLLM 0.33: test_pin_mmap_region_selects_by_savings_not_row_count:
+    small savings give one whole-region call, many rows still give slots."""
+    if not slot_pin():
+        assert ENGINE.release() == "0.32"
+        return
+    from vllm.v1.kv_offload.cpu import gpu_worker
+    slot = slot_mib << 20
+    r = unmapped_region(rows, slot, 2)
+    calls = []
+    monkeypatch.setattr(gpu_worker, "host_register", lambda a, n: calls.append((a, n)) or True)
+    pin(r, worker_slot_only=True)
+    assert r.is_pinned
+    assert calls == ([(0x100000 + (2 * row + 1) * slot, slot) for row in range(rows)]
+                     if own_slots else [(0x100000, r.total_size_bytes)])
+
+
+def test_cleanup_keeps_the_mapping_while_a_buffer_is_exported():
+    """vLLM 0.33: test_cleanup_keeps_region_mapped_while_buffers_are_exported:
+    a native user's export of the buffer (a NIC's registration) keeps the
+    pages mapped through cleanup(); the segment itself is closed."""
+    import ctypes
+    with region() as r:
+        r.create_next_worker_view(PAGE)[0, :1] = 7
+        export = ctypes.c_char.from_buffer(r.segment.buffer())
+        r.cleanup()
+        assert r.segment.closed
+        assert ctypes.string_at(ctypes.addressof(export), 1) == b"\x07", "still mapped"
+        del export
 
 
 @pytest.mark.parametrize("world", [2, 4])
