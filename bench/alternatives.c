@@ -175,7 +175,7 @@ int alternatives_run(const struct bench_case *bc)
 	print_tables(bc, "first_read_faulting", then[WAY_POPULATE_2], bc->reps);
 	return 0;
 fail:
-	fprintf(stderr, "sseg_bench: alternatives at %llu bytes: %s\n",
+	fprintf(stderr, "sharedseg bench: alternatives at %llu bytes: %s\n",
 		(unsigned long long)bc->size, strerror(err));
 	return 1;
 }

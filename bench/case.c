@@ -235,7 +235,7 @@ static int check_reports(const struct rank_report *reps, int ranks)
 
 	for (int r = 0; r < ranks; r++)
 		if (!reps[r].ok) {
-			fprintf(stderr, "sseg_bench: rank %d: %s\n", r, reps[r].error);
+			fprintf(stderr, "sharedseg bench: rank %d: %s\n", r, reps[r].error);
 			rc = -1;
 		}
 	return rc;
@@ -254,7 +254,7 @@ static int one_rep(const struct bench_case *bc, int rep, struct results *res)
 		goto out;
 	if (parent_phases(&g, samples) ||
 	    sseg_local_allgather(&all[bc->ranks], all, sizeof(*all), g.ctl)) {
-		fprintf(stderr, "sseg_bench: the control group broke: %s\n", sseg_last_error());
+		fprintf(stderr, "sharedseg bench: the control group broke: %s\n", sseg_last_error());
 		group_abort(&g);
 		goto out;
 	}
@@ -276,7 +276,7 @@ int case_run(const struct bench_case *bc)
 	int rc = 0;
 
 	if (why) {
-		fprintf(stderr, "sseg_bench: %s with pages=%s: %s\n", bc->mech->label,
+		fprintf(stderr, "sharedseg bench: %s with pages=%s: %s\n", bc->mech->label,
 			sseg_pages_name(bc->pages), why);
 		return 2;
 	}

@@ -27,7 +27,7 @@ static int join(const char *name, int member, int members, int timeout_ms,
 {
 	if (!sseg_local_group_open(name, member, members, timeout_ms, out))
 		return 0;
-	fprintf(stderr, "sseg_bench: joining %s as %d of %d: %s\n", name, member, members,
+	fprintf(stderr, "sharedseg bench: joining %s as %d of %d: %s\n", name, member, members,
 		sseg_last_error());
 	*out = NULL;
 	return -1;
@@ -73,7 +73,7 @@ int group_start(struct group *g, int ranks, const char *name, rank_fn fn, void *
 		if (pid == 0)
 			_exit(rank_main(g, r, parent, fn, arg));
 		if (pid < 0) {
-			fprintf(stderr, "sseg_bench: fork: %s\n", strerror(errno));
+			fprintf(stderr, "sharedseg bench: fork: %s\n", strerror(errno));
 			goto fail;
 		}
 		g->pids[g->started++] = pid;
@@ -95,7 +95,7 @@ static int reap(pid_t pid, int rank)
 		if (errno != EINTR)
 			return -1;
 	if (WIFSIGNALED(status)) {
-		fprintf(stderr, "sseg_bench: rank %d was killed by signal %d (%s)\n", rank,
+		fprintf(stderr, "sharedseg bench: rank %d was killed by signal %d (%s)\n", rank,
 			WTERMSIG(status), strsignal(WTERMSIG(status)));
 		return -1;
 	}

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Host memory the way sseg_bench counts it (hostmem.c), for the Python
+"""Host memory the way the bench driver counts it (hostmem.c), for the Python
 mechanisms: Shmem + AnonPages + HugeTLB pages in use + PageTables, a
 process's own page tables, and the page kind a buffer obtained (smaps)."""
 import glob

@@ -34,7 +34,7 @@ int limits_run(const struct bench_case *bc)
 	if (!rc)
 		rc = map_private(bc->pages, bc->size, &b);
 	if (rc) {
-		fprintf(stderr, "sseg_bench: a private %s buffer: %s\n", sseg_pages_name(bc->pages),
+		fprintf(stderr, "sharedseg bench: a private %s buffer: %s\n", sseg_pages_name(bc->pages),
 			strerror(-rc));
 		goto out;
 	}
@@ -104,7 +104,7 @@ int retouch_run(const struct bench_case *bc)
 
 	for (size_t k = 0; k < sizeof(idle) / sizeof(idle[0]); k++) {
 		if (retouch_after(bc, idle[k], rates, &r.pages_obtained)) {
-			fprintf(stderr, "sseg_bench: a private %s buffer could not be mapped\n",
+			fprintf(stderr, "sharedseg bench: a private %s buffer could not be mapped\n",
 				sseg_pages_name(bc->pages));
 			return 2;
 		}

@@ -5,7 +5,7 @@ import sys
 
 MIB, GIB = 1 << 20, 1 << 30
 PAGE_2M = 2 * MIB
-RING = 64 * MIB  # the staging ring of the gather (sseg_bench's bandwidth.c)
+RING = 64 * MIB  # the staging ring of the gather (the driver's bandwidth.c)
 
 # Which mechanism can be asked for which page kind: /dev/shm is tmpfs (no
 # HugeTLB), the prior design's recipe only ever asks for THP.
@@ -66,7 +66,7 @@ class Case:
 
     def command(self, env):
         if self.runner == "c":
-            return [env["driver"]] + self.args
+            return env["driver"] + self.args
         if self.runner == "vllm":
             return [env["vllm_python"], env["vllmbench"]] + self.args
         return [env["python"], env["pybench"]] + self.args

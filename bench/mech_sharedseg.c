@@ -60,7 +60,7 @@ static int sharedseg_open(const struct mech_ctx *c, struct mech_map *m)
 static void sharedseg_close(const struct mech_ctx *c, struct mech_map *m)
 {
 	if (m->seg && sseg_destroy(m->seg))
-		fprintf(stderr, "sseg_bench: rank %d: sseg_destroy: %s\n", c->rank,
+		fprintf(stderr, "sharedseg bench: rank %d: sseg_destroy: %s\n", c->rank,
 			sseg_last_error());
 	m->seg = NULL;
 }

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The Python mechanisms, timed through the same phases as sseg_bench's:
+"""The Python mechanisms, timed through the same phases as the C driver's:
 sharedseg's package (create_shared_segment over a torch gloo group) against
 what Python users run today: a private torch.empty + fill_ per rank, a
 torch tensor's share_memory_() handed over with torch.multiprocessing, and

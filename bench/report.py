@@ -58,7 +58,11 @@ runs the bigger one) on {result['generated']}: {result['duration_s']:.0f} s,
 at most {peak:.1f} GiB of memory in use above what was in use when it started.
 The rows behind every number: `bench/results/latest.json` (one object a row:
 bench, mechanism, ranks, size, pages requested and obtained, unit, min /
-median / max over the repetitions after an untimed warm-up).
+median / max over the repetitions after an untimed warm-up). The C
+mechanisms' rows are the benchmarks' driver's, part of the tool: `sharedseg
+bench case --mechanism M --ranks N --size S --pages P` reruns one case
+(`sharedseg bench --help` lists its commands and options), and `sharedseg
+bench` alone is a summary of five of its cases.
 
 **Every number names its page kind**, as obtained and verified (HugeTLB from
 the pool and smaps, THP from smaps' AnonHugePages / ShmemPmdMapped), never as
@@ -313,7 +317,7 @@ def alternatives_section(rows):
                       spread_text(after) if after else "",
                       f"{total * 1e3:.0f} ms" if total else ""))
     return ("## 4 KiB population: the ways tried\n\n"
-            "One fresh memfd of 4 KiB pages at a time, in one process (`sseg_bench "
+            "One fresh memfd of 4 KiB pages at a time, in one process (`sharedseg bench "
             "alternatives`): made resident by MADV_POPULATE_WRITE on a mapping (the owner's "
             "way, 1 and 2 threads) or by fallocate() on the file (no page tables), then read "
             "once through a second mapping (a peer's first touch). fallocate allocates the "

@@ -6,9 +6,15 @@
 
 #include "rows.h"
 
-/* The row being written: rows go to stdout one at a time, through the
- * library's JSON writer (src/json.c). */
+/* The row being written: rows go to stdout (or rows_out) one at a time,
+ * through the library's JSON writer (src/json.c). */
 static struct sseg_json row;
+static FILE *rows_out;
+
+void rows_to(FILE *out)
+{
+	rows_out = out;
+}
 
 void row_str(const char *key, const char *value)
 {
@@ -59,7 +65,7 @@ void row_begin(const struct row *r, const double *samples, int n)
 	double min, median, max;
 
 	stats_of(samples, n, &min, &median, &max);
-	sseg_json_init(&row, stdout, SSEG_JSON_LINE);
+	sseg_json_init(&row, rows_out ? rows_out : stdout, SSEG_JSON_LINE);
 	sseg_json_begin(&row, NULL, '{');
 	sseg_json_int(&row, "schema", 1);
 	row_str("bench", r->bench);

@@ -22,8 +22,11 @@ struct row {
 	const char *unit;
 };
 
-/* Writes the fixed keys and the statistics of n samples to stdout; extras
- * follow, then row_end. One row at a time. */
+/* Where rows go: stdout until set, and again after rows_to(NULL) (the
+ * tool's summary reads the rows of the cases it runs). */
+void rows_to(FILE *out);
+/* Writes the fixed keys and the statistics of n samples; extras follow,
+ * then row_end. One row at a time. */
 void row_begin(const struct row *r, const double *samples, int n);
 void row_str(const char *key, const char *value); /* NULL: "" */
 void row_num(const char *key, double value); /* non-finite: null */

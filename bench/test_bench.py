@@ -10,7 +10,8 @@ passed one (make test installs both environments and matplotlib, and builds
 the package for both interpreters, first).
 
     python3 bench/test_bench.py        (or: python3 -m pytest bench/test_bench.py)
-    SSEG_BENCH_DRIVER=build/bench/sseg_bench picks the driver.
+    SSEG_BENCH_TOOL=build/sharedseg picks the tool whose driver runs
+    (sharedseg bench case ...).
 """
 import importlib.util
 import json
@@ -25,8 +26,7 @@ sys.path.insert(0, HERE)
 
 from rows import one, problems, select  # noqa: E402
 
-DRIVER = os.environ.get("SSEG_BENCH_DRIVER",
-                        os.path.join(os.path.dirname(HERE), "build", "bench", "sseg_bench"))
+TOOL = os.environ.get("SSEG_BENCH_TOOL", os.path.join(os.path.dirname(HERE), "build", "sharedseg"))
 # Large enough that what other processes of a busy machine allocate
 # meanwhile (a few MiB) cannot hide a copy.
 SIZE = 32 << 20
@@ -39,13 +39,13 @@ def skip(why):
 
 
 def driver(*args):
-    if not os.access(DRIVER, os.X_OK):
-        skip(f"{DRIVER} is not built")
-    p = subprocess.run([DRIVER] + [str(a) for a in args], capture_output=True, text=True,
+    if not os.access(TOOL, os.X_OK):
+        skip(f"{TOOL} is not built")
+    p = subprocess.run([TOOL, "bench"] + [str(a) for a in args], capture_output=True, text=True,
                        timeout=240)
-    assert p.returncode == 0, f"sseg_bench {' '.join(map(str, args))}: exit {p.returncode}: " \
-                              f"{p.stderr.strip()}"
-    return parse(p.stdout, "sseg_bench")
+    assert p.returncode == 0, f"sharedseg bench {' '.join(map(str, args))}: exit " \
+                              f"{p.returncode}: {p.stderr.strip()}"
+    return parse(p.stdout, "sharedseg bench")
 
 
 def parse(text, who):
@@ -136,9 +136,9 @@ def test_bandwidth_and_limits():
 
 
 def test_driver_refuses_what_a_mechanism_cannot_do():
-    if not os.access(DRIVER, os.X_OK):
-        skip(f"{DRIVER} is not built")
-    p = subprocess.run([DRIVER, "case", "--mechanism", "devshm", "--pages", "hugetlb"],
+    if not os.access(TOOL, os.X_OK):
+        skip(f"{TOOL} is not built")
+    p = subprocess.run([TOOL, "bench", "case", "--mechanism", "devshm", "--pages", "hugetlb"],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "HugeTLB" in p.stderr, (p.returncode, p.stderr)
 

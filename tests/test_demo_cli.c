@@ -324,9 +324,12 @@ static void check_bench_json(struct result *r)
 	run("bench --size 8MiB --pages base --reps 2 --json", r);
 	CHECK(expect(r, 0, "bench --json"));
 	CHECK(is_json_object(r->out));
-	CHECK(strstr(r->out, "\"schema\": 1"));
+	CHECK(strstr(r->out, "\"schema\": 2"));
 	CHECK(json_number(r->out, "reps", &reps) && reps == 2);
 	CHECK(strstr(r->out, "\"population\"") && strstr(r->out, "\"ratio\""));
+	/* every figure names the driver case it is the row of */
+	CHECK(strstr(r->out, "\"command\": \"sharedseg bench case --mechanism sharedseg "
+			     "--ranks 1 --size 8388608 --pages base --populate owner --threads 1"));
 }
 
 static void check_hugetlb_refused(struct result *r)

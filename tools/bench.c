@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* sharedseg bench: measured side by side in one run, on one page kind:
- * (a) the owner's population rate against a bare memfd populated with
- *     MADV_POPULATE_WRITE, (b) a peer's sseg_complete with lazy population,
- * (c) sequential reads of a peer's mapping against a private mapping. */
+/* sharedseg bench: a summary of the benchmarks' driver (bench/), in one run
+ * on one page kind: (a) a one-rank segment populated by its owner against a
+ * private buffer made resident, (b) a peer's attach with lazy population,
+ * (c) sequential reads of a peer's mapping against a private buffer. Each
+ * figure is the row of one driver case; with a driver command (case,
+ * limits, ...) it runs the driver itself (bench_driver.c). */
+#define _GNU_SOURCE /* open_memstream */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "bench.h"
 
@@ -20,17 +24,19 @@ void bench_help(FILE *out)
 {
 	fprintf(out,
 		"usage: sharedseg bench [--size SIZE] [--pages P] [--reps R] [--json]\n"
+		"       sharedseg bench case|limits|retouch|alternatives [OPTIONS]\n"
 		"\n"
-		"Measures, in one run and on one page kind, R repetitions of each, and\n"
-		"prints the minimum, the median and the ratios:\n"
-		"  (a) owner population: sseg_create of a one-rank segment with\n"
-		"      populate=owner, 1 and 2 threads, against a bare memfd of the same\n"
-		"      page kind (memfd_create, ftruncate, mmap, MADV_POPULATE_WRITE);\n"
-		"      ratio = bare time / sseg time (above 1: the library is faster)\n"
-		"  (b) a peer's sseg_complete with populate=lazy (2 processes, the local\n"
-		"      exchange): the cost of receiving the fd and mapping it\n"
-		"  (c) sequential read (sum of 64-bit words) of a peer's mapping against a\n"
-		"      private populated memfd mapping of the same page kind\n"
+		"Measures, in one run and on one page kind, R repetitions of each (after\n"
+		"one untimed), through the benchmarks' driver below, and prints the\n"
+		"minimum, the median, the ratios and the driver command of each figure:\n"
+		"  (a) owner population: a one-rank segment populated by its owner\n"
+		"      (populate=owner, 1 and 2 threads) against a private buffer of the\n"
+		"      same page kind made resident, what serving stacks allocate today;\n"
+		"      ratio = private time / sharedseg time (above 1: the library is faster)\n"
+		"  (b) a peer's attach with populate=lazy (2 processes): the cost of\n"
+		"      receiving the fd and mapping it\n"
+		"  (c) sequential read of a peer's mapping against a private buffer of the\n"
+		"      same page kind (2 processes)\n"
 		"The page kind of every number is printed. A page kind this machine does\n"
 		"not offer is reported and the exit status is 2; bench changes no knobs.\n"
 		"\n"
@@ -44,8 +50,11 @@ void bench_help(FILE *out)
 		"\n"
 		"examples:\n"
 		"  sharedseg bench\n"
-		"  sharedseg bench --size 1GiB --pages thp --reps 9 --json\n",
-		cli_names(CLI_PAGES), BENCH_MAX_REPS);
+		"  sharedseg bench --size 1GiB --pages thp --reps 9 --json\n"
+		"  sharedseg bench case --mechanism devshm --ranks 4 --size 1GiB\n"
+		"\n",
+		cli_names(CLI_PAGES), ROW_MAX_REPS);
+	bench_driver_help(out);
 }
 
 static int parse_args(int argc, char **argv, struct bench_config *b)
@@ -69,12 +78,12 @@ static int parse_args(int argc, char **argv, struct bench_config *b)
 		else if (id == OPT_PAGES)
 			rc = cli_parse_pages("bench", v, &b->pages_asked);
 		else if (id == OPT_REPS)
-			rc = cli_parse_int("bench", "--reps", v, 1, BENCH_MAX_REPS, &b->reps);
+			rc = cli_parse_int("bench", "--reps", v, 1, ROW_MAX_REPS, &b->reps);
 		else if (id == OPT_JSON)
 			b->json = true;
 	}
-	if (!rc && b->size < 8)
-		rc = cli_usage_error("bench", "--size: at least 8 bytes are needed");
+	if (!rc && b->size < 4096)
+		rc = cli_usage_error("bench", "--size: at least 4096 bytes are needed");
 	return rc;
 }
 
@@ -99,107 +108,133 @@ static int resolve_pages(struct bench_config *b)
 	return 0;
 }
 
-static int self_allgather(const void *mine, void *all, size_t len, void *ctx)
+/* Writes the driver command that case bc is, for the reader to run alone. */
+static void command_of(const struct bench_case *bc, char *buf, size_t len)
 {
-	memcpy(all, mine, len);
-	return 0;
+	char size[32];
+
+	snprintf(size, sizeof(size), "%llu", (unsigned long long)bc->size);
+	snprintf(buf, len, "sharedseg bench case --mechanism %s --ranks %d --size %s --pages %s "
+		 "--populate %s --threads %d --reps %d%s", bc->mech->name, bc->ranks, size,
+		 sseg_pages_name(bc->pages), sseg_populate_name(bc->populate), bc->threads,
+		 bc->reps, bc->bandwidth ? " --bandwidth" : "");
 }
 
-/* One-rank segment, populated by the owner with threads: wall time of
- * sseg_open, which is sseg_create plus a trivial complete. */
-static int time_sseg(const struct bench_config *b, int threads, double *s, char *kind,
-		     size_t kind_len)
+static bool row_is(const struct jval *row, const struct bench_figure *f)
 {
-	char name[SSEG_NAME_MAX + 1];
-	struct sseg_info info = { .sz = sizeof(info) };
-	sseg_t *seg;
-	double t0;
+	return !strcmp(json_str(row, "bench"), f->bench) &&
+	       !strcmp(json_str(row, "mechanism"), f->mechanism) &&
+	       (!f->role || !strcmp(json_str(row, "role"), f->role));
+}
+
+static void take_row(const struct jval *row, struct bench_figure *f)
+{
+	f->found = true;
+	f->min = json_num(row, "min", 0);
+	f->median = json_num(row, "median", 0);
+	snprintf(f->unit, sizeof(f->unit), "%s", json_str(row, "unit"));
+	snprintf(f->pages, sizeof(f->pages), "%s", json_str(row, "pages_obtained"));
+}
+
+/* Runs the driver's case bc with its rows captured, and fills each of the
+ * n figures from the row it names. */
+static int run_case(const struct bench_case *bc, struct bench_figure **figs, int n)
+{
+	char *text = NULL, *save = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
 	int rc;
 
-	snprintf(name, sizeof(name), "sseg-bench-%d-pop", (int)getpid());
-	SSEG_OPTS(o, .name = name, .size = b->size, .world_size = 1, .pages = b->pages,
-		  .populate = SSEG_POPULATE_OWNER, .populate_threads = threads);
-	t0 = cli_now();
-	rc = sseg_open(&o, self_allgather, NULL, &seg);
-	*s = cli_now() - t0;
-	if (rc) {
-		fprintf(stderr, "sharedseg bench: sseg_create (%d thread%s): %s\n", threads,
-			threads == 1 ? "" : "s", sseg_last_error());
-		return -1;
+	if (!out) {
+		fprintf(stderr, "sharedseg bench: open_memstream: %s\n", strerror(errno));
+		return CLI_FAIL;
 	}
-	if (!sseg_info(seg, &info))
-		snprintf(kind, kind_len, "%s", sseg_pages_name(info.pages));
-	sseg_destroy(seg);
-	return 0;
-}
+	fflush(stdout); /* the case forks its ranks */
+	rows_to(out);
+	rc = case_run(bc);
+	rows_to(NULL);
+	fclose(out);
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		struct jval *row = json_parse(line);
 
-static int time_bare(const struct bench_config *b, double *s, char *kind, size_t kind_len)
-{
-	struct bare_map m;
-	double t0 = cli_now();
-	int rc = bare_create(b->pages, b->size, &m);
-
-	if (!rc)
-		rc = bare_populate(&m);
-	*s = cli_now() - t0;
-	if (rc) {
-		fprintf(stderr, "sharedseg bench: bare memfd (%s): %s\n",
-			sseg_pages_name(b->pages), strerror(-rc));
-		return -1;
+		for (int i = 0; row && i < n; i++)
+			if (!figs[i]->found && row_is(row, figs[i]))
+				take_row(row, figs[i]);
+		json_value_free(row);
 	}
-	bare_pages_label(b->pages, &m, kind, kind_len);
-	bare_destroy(&m);
-	return 0;
-}
-
-/* (a): the three contenders alternate so drift hits them alike. */
-static int measure_population(const struct bench_config *b, struct bench_results *r)
-{
-	double warm;
-
-	/* One untimed round first: the first touch of memory the machine has
-	 * not handed out yet is slower (a VM's host faults it in), and
-	 * would land on whichever contender runs first. */
-	if (time_bare(b, &warm, r->bare_kind, sizeof(r->bare_kind)))
-		return -1;
-	for (int i = 0; i < b->reps; i++)
-		if (time_sseg(b, 1, &r->pop1[i], r->pop1_kind, sizeof(r->pop1_kind)) ||
-		    time_sseg(b, 2, &r->pop2[i], r->pop2_kind, sizeof(r->pop2_kind)) ||
-		    time_bare(b, &r->bare[i], r->bare_kind, sizeof(r->bare_kind)))
-			return -1;
-	return 0;
-}
-
-/* (b) and (c) */
-static int measure_peer(const struct bench_config *b, struct bench_results *r)
-{
-	for (int i = 0; i < b->reps; i++) {
-		if (bench_two_ranks(b, NULL, NULL, &r->attach)) {
-			fprintf(stderr, "sharedseg bench: peer attach: %s\n", r->attach.error);
-			return -1;
+	free(text);
+	for (int i = 0; i < n; i++) {
+		command_of(bc, figs[i]->command, sizeof(figs[i]->command));
+		if (!rc && !figs[i]->found) {
+			fprintf(stderr, "sharedseg bench: %s wrote no %s row of %s\n",
+				figs[i]->command, figs[i]->bench, figs[i]->mechanism);
+			rc = CLI_FAIL;
 		}
-		r->complete[i] = r->attach.complete_s;
 	}
-	if (bench_two_ranks(b, r->shared_read, r->private_read, &r->reads)) {
-		fprintf(stderr, "sharedseg bench: peer reads: %s\n", r->reads.error);
-		return -1;
-	}
-	return 0;
+	return rc == 2 ? CLI_USAGE : rc ? CLI_FAIL : CLI_OK;
+}
+
+/* One case of the driver over b's size, page kind and repetitions. */
+static void case_of(const struct bench_config *b, const struct mech_ops *mech, int ranks,
+		    enum sseg_populate populate, int threads, struct bench_case *bc)
+{
+	bench_case_defaults(bc);
+	bc->mech = mech;
+	bc->ranks = ranks;
+	bc->size = b->size;
+	bc->pages = b->pages;
+	bc->populate = populate;
+	bc->threads = threads;
+	bc->reps = b->reps;
+	memset(bc->blocks, 0, sizeof(bc->blocks)); /* no KV-block gathers */
+}
+
+static int measure(const struct bench_config *b, struct bench_results *r)
+{
+	struct bench_case bc;
+	int rc;
+
+	*r = (struct bench_results){
+		.pop1 = { .bench = "owner_create", .mechanism = "sharedseg" },
+		.pop2 = { .bench = "owner_create", .mechanism = "sharedseg" },
+		.private_pop = { .bench = "owner_create", .mechanism = "private-malloc" },
+		.attach = { .bench = "peer_attach", .mechanism = "sharedseg" },
+		.shared_read = { .bench = "seq_read", .mechanism = "sharedseg", .role = "peer" },
+		.private_read = { .bench = "seq_read", .mechanism = "private-malloc", .role = "private" },
+	};
+	/* (a) */
+	case_of(b, &mech_sharedseg, 1, SSEG_POPULATE_OWNER, 1, &bc);
+	rc = run_case(&bc, (struct bench_figure *[]){ &r->pop1 }, 1);
+	case_of(b, &mech_sharedseg, 1, SSEG_POPULATE_OWNER, 2, &bc);
+	rc = rc ? rc : run_case(&bc, (struct bench_figure *[]){ &r->pop2 }, 1);
+	case_of(b, &mech_private, 1, SSEG_POPULATE_OWNER, 0, &bc);
+	rc = rc ? rc : run_case(&bc, (struct bench_figure *[]){ &r->private_pop }, 1);
+	/* (b) */
+	case_of(b, &mech_sharedseg, 2, SSEG_POPULATE_LAZY, 0, &bc);
+	rc = rc ? rc : run_case(&bc, (struct bench_figure *[]){ &r->attach }, 1);
+	/* (c) */
+	case_of(b, &mech_sharedseg, 2, SSEG_POPULATE_OWNER, 0, &bc);
+	bc.bandwidth = true;
+	return rc ? rc : run_case(&bc, (struct bench_figure *[]){ &r->shared_read,
+								&r->private_read }, 2);
 }
 
 int bench_main(int argc, char **argv)
 {
-	static struct bench_results r;
+	struct bench_results r;
 	struct bench_config b;
-	int rc = parse_args(argc, argv, &b);
+	int rc;
 
+	if (argc > 1 && bench_driver_command(argv[1]))
+		return bench_driver_main(argc - 1, argv + 1);
+	rc = parse_args(argc, argv, &b);
 	if (rc)
 		return rc < 0 ? CLI_OK : rc;
 	rc = resolve_pages(&b);
+	if (!rc)
+		rc = measure(&b, &r);
 	if (rc)
 		return rc;
-	if (measure_population(&b, &r) || measure_peer(&b, &r))
-		return CLI_FAIL;
 	if (b.json)
 		bench_print_json(&b, &r);
 	else

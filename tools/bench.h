@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* sharedseg bench: what its files share. */
+/* sharedseg bench: what its files share. Every figure is measured by the
+ * benchmarks' driver (bench/); the summary (bench.c, bench_report.c) runs
+ * its cases and reads their rows. */
 #ifndef SSEG_CLI_BENCH_H
 #define SSEG_CLI_BENCH_H
 
+#include "case.h"
 #include "cli.h"
-
-#define BENCH_MAX_REPS 1000
 
 struct bench_config {
 	uint64_t size;
@@ -15,65 +16,38 @@ struct bench_config {
 	bool json;
 };
 
-/* min and median of n samples (seconds) */
-struct bench_stat {
-	double min_s;
-	double median_s;
+/* One figure of the summary: the row of bench (and role, when not NULL)
+ * by mechanism that the driver's case wrote. */
+struct bench_figure {
+	const char *bench;
+	const char *mechanism;
+	const char *role;
+	/* from the row */
+	bool found;
+	double min, median; /* in unit */
+	char unit[16];
+	char pages[32];      /* the page kind obtained */
+	char command[256];   /* the driver command that measures it alone */
 };
 
-void bench_stat_of(const double *samples, int n, struct bench_stat *st);
-
-/* ---- a bare memfd mapping: the baseline (bench_bare.c) ---- */
-
-struct bare_map {
-	int fd;
-	void *reservation;
-	uint64_t reservation_len;
-	void *base;
-	uint64_t len;
-};
-
-/* memfd_create (MFD_HUGETLB for HugeTLB), ftruncate, mmap MAP_SHARED (at a
- * 2 MiB boundary with MADV_HUGEPAGE for THP). */
-int bare_create(enum sseg_pages kind, uint64_t size, struct bare_map *m);
-/* MADV_POPULATE_WRITE over the whole mapping (first touch before 5.14). */
-int bare_populate(struct bare_map *m);
-void bare_destroy(struct bare_map *m);
-/* What the kernel gave: "thp", "base", "thp (37% of bytes)", "hugetlb-2M". */
-void bare_pages_label(enum sseg_pages kind, const struct bare_map *m, char *buf, size_t len);
-
-/* Sequential sum of the 64-bit words of [base, base+len). */
-uint64_t bench_sum_words(const void *base, uint64_t len);
-
-/* ---- two ranks through the local exchange (bench_peer.c) ---- */
-
-struct peer_run {
-	enum sseg_pages pages;   /* the peer's page kind */
-	uint64_t page_size;
-	double complete_s;       /* the peer's sseg_complete, wall clock */
-	char private_pages[48];  /* the private buffer's page kind */
-	char error[512];
-};
-
-/* One owner (this process) and one peer (a child). With shared_s and
- * private_s (reps each), the owner populates and the peer times sequential
- * reads of its mapping and of a private mapping of the same kind;
- * otherwise population is lazy and only complete is timed. 0 or -1 with
- * run->error set. */
-int bench_two_ranks(const struct bench_config *b, double *shared_s, double *private_s,
-		    struct peer_run *run);
-
-/* Everything bench measures, (a) to (c). */
+/* Everything the summary shows, (a) to (c). */
 struct bench_results {
-	double pop1[BENCH_MAX_REPS], pop2[BENCH_MAX_REPS], bare[BENCH_MAX_REPS];
-	char pop1_kind[48], pop2_kind[48], bare_kind[48];
-	double complete[BENCH_MAX_REPS];
-	struct peer_run attach;
-	double shared_read[BENCH_MAX_REPS], private_read[BENCH_MAX_REPS];
-	struct peer_run reads;
+	struct bench_figure pop1, pop2, private_pop; /* owner_create, seconds */
+	struct bench_figure attach;                  /* peer_attach, ms */
+	struct bench_figure shared_read, private_read; /* seq_read, GB/s */
 };
 
 void bench_print_text(const struct bench_config *b, const struct bench_results *r);
 void bench_print_json(const struct bench_config *b, const struct bench_results *r);
+
+/* ---- the benchmarks' driver, bench/ (bench_driver.c) ---- */
+
+/* Whether name is one of the driver's commands: case, limits, ... */
+bool bench_driver_command(const char *name);
+/* argv[0] is the driver's command */
+int bench_driver_main(int argc, char **argv);
+void bench_driver_help(FILE *out);
+/* The driver's defaults for a case (those of `sharedseg bench case`). */
+void bench_case_defaults(struct bench_case *bc);
 
 #endif

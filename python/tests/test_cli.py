@@ -310,3 +310,41 @@ def test_value_lists_in_help_and_errors_are_the_librarys_tables():
     bad = tool("demo", "--populate", "nope")
     assert bad.returncode == 2
     assert f"(use {', '.join(_engine.choices('populate'))})" in bad.stderr
+
+
+def test_bench_summary_figures_are_the_drivers_rows():
+    """`sharedseg bench --json` (the Python command, which runs the C tool)
+    takes each figure from one case of the benchmarks' driver and names
+    it: that command, run alone, writes the row the figure came from, on
+    the page kind the figure says."""
+    done = cli("bench", "--size", "8MiB", "--pages", "base", "--reps", "2", "--json",
+               SHAREDSEG_CLI=c_tool())
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["schema"] == 2 and summary["reps"] == 2 and summary["pages"] == "base"
+    figures = {"owner_create": summary["population"]["sharedseg_2_threads"],
+               "peer_attach": summary["peer_attach"], "seq_read": summary["read"]["shared"]}
+    for bench, figure in figures.items():
+        assert figure["pages"] == "base", figure
+        argv = figure["command"].split()
+        assert argv[:3] == ["sharedseg", "bench", "case"], figure
+        alone = tool(*argv[1:])
+        assert alone.returncode == 0, alone.stderr
+        rows = [json.loads(line) for line in alone.stdout.splitlines()]
+        assert [r for r in rows if r["bench"] == bench and r["mechanism"] == "sharedseg"
+                and r["reps"] == 2 and r["pages_obtained"] == "base"], (bench, rows)
+    population = summary["population"]
+    assert population["ratio_2_threads"] == pytest.approx(
+        population["private_buffer"]["median_s"] / population["sharedseg_2_threads"]["median_s"])
+    assert summary["read"]["ratio"] == pytest.approx(
+        summary["read"]["shared"]["median_gb_s"] / summary["read"]["private"]["median_gb_s"])
+
+
+def test_bench_driver_errors_are_one_sentence():
+    bad = tool("bench", "case", "--mechanism", "nope")
+    assert (bad.returncode, bad.stdout) == (2, "")
+    assert bad.stderr == "sharedseg bench: --mechanism nope: one of sharedseg, private, " \
+                         "devshm, procfd\n"
+    bad = tool("bench", "case", "--ranks", "1", "--bandwidth")
+    assert bad.returncode == 2 and bad.stderr.endswith("--bandwidth needs a peer: --ranks 2 "
+                                                       "or more\n")
