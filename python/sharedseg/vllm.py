@@ -55,8 +55,8 @@ ENGINE = _engine.Engine(
                 "leg (make test-python-vllm033): PyPI's CUDA wheel 0.33.0 over torch 2.14 on "
                 "vLLM's CPU platform, all but the engines (its kernels are CUDA's): the "
                 "factory, the documented command line, the spec's errors, the region and CPU "
-                "worker over 2 and 4 gloo ranks, the region held to 0.33's own, vLLM's pin over "
-                "it, the kept manager over a real keeper, vLLM 0.33's own manager and spec "
+                "worker over 2 and 4 gloo ranks, the region held to 0.33's own and 0.33's own "
+                "region tests' behaviours on it, vLLM's pin over it, the kept manager over a real keeper, vLLM 0.33's own manager and spec "
                 "factory tests on ours; its CUDA worker does not run here",
     },
     names={
