@@ -111,13 +111,11 @@ static int resolve_pages(struct bench_config *b)
 /* Writes the driver command that case bc is, for the reader to run alone. */
 static void command_of(const struct bench_case *bc, char *buf, size_t len)
 {
-	char size[32];
-
-	snprintf(size, sizeof(size), "%llu", (unsigned long long)bc->size);
-	snprintf(buf, len, "sharedseg bench case --mechanism %s --ranks %d --size %s --pages %s "
-		 "--populate %s --threads %d --reps %d%s", bc->mech->name, bc->ranks, size,
-		 sseg_pages_name(bc->pages), sseg_populate_name(bc->populate), bc->threads,
-		 bc->reps, bc->bandwidth ? " --bandwidth" : "");
+	snprintf(buf, len, "sharedseg bench case --mechanism %s --ranks %d --size %llu --pages %s "
+		 "--populate %s --threads %d --reps %d%s", bc->mech->name, bc->ranks,
+		 (unsigned long long)bc->size, sseg_pages_name(bc->pages),
+		 sseg_populate_name(bc->populate), bc->threads, bc->reps,
+		 bc->bandwidth ? " --bandwidth" : "");
 }
 
 static bool row_is(const struct jval *row, const struct bench_figure *f)

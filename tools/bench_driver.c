@@ -54,12 +54,18 @@ void bench_driver_help(FILE *out)
 		mech_names());
 }
 
-bool bench_driver_command(const char *name)
+/* The driver's command of that name, or NULL. */
+static int (*find_command(const char *name))(const struct bench_case *bc)
 {
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(name, commands[i].name))
-			return true;
-	return false;
+			return commands[i].run;
+	return NULL;
+}
+
+bool bench_driver_command(const char *name)
+{
+	return find_command(name) != NULL;
 }
 
 static int parse_touch(const char *text, enum touch *t)
@@ -148,6 +154,7 @@ void bench_case_defaults(struct bench_case *bc)
 int bench_driver_main(int argc, char **argv)
 {
 	struct cli_args a = { "bench", argc, argv, 1 };
+	int (*run)(const struct bench_case *bc);
 	struct bench_case bc;
 	const char *v;
 	int id, rc = 0;
@@ -164,8 +171,6 @@ int bench_driver_main(int argc, char **argv)
 		return rc;
 	if (bc.bandwidth && bc.ranks < 2)
 		return cli_usage_error("bench", "--bandwidth needs a peer: --ranks 2 or more");
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (!strcmp(argv[0], commands[i].name))
-			return commands[i].run(&bc);
-	return cli_usage_error("bench", "unknown command '%s'", argv[0]);
+	run = find_command(argv[0]);
+	return run ? run(&bc) : cli_usage_error("bench", "unknown command '%s'", argv[0]);
 }

@@ -13,10 +13,10 @@ static double rate_gib_s(uint64_t bytes, double s)
 	return s > 0 ? (double)bytes / GIB / s : 0.0;
 }
 
-/* Seconds in one of the figure's units (the driver's rows say "s" or "ms"). */
+/* Seconds in one of the figure's units (the driver's time rows say "s" or "ms"). */
 static double unit_s(const struct bench_figure *f)
 {
-	return !strcmp(f->unit, "ms") ? 1e-3 : !strcmp(f->unit, "us") ? 1e-6 : 1.0;
+	return !strcmp(f->unit, "ms") ? 1e-3 : 1.0;
 }
 
 /* A time figure in ms, with the rate of bytes in it when bytes. */
