@@ -271,19 +271,30 @@ SSEG_API int sseg_populate_wait(sseg_t *seg, int timeout_ms);
  * world_size, owner_rank, numa, this library's version) is mapped as it is
  * (sseg_info's kept is 1; nothing is allocated or cleared); one declared
  * otherwise is freed by the keeper, which says why, and the owner allocates
- * anew. Either way the owner then leaves its segment's memfd with the
- * keeper, which holds it until it stops, is killed, or a later owner of the
- * name declares otherwise. A keeper that does not run, or runs as another
- * user, costs a warning, never the segment. memfd backend only; not with
- * SSEG_F_READONLY_PEERS (its seal forbids the next owner's writable map).
- * What the bytes mean (which block is complete) is the caller's to record
- * in them. */
+ * anew and leaves its segment with the keeper, which holds it until it
+ * stops or is killed, or a later owner of the name declares otherwise.
+ * A kept segment is lent to one live group at a time: while a group maps it
+ * (on the kernel's word: a lock on the group's open file description, which
+ * lasts until its last mapping goes), another owner of the name gets new
+ * memory that no one keeps, and the kept one is neither given nor freed.
+ * A keeper never lets a kept segment go for another of the same name
+ * unless the owner it gave it to found it unusable. Owner and keeper talk
+ * through a socket in this user's runtime directory ($SHAREDSEG_RUNTIME_DIR,
+ * else /tmp/sharedseg-UID, mode 0700), which no other user can take or
+ * reach; the owner waits for the keeper at most half of timeout_ms (and at
+ * most 10 s). A keeper that does not run, is slow, refuses, or gives memory
+ * that cannot be mapped writable costs a warning that says so, never the
+ * segment. memfd backend only; not with SSEG_F_READONLY_PEERS (its seal
+ * forbids the next owner's writable map). What the bytes mean (which block
+ * is complete) is the caller's to record in them. */
 
 /* Runs a keeper named name (1..SSEG_NAME_MAX bytes of A-Z a-z 0-9 . _ -)
  * for this user on this host until stop(ctx) answers non-zero (asked at
  * least every 100 ms; NULL: never), then lets go of every segment it
- * holds. -EADDRINUSE when a keeper of that name runs already. This thread
- * serves one owner at a time, each bounded to seconds. */
+ * holds. -EADDRINUSE when a keeper of that name runs already, -EPERM when
+ * the runtime directory is not this user's alone (the sentence names who is
+ * in the way). This thread serves one owner at a time, each bounded to
+ * seconds. */
 SSEG_API int sseg_keeper_run(const char *name, sseg_interrupt_fn stop, void *ctx);
 
 /* The memfd of the segment named name that keeper holds, in *fd (the
@@ -295,6 +306,13 @@ SSEG_API int sseg_keeper_run(const char *name, sseg_interrupt_fn stop, void *ctx
  * keeper of that name runs for this user, -EPERM when it runs as another
  * user. */
 SSEG_API int sseg_keeper_lend(const char *keeper, const char *name, int *fd, uint64_t *size);
+
+/* 1 when a live group maps the kept segment whose memfd is fd (one
+ * sseg_keeper_lend gave): its owner's claim on the memory stands until the
+ * group's last mapping goes, however its processes ended; 0 when no group
+ * maps it (the keeper alone holds it); a negative errno when the kernel
+ * cannot tell (no open file description locks). */
+SSEG_API int sseg_keeper_in_use(int fd);
 
 /* The thread-local sentence that explains this thread's last failure. */
 SSEG_API const char *sseg_last_error(void);

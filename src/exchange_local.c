@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The built-in single-host all-gather: ranks meet on an abstract unix
- * socket named after the group; rank 0 (the hub) collects every rank's
+/* The built-in single-host all-gather: ranks meet on a unix socket named
+ * after the group, in this user's runtime directory; rank 0 (the hub) collects every rank's
  * bytes and sends the whole array back. Every wait is bounded, and a
  * failure the hub sees is sent to every rank, so all of them fail with the
  * same sentence instead of some of them waiting. */
@@ -14,6 +14,7 @@
 #include "exchange_wire.h"
 #include "internal.h"
 #include "os/accept.h"
+#include "os/named.h"
 #include "os/sock.h"
 
 #define CONNECT_RETRY_MS 10
@@ -151,12 +152,27 @@ static int group_alloc(const char *name, int rank, int world_size, int timeout_m
 	return 0;
 }
 
-/* The rendezvous name; abstract, so it goes with the socket. */
-#define GROUP_PREFIX "sharedseg-group-"
+/* The rendezvous: a socket file in this user's runtime directory, so that
+ * no other user can take the name or reach it. A name of file-name bytes
+ * is used as it is; any other, by its hash. */
+#define GROUP_PREFIX "group-"
 
-static void group_address(const struct sseg_local_group *g, char *name, size_t len)
+static void group_file(const struct sseg_local_group *g, char *file, size_t len)
 {
-	snprintf(name, len, GROUP_PREFIX "%u-%s", (unsigned)getuid(), g->name);
+	size_t n = strlen(g->name);
+
+	for (size_t i = 0; i < n; i++) {
+		char c = g->name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == '-')) {
+			snprintf(file, len, GROUP_PREFIX "=%016llx%016llx",
+				 (unsigned long long)sseg_hash64(g->name, n, 0),
+				 (unsigned long long)sseg_hash64(g->name, n, 0x5eed));
+			return;
+		}
+	}
+	snprintf(file, len, GROUP_PREFIX "%s", g->name);
 }
 
 /* What a wait that timed out may have missed: ranks of one group meet
@@ -164,34 +180,30 @@ static void group_address(const struct sseg_local_group *g, char *name, size_t l
  * may be a group of their own: this is said, not judged). */
 static void other_user_hint(const struct sseg_local_group *g, char *buf, size_t len)
 {
+	char file[SSEG_NAME_MAX + 48];
 	uid_t uid;
 
 	buf[0] = '\0';
-	if (!sseg_os_abstract_other_user(GROUP_PREFIX, g->name, getuid(), &uid))
+	group_file(g, file, sizeof(file));
+	if (!sseg_os_named_other_user(file, geteuid(), &uid))
 		snprintf(buf, len, "; uid %u has a local group of this name open, and this rank "
 			 "runs as uid %u: ranks of one group must run as one user",
-			 (unsigned)uid, (unsigned)getuid());
+			 (unsigned)uid, (unsigned)geteuid());
 }
 
 /* ---- joining: the hub's side ---- */
 
-static int hub_listen(const struct sseg_local_group *g, int *fd)
+static int hub_listen(const struct sseg_local_group *g, struct sseg_os_named *listener)
 {
-	char name[SSEG_NAME_MAX + 48];
+	char file[SSEG_NAME_MAX + 48];
+	pid_t pid = 0;
 	int rc;
 
-	group_address(g, name, sizeof(name));
-	rc = sseg_os_listen_abstract(name, SOMAXCONN, fd);
-	if (rc == -EADDRINUSE) {
-		pid_t pid = 0;
-		uid_t uid = 0;
-
-		if (!sseg_os_abstract_holder(name, &pid, &uid))
-			return sseg_err(rc, "local group '%s' is already in use on this host: pid %d "
-					"(uid %u) holds its name @%s", g->name, (int)pid,
-					(unsigned)uid, name);
-		return sseg_err(rc, "local group '%s' is already in use on this host", g->name);
-	}
+	group_file(g, file, sizeof(file));
+	rc = sseg_os_listen_named(file, SOMAXCONN, listener, &pid);
+	if (rc == -EADDRINUSE)
+		return sseg_err(rc, "local group '%s' is already in use on this host: pid %d of this "
+				"user holds it", g->name, (int)pid);
 	if (rc)
 		return sseg_err_wrap(rc, "local group '%s'", g->name);
 	return 0;
@@ -253,24 +265,25 @@ static int hub_join(struct sseg_local_group *g)
 {
 	double deadline = sseg_os_deadline(g->timeout_ms);
 	struct sseg_os_acceptor *a;
+	struct sseg_os_named listener;
 	char missing[256], dropped[128], hint[160];
-	int listen_fd = -1, rc;
+	int rc;
 
 	a = malloc(sizeof(*a));
 	if (!a)
 		return sseg_err(-ENOMEM, "no memory for local group '%s'", g->name);
-	rc = hub_listen(g, &listen_fd);
+	rc = hub_listen(g, &listener);
 	if (rc) {
 		free(a);
 		return rc;
 	}
-	sseg_os_acceptor_init(a, listen_fd, SSEG_WIRE_FRAME_SIZE, getuid(), HELLO_S);
+	sseg_os_acceptor_init(a, listener.fd, SSEG_WIRE_FRAME_SIZE, getuid(), HELLO_S);
 	while (!rc && joined(g) < g->world_size - 1)
 		rc = hub_accept_one(g, a, deadline);
 	sseg_os_acceptor_dropped(a, dropped, sizeof(dropped));
 	sseg_os_acceptor_fini(a);
 	free(a);
-	close(listen_fd);
+	sseg_os_unlisten_named(&listener);
 	if (rc == -ETIMEDOUT) {
 		list_missing(g, 0, missing, sizeof(missing));
 		other_user_hint(g, hint, sizeof(hint));
@@ -288,9 +301,9 @@ static int hub_join(struct sseg_local_group *g)
 
 /* ---- joining: every other rank ---- */
 
-/* The name is predictable: the hub must be this user's before a frame is
- * sent to it. */
-static int check_hub(struct sseg_local_group *g, int s, const char *name)
+/* The hub must be this user's before a frame is sent to it (the runtime
+ * directory is this user's alone: this is the second lock on the door). */
+static int check_hub(struct sseg_local_group *g, int s, const char *file)
 {
 	pid_t pid = 0;
 	uid_t uid = 0;
@@ -300,24 +313,24 @@ static int check_hub(struct sseg_local_group *g, int s, const char *name)
 		return rc;
 	if (uid != getuid())
 		return sseg_err(-EPERM,
-				"local group '%s': its rendezvous name @%s is held by uid %u (pid %d), "
+				"local group '%s': its rendezvous %s is held by uid %u (pid %d), "
 				"not this user: refusing to send it anything",
-				g->name, name, (unsigned)uid, (int)pid);
+				g->name, file, (unsigned)uid, (int)pid);
 	return 0;
 }
 
 static int peer_connect(struct sseg_local_group *g, double deadline)
 {
 	struct timespec nap = { 0, CONNECT_RETRY_MS * 1000000L };
-	char name[SSEG_NAME_MAX + 48];
+	char file[SSEG_NAME_MAX + 48];
 	int rc, s;
 
-	group_address(g, name, sizeof(name));
+	group_file(g, file, sizeof(file));
 	for (;;) {
-		rc = sseg_os_connect_abstract(name, &s);
+		rc = sseg_os_connect_named(file, deadline, &s);
 		if (!rc)
 			break;
-		if (rc != -ECONNREFUSED && rc != -ENOENT && rc != -EAGAIN)
+		if (rc != -ECONNREFUSED)
 			return sseg_err_wrap(rc, "local group '%s'", g->name);
 		if (sseg_now() >= deadline) {
 			char hint[160];
@@ -329,7 +342,7 @@ static int peer_connect(struct sseg_local_group *g, double deadline)
 		}
 		nanosleep(&nap, NULL);
 	}
-	rc = check_hub(g, s, name);
+	rc = check_hub(g, s, file);
 	if (rc) {
 		close(s);
 		return rc;

@@ -1,18 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The owner's side of a keeper: one connection per question, a bounded
- * wait for the answer, the keeper's uid checked before anything is said. */
-#include <errno.h>
+/* The owner's side of a keeper: one connection per question, every wait
+ * bounded by the conversation's deadline, the keeper's uid checked before
+ * anything is said. */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "keeper.h"
 #include "log.h"
+#include "os/claim.h"
+#include "os/named.h"
 #include "os/sock.h"
 #include "segment_types.h"
 #include "util.h"
 
+/* The longest a conversation with a keeper may take: a keeper slow to
+ * answer must not use up the create's timeout, within which the peers wait
+ * for the owner. */
 #define KEEPER_REPLY_S 10.0
+#define KEEPER_TIMEOUT_SHARE 0.5
 
 static void declare(const struct sseg *seg, struct sseg_keep_decl *d)
 {
@@ -33,14 +39,14 @@ static void declare(const struct sseg *seg, struct sseg_keep_decl *d)
 
 /* 0 connected to a keeper of this user; -ECONNREFUSED when none runs,
  * -EPERM when it runs as another user (the sentence set either way). */
-static int dial(const char *keeper, int *sock)
+static int dial(const char *keeper, double deadline, int *sock)
 {
-	char name[128];
+	char file[SSEG_NAME_MAX + 8];
 	uid_t uid;
 	int rc;
 
-	sseg_keep_socket(keeper, name, sizeof(name));
-	rc = sseg_os_connect_abstract(name, sock);
+	sseg_keep_socket(keeper, file, sizeof(file));
+	rc = sseg_os_connect_named(file, deadline, sock);
 	if (rc == -ECONNREFUSED)
 		return sseg_err(rc, "keeper '%s' does not run for this user (start one: sharedseg "
 				"keep --name %s)", keeper, keeper);
@@ -55,19 +61,9 @@ static int dial(const char *keeper, int *sock)
 	return rc;
 }
 
-/* 1 connected to a keeper of this user; 0 when none is there (said). */
-static int connect_keeper(const struct sseg *seg, int *sock)
+static int ask(int sock, const struct sseg_keep_msg *q, int fd, struct sseg_keep_msg *a,
+	       double deadline)
 {
-	if (!dial(seg->opts.keeper, sock))
-		return 1;
-	sseg_log(SSEG_LOG_WARN, "segment '%s': %s: the segment is allocated anew and kept by no one",
-		 seg->name, sseg_last_error());
-	return 0;
-}
-
-static int ask(int sock, const struct sseg_keep_msg *q, int fd, struct sseg_keep_msg *a)
-{
-	double deadline = sseg_now() + KEEPER_REPLY_S;
 	uint8_t frame[SSEG_KEEP_FRAME];
 	char one = 'F';
 	int rc;
@@ -81,72 +77,108 @@ static int ask(int sock, const struct sseg_keep_msg *q, int fd, struct sseg_keep
 	return rc ? rc : sseg_keep_decode(frame, a);
 }
 
-static int receive_kept(struct sseg *seg, int sock, const struct sseg_keep_msg *a, int *fd,
-			struct sseg_keep_decl *got)
+void sseg_keeper_talk_init(const struct sseg *seg, struct sseg_keep_talk *t)
 {
-	char one;
-	int rc;
+	double share = sseg_timeout_ms(seg) / 1000.0 * KEEPER_TIMEOUT_SHARE;
 
-	rc = sseg_os_recv_fd(sock, fd, &one, 1, sseg_now() + KEEPER_REPLY_S);
-	if (rc) {
-		sseg_log(SSEG_LOG_WARN, "segment '%s': keeper '%s' said it keeps it but gave no fd: %s",
-			 seg->name, seg->opts.keeper, sseg_last_error());
-		return 0;
-	}
-	*got = a->decl;
-	return 1;
+	memset(t, 0, sizeof(*t));
+	t->deadline = sseg_now() + (share < KEEPER_REPLY_S ? share : KEEPER_REPLY_S);
 }
 
-int sseg_keeper_take(struct sseg *seg, int *fd, struct sseg_keep_decl *got)
+static enum sseg_keep_answer unkept(const struct sseg *seg, const char *what)
+{
+	sseg_log(SSEG_LOG_WARN, "segment '%s': keeper '%s' %s: allocated anew and kept by no one",
+		 seg->name, seg->keeper, what);
+	return SSEG_KEEP_ANSWER_UNKEPT;
+}
+
+static enum sseg_keep_answer answered(struct sseg *seg, const struct sseg_keep_talk *t, int sock,
+				      const struct sseg_keep_msg *a, int *fd,
+				      struct sseg_keep_decl *got)
+{
+	char what[SSEG_KEEP_WHY + 96], one;
+
+	switch (a->op) {
+	case SSEG_KEEP_KEPT:
+		if (sseg_os_recv_fd(sock, fd, &one, 1, t->deadline)) {
+			snprintf(what, sizeof(what), "said it keeps it but gave no fd (%s)",
+				 sseg_last_error());
+			return unkept(seg, what);
+		}
+		*got = a->decl;
+		return SSEG_KEEP_ANSWER_KEPT;
+	case SSEG_KEEP_NONE:
+		return SSEG_KEEP_ANSWER_NEW;
+	case SSEG_KEEP_DISCARDED:
+		sseg_log(SSEG_LOG_WARN, "segment '%s': keeper '%s' kept one declared otherwise and "
+			 "freed it (%s): allocated anew", seg->name, seg->keeper, a->why);
+		return SSEG_KEEP_ANSWER_NEW;
+	case SSEG_KEEP_BUSY:
+		snprintf(what, sizeof(what), "holds one of this name that a live group maps now "
+			 "(%s), and lends it to one group at a time", a->why);
+		return unkept(seg, what);
+	case SSEG_KEEP_REFUSED:
+		snprintf(what, sizeof(what), "refused (%s)", a->why);
+		return unkept(seg, what);
+	default:
+		snprintf(what, sizeof(what), "answered %u to a take", (unsigned)a->op);
+		return unkept(seg, what);
+	}
+}
+
+enum sseg_keep_answer sseg_keeper_take(struct sseg *seg, struct sseg_keep_talk *t, int *fd,
+				       struct sseg_keep_decl *got)
 {
 	struct sseg_keep_msg q = { .op = SSEG_KEEP_TAKE }, a;
-	int sock, rc, kept = 0;
+	enum sseg_keep_answer out;
+	char what[SSEG_KEEP_WHY + 96];
+	int sock;
 
-	if (!connect_keeper(seg, &sock))
-		return 0;
+	if (dial(seg->opts.keeper, t->deadline, &sock)) {
+		sseg_log(SSEG_LOG_WARN, "segment '%s': %s: the segment is allocated anew and kept by "
+			 "no one", seg->name, sseg_last_error());
+		return SSEG_KEEP_ANSWER_UNKEPT;
+	}
 	declare(seg, &q.decl);
-	rc = ask(sock, &q, -1, &a);
-	if (rc)
-		sseg_log(SSEG_LOG_WARN, "segment '%s': keeper '%s' did not answer: %s", seg->name,
-			 seg->opts.keeper, sseg_last_error());
-	else if (a.op == SSEG_KEEP_KEPT)
-		kept = receive_kept(seg, sock, &a, fd, got);
-	else if (a.op == SSEG_KEEP_DISCARDED)
-		sseg_log(SSEG_LOG_INFO,
-			 "segment '%s': keeper '%s' kept one declared otherwise and freed it (%s): "
-			 "allocated anew",
-			 seg->name, seg->opts.keeper, a.why);
-	else if (a.op == SSEG_KEEP_REFUSED)
-		sseg_log(SSEG_LOG_WARN, "segment '%s': keeper '%s' refused: %s", seg->name,
-			 seg->opts.keeper, a.why);
+	if (ask(sock, &q, -1, &a, t->deadline)) {
+		snprintf(what, sizeof(what), "did not answer within the create's share of its "
+			 "timeout (%s)", sseg_last_error());
+		out = unkept(seg, what);
+	} else {
+		out = answered(seg, t, sock, &a, fd, got);
+	}
 	close(sock);
-	return kept;
+	return out;
 }
 
-void sseg_keeper_hold(struct sseg *seg, int fd)
+void sseg_keeper_hold(struct sseg *seg, struct sseg_keep_talk *t, int fd)
 {
-	struct sseg_keep_msg q = { .op = SSEG_KEEP_HOLD }, a;
-	int sock, rc;
+	struct sseg_keep_msg q = { .op = SSEG_KEEP_HOLD, .flags = t->hold_flags }, a;
+	int sock;
 
-	if (!connect_keeper(seg, &sock))
+	if (dial(seg->opts.keeper, t->deadline, &sock)) {
+		sseg_log(SSEG_LOG_WARN, "segment '%s': %s: it is kept by no one", seg->name,
+			 sseg_last_error());
 		return;
+	}
 	declare(seg, &q.decl);
 	q.decl.mapped_size = seg->mapped_size;
 	q.decl.page_size = seg->page_size;
 	q.decl.pages = seg->pages;
-	rc = ask(sock, &q, fd, &a);
-	if (rc)
-		sseg_log(SSEG_LOG_WARN, "segment '%s': keeper '%s' did not take it: %s", seg->name,
-			 seg->opts.keeper, sseg_last_error());
+	snprintf(q.why, sizeof(q.why), "%s", t->why);
+	if (ask(sock, &q, fd, &a, t->deadline))
+		sseg_log(SSEG_LOG_WARN, "segment '%s': keeper '%s' did not take it (%s): it is kept "
+			 "by no one", seg->name, seg->keeper, sseg_last_error());
 	else if (a.op != SSEG_KEEP_HELD)
-		sseg_log(SSEG_LOG_WARN, "segment '%s': keeper '%s' refused it: %s", seg->name,
-			 seg->opts.keeper, a.why);
+		sseg_log(SSEG_LOG_WARN, "segment '%s': keeper '%s' did not keep it: %s", seg->name,
+			 seg->keeper, a.why);
 	close(sock);
 }
 
 int sseg_keeper_lend(const char *keeper, const char *name, int *fd, uint64_t *size)
 {
 	struct sseg_keep_msg q = { .op = SSEG_KEEP_LEND }, a;
+	double deadline = sseg_now() + KEEPER_REPLY_S;
 	int sock, rc;
 	char one;
 
@@ -157,11 +189,11 @@ int sseg_keeper_lend(const char *keeper, const char *name, int *fd, uint64_t *si
 	if (!rc && (strlen(name) == 0 || strlen(name) > SSEG_NAME_MAX))
 		rc = sseg_err(-EINVAL, "a segment's name must be 1 to %d bytes", SSEG_NAME_MAX);
 	if (!rc)
-		rc = dial(keeper, &sock);
+		rc = dial(keeper, deadline, &sock);
 	if (rc)
 		return rc;
 	snprintf(q.decl.name, sizeof(q.decl.name), "%s", name);
-	rc = ask(sock, &q, -1, &a);
+	rc = ask(sock, &q, -1, &a, deadline);
 	if (rc)
 		rc = sseg_err_wrap(rc, "keeper '%s' did not answer", keeper);
 	else if (a.op == SSEG_KEEP_NONE)
@@ -169,9 +201,17 @@ int sseg_keeper_lend(const char *keeper, const char *name, int *fd, uint64_t *si
 	else if (a.op != SSEG_KEEP_KEPT)
 		rc = sseg_err(-EPROTO, "keeper '%s' answered %u to a lend", keeper, (unsigned)a.op);
 	else
-		rc = sseg_os_recv_fd(sock, fd, &one, 1, sseg_now() + KEEPER_REPLY_S);
+		rc = sseg_os_recv_fd(sock, fd, &one, 1, deadline);
 	if (!rc)
 		*size = a.decl.mapped_size;
 	close(sock);
 	return rc;
+}
+
+int sseg_keeper_in_use(int fd)
+{
+	sseg_err_clear();
+	if (fd < 0)
+		return sseg_err(-EBADF, "sseg_keeper_in_use: fd %d", fd);
+	return sseg_os_memfd_claimed(fd);
 }

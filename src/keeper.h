@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A segment's keeper as its owner meets it (keeper.c): before allocating,
- * the owner takes the keeper's segment of the same declaration; after
- * allocating, it leaves its own with the keeper. Only a keeper of the same
- * user is asked; a keeper that is not there, or fails, costs a warning,
- * never the segment. The keeper itself: keeper_serve.c. */
+ * the owner asks the keeper for its segment of the same declaration; after
+ * allocating anew, it leaves its own with the keeper. Only a keeper of the
+ * same user is asked, in this user's runtime directory, within a share of
+ * the create's timeout; a keeper that is not there, slow or refusing costs
+ * a warning that says what happens instead, never the segment. The keeper
+ * itself: keeper_serve.c. */
 #ifndef SSEG_KEEPER_H
 #define SSEG_KEEPER_H
 
@@ -11,11 +13,24 @@
 
 struct sseg;
 
-/* 1 with *fd and what it holds in *got (a memfd of that declaration, whose
- * bytes are what the last group wrote); 0 when the keeper has none (or it
- * discarded one declared otherwise: logged, with why), or is not there. */
-SSEG_HIDDEN int sseg_keeper_take(struct sseg *seg, int *fd, struct sseg_keep_decl *got);
-/* Leaves the owner's memfd with the keeper; a failure is logged. */
-SSEG_HIDDEN void sseg_keeper_hold(struct sseg *seg, int fd);
+/* One owner's conversation with its keeper. */
+struct sseg_keep_talk {
+	double deadline;    /* for every question of it */
+	uint32_t hold_flags; /* SSEG_KEEP_REPLACE once a kept segment proved unusable */
+	char why[SSEG_KEEP_WHY];
+};
+
+enum sseg_keep_answer {
+	SSEG_KEEP_ANSWER_KEPT,    /* *fd: the kept memfd, its group's claim on it held */
+	SSEG_KEEP_ANSWER_NEW,     /* allocate anew, then leave it with the keeper */
+	SSEG_KEEP_ANSWER_UNKEPT,  /* allocate anew, kept by no one (said why) */
+};
+
+SSEG_HIDDEN void sseg_keeper_talk_init(const struct sseg *seg, struct sseg_keep_talk *t);
+SSEG_HIDDEN enum sseg_keep_answer sseg_keeper_take(struct sseg *seg, struct sseg_keep_talk *t,
+						   int *fd, struct sseg_keep_decl *got);
+/* Leaves the owner's memfd with the keeper; a refusal or failure is logged
+ * with what it means: the segment is kept by no one. */
+SSEG_HIDDEN void sseg_keeper_hold(struct sseg *seg, struct sseg_keep_talk *t, int fd);
 
 #endif

@@ -10,7 +10,7 @@
 #include "util.h"
 
 #define KEEP_MAGIC 0x5045454bu /* "KEEP" */
-#define KEEP_FORMAT 1u
+#define KEEP_FORMAT 2u
 
 /* Offsets in the frame. */
 enum {
@@ -24,7 +24,8 @@ enum {
 	AT_MAPPED = AT_LAYOUT + 8,
 	AT_PAGE = AT_MAPPED + 8,
 	AT_U32S = AT_PAGE + 8,              /* the 8 uint32 fields below */
-	AT_WHY = AT_U32S + 8 * 4,
+	AT_FLAGS = AT_U32S + 8 * 4,
+	AT_WHY = AT_FLAGS + 4,
 	AT_END = AT_WHY + SSEG_KEEP_WHY,
 };
 _Static_assert(AT_END <= SSEG_KEEP_FRAME, "a keeper frame holds its fields");
@@ -58,6 +59,7 @@ void sseg_keep_encode(const struct sseg_keep_msg *m, uint8_t out[SSEG_KEEP_FRAME
 	sseg_put32(out + AT_MAGIC, KEEP_MAGIC);
 	sseg_put32(out + AT_FORMAT, KEEP_FORMAT);
 	sseg_put32(out + AT_OP, m->op);
+	sseg_put32(out + AT_FLAGS, m->flags);
 	put_text(out + AT_NAME, d.name, sizeof(d.name));
 	put_text(out + AT_VERSION, d.version, sizeof(d.version));
 	sseg_put64(out + AT_SIZE, d.size);
@@ -80,6 +82,7 @@ int sseg_keep_decode(const uint8_t in[SSEG_KEEP_FRAME], struct sseg_keep_msg *m)
 		return sseg_err(-EPROTO, "a keeper's frame of format %" PRIu32 ", this library's is %u",
 				sseg_get32(in + AT_FORMAT), KEEP_FORMAT);
 	m->op = sseg_get32(in + AT_OP);
+	m->flags = sseg_get32(in + AT_FLAGS);
 	get_text(d->name, in + AT_NAME, sizeof(d->name));
 	get_text(d->version, in + AT_VERSION, sizeof(d->version));
 	d->size = sseg_get64(in + AT_SIZE);
@@ -147,7 +150,7 @@ bool sseg_keep_differs(const struct sseg_keep_decl *k, const struct sseg_keep_de
 
 void sseg_keep_socket(const char *keeper, char *buf, size_t len)
 {
-	snprintf(buf, len, "sharedseg-keep-%u-%s", (unsigned)geteuid(), keeper);
+	snprintf(buf, len, "keep-%s", keeper);
 }
 
 int sseg_keep_check_name(const char *keeper)

@@ -23,6 +23,14 @@ enum sseg_keep_op {
 	SSEG_KEEP_HELD = 6, /* keeper: holding it */
 	SSEG_KEEP_REFUSED = 7, /* keeper: cannot (why says) */
 	SSEG_KEEP_LEND = 8, /* anyone of the user: the fd of the segment of this name, if held */
+	SSEG_KEEP_BUSY = 9, /* keeper: the one of that name is mapped by a live group now */
+};
+
+/* What a HOLD asks beyond holding. */
+enum sseg_keep_flag {
+	/* the segment the keeper gave was unusable (why says how): let it go
+	 * for this one, unless a live group maps it */
+	SSEG_KEEP_REPLACE = 1u << 0,
 };
 
 /* What a segment was declared with, and what its owner obtained. A kept
@@ -39,8 +47,9 @@ struct sseg_keep_decl {
 
 struct sseg_keep_msg {
 	uint32_t op;
+	uint32_t flags; /* enum sseg_keep_flag */
 	struct sseg_keep_decl decl;
-	char why[SSEG_KEEP_WHY];    /* DISCARDED, REFUSED */
+	char why[SSEG_KEEP_WHY];    /* DISCARDED, REFUSED, BUSY; HOLD with REPLACE */
 };
 
 SSEG_HIDDEN void sseg_keep_encode(const struct sseg_keep_msg *m, uint8_t out[SSEG_KEEP_FRAME]);
@@ -50,7 +59,8 @@ SSEG_HIDDEN int sseg_keep_decode(const uint8_t in[SSEG_KEEP_FRAME], struct sseg_
  * first that differs ("size: kept 1 GiB, declared 2 GiB"). */
 SSEG_HIDDEN bool sseg_keep_differs(const struct sseg_keep_decl *kept,
 				   const struct sseg_keep_decl *asked, char *why, size_t len);
-/* The abstract socket a keeper of this user listens on. */
+/* The file name of the socket a keeper listens on, in this user's runtime
+ * directory (os/named.h). */
 SSEG_HIDDEN void sseg_keep_socket(const char *keeper, char *buf, size_t len);
 /* 0, or -EINVAL with the sentence: 1..SSEG_NAME_MAX bytes of [A-Za-z0-9._-]. */
 SSEG_HIDDEN int sseg_keep_check_name(const char *keeper);

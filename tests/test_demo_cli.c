@@ -266,7 +266,7 @@ static int noisy_neighbour(void *arg)
 	const struct neighbour *n = arg;
 	const size_t noise = 256u << 20;
 	int fd = memfd_create("sseg-cli-noise", MFD_CLOEXEC);
-	char prefix[128], sock[160];
+	char prefix[256], sock[256];
 	bool seen = false;
 	void *p;
 
@@ -278,7 +278,7 @@ static int noisy_neighbour(void *arg)
 	memset(p, 1, noise);
 	if (write(n->ready_w, "r", 1) != 1)
 		return 1;
-	snprintf(prefix, sizeof(prefix), "sharedseg-group-%u-%s", (unsigned)getuid(), n->name);
+	tu_group_socket(n->name, prefix, sizeof(prefix));
 	for (int i = 0; i < 12 && !seen; i++) /* 5 s each */
 		seen = intruder_find_socket(prefix, sock, sizeof(sock)) == 0;
 	return seen ? 0 : 1; /* its exit frees the 256 MiB */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Edges where the library used to point the wrong way or wait too long:
- * another uid squatting the local exchange's name, fork() between create
- * and complete, an interrupt while complete waits, a peer whose fd table
- * is full, a memfd sealed against writing, two users on one host. */
+ * another uid squatting the local exchange's name or its directory, fork()
+ * between create and complete, an interrupt while complete waits, a peer
+ * whose fd table is full, a memfd sealed against writing, two users on one
+ * host. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <signal.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -21,21 +23,24 @@
 
 #define SZ (4u << 20)
 
-/* ---- another uid holds the local exchange's rendezvous name ---- */
+/* ---- another uid in the way of the local exchange's rendezvous ---- */
 
 struct squat {
 	char name[64];
-	int listening[2]; /* a byte once it listens */
+	char path[256];   /* the group's socket file, in root's runtime directory */
+	int listening[2]; /* a byte once it squats */
 	int release[2];   /* its end of file lets it go */
 };
 
+/* Takes what it can: the abstract name the rendezvous once had, and the
+ * group's socket file, which it may neither bind nor reach. */
 static int squatter(void *arg)
 {
 	const struct squat *q = arg;
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	char full[128], c;
 	size_t n;
-	int s;
+	int s, f;
 
 	close(q->listening[0]);
 	close(q->release[1]);
@@ -46,37 +51,93 @@ static int squatter(void *arg)
 	s = socket(AF_UNIX, SOCK_STREAM, 0);
 	if (s < 0 || bind(s, (struct sockaddr *)&a,
 			  (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) ||
-	    listen(s, 64) || write(q->listening[1], "l", 1) != 1)
+	    listen(s, 64))
+		return 1;
+	f = socket(AF_UNIX, SOCK_STREAM, 0);
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", q->path);
+	if (!bind(f, (struct sockaddr *)&a, sizeof(a)) || errno != EACCES)
+		return 2;
+	if (write(q->listening[1], "l", 1) != 1)
 		return 1;
 	return read(q->release[0], &c, 1) == 0 ? 0 : 1;
 }
 
-/* Peers will not send their frames to it, and the hub names who holds it. */
+/* The group meets as if no one were there. */
+static int squatted_rank(void *arg)
+{
+	const struct squat *q = arg;
+	struct sseg_local_group *g = NULL;
+	char all[4];
+
+	CHECK_RC(sseg_local_group_open(q->name, 1, 2, 5000, &g), 0);
+	CHECK_RC(sseg_local_allgather("r1", all, 2, g), 0);
+	CHECK(!memcmp(all, "r0r1", 4));
+	sseg_local_group_close(g);
+	return 0;
+}
+
 static void squatted_name(void)
 {
 	struct sseg_local_group *g = NULL;
 	struct squat q;
-	char c;
-	pid_t pid;
+	char all[4], c;
+	pid_t pid, rank;
 
 	if (getuid() != 0) {
 		printf("edges: squatting needs another uid (root to setuid): skipped\n");
 		return;
 	}
 	tu_name(q.name, sizeof(q.name), "sseg-squat");
+	tu_group_socket(q.name, q.path, sizeof(q.path));
 	CHECK(pipe(q.listening) == 0 && pipe(q.release) == 0);
 	pid = tu_fork(squatter, &q);
 	close(q.listening[1]);
 	close(q.release[0]);
-	CHECK(read(q.listening[0], &c, 1) == 1); /* it holds the name until released */
-	CHECK_RC(sseg_local_group_open(q.name, 1, 2, 2000, &g), -EPERM);
-	CHECK_ERR_HAS("is held by uid 65534");
-	CHECK_ERR_HAS("refusing to send it anything");
-	CHECK_RC(sseg_local_group_open(q.name, 0, 2, 2000, &g), -EADDRINUSE);
-	CHECK_ERR_HAS("(uid 65534) holds its name");
+	CHECK(read(q.listening[0], &c, 1) == 1); /* it holds what it could take */
+	rank = tu_fork(squatted_rank, &q);
+	CHECK_RC(sseg_local_group_open(q.name, 0, 2, 5000, &g), 0);
+	CHECK_RC(sseg_local_allgather("r0", all, 2, g), 0);
+	sseg_local_group_close(g);
+	CHECK(tu_wait(rank, 10000) == 0);
 	close(q.release[1]);
 	CHECK(tu_wait(pid, 10000) == 0);
 	close(q.listening[0]);
+}
+
+/* Another user made the runtime directory first: the group is refused
+ * with a sentence that names that user, before anything is sent. */
+static int in_a_squatted_directory(void *arg)
+{
+	const char *name = arg;
+	struct sseg_local_group *g = NULL;
+
+	if (setgid(65534) || setuid(65534))
+		return 1;
+	CHECK_RC(sseg_local_group_open(name, 0, 2, 500, &g), -EPERM);
+	CHECK_ERR_HAS("the runtime directory /tmp/sharedseg-65534 belongs to uid 0, not to this "
+		      "user (uid 65534): another user is in the way");
+	CHECK_ERR_HAS("set SHAREDSEG_RUNTIME_DIR");
+	return 0;
+}
+
+static void squatted_directory(void)
+{
+	const char *dir = "/tmp/sharedseg-65534", *aside = "/tmp/sharedseg-65534.edges-aside";
+	bool moved;
+	char name[64];
+
+	if (getuid() != 0) {
+		printf("edges: another user's directory needs root: skipped\n");
+		return;
+	}
+	tu_name(name, sizeof(name), "sseg-squat-dir");
+	moved = !rename(dir, aside);
+	CHECK(mkdir(dir, 0700) == 0);
+	CHECK(tu_wait(tu_fork(in_a_squatted_directory, name), 10000) == 0);
+	CHECK(rmdir(dir) == 0);
+	CHECK(!moved || rename(aside, dir) == 0);
 }
 
 /* ---- fork() between create and complete ---- */
@@ -382,26 +443,26 @@ static int other_user_peer(void *arg)
 static int hub_name_open(const char *group)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	char full[128];
-	size_t n = (size_t)snprintf(full, sizeof(full), "sharedseg-group-%u-%s",
-				    (unsigned)getuid(), group);
 	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
-	memcpy(a.sun_path + 1, full, n);
-	CHECK(s >= 0 && bind(s, (struct sockaddr *)&a,
-			     (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) == 0 &&
-	      listen(s, 4) == 0);
+	tu_group_socket(group, a.sun_path, sizeof(a.sun_path));
+	unlink(a.sun_path);
+	CHECK(s >= 0 && bind(s, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(s, 4) == 0);
 	return s;
 }
 
 static void two_users_local_group(struct two_users *t)
 {
+	char path[256];
+
 	int hub = hub_name_open(t->name);
 	pid_t pid = tu_fork(other_user_peer, t);
 
 	CHECK(write(t->up[1], "o", 1) == 1);
 	CHECK(tu_wait(pid, 15000) == 0);
 	close(hub);
+	tu_group_socket(t->name, path, sizeof(path));
+	unlink(path);
 }
 
 static void two_users(void)
@@ -432,6 +493,7 @@ static void two_users(void)
 int main(void)
 {
 	squatted_name();
+	squatted_directory();
 	two_users();
 	fork_between();
 	interrupted();

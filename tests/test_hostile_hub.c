@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Hostile connections against the built-in local exchange's hub while a
- * 4-rank group meets. Its rendezvous name is predictable and public, and
+ * 4-rank group meets. Its rendezvous is predictable and listed in
+ * /proc/net/unix, a socket file in the user's runtime directory, and
  * unlike the fd channel it has no token: a same-uid stranger's well-formed
  * hello is a member's. So: garbage, silence, half a hello, a drip, a flood,
  * descriptors, a data frame where a hello belongs, and another uid's
@@ -26,6 +27,7 @@
 #include "hostcheck.h"
 #include "intruder.h"
 #include "member.h"
+#include "os/named.h"
 #include "runcases.h"
 #include "testutil.h"
 
@@ -135,8 +137,8 @@ static int hub_read_all(const char *sock, int n)
 
 		if (fd < 3 || fstat(fd, &st) || !S_ISSOCK(st.st_mode) ||
 		    getpeername(fd, (struct sockaddr *)&a, &len) ||
-		    len != offsetof(struct sockaddr_un, sun_path) + 1 + strlen(sock) ||
-		    a.sun_path[0] || memcmp(a.sun_path + 1, sock, strlen(sock)))
+		    len <= offsetof(struct sockaddr_un, sun_path) ||
+		    strncmp(a.sun_path, sock, sizeof(a.sun_path)))
 			continue;
 		seen++;
 		unread += ioctl(fd, SIOCOUTQ, &queued) || queued;
@@ -164,13 +166,14 @@ static void await_first_two(const struct member *m, const char *sock)
 static void run_case(const struct hub_case *c, struct measured *out)
 {
 	struct intrusion_plan plan = { .kind = c->kind, .count = c->count * scale };
-	char name[64], sock[128], prefix[96];
+	char name[64], sock[128], prefix[200], dir[SSEG_OS_NAMED_PATH];
 	struct member m[WORLD];
 	int fds = tu_count_fds();
 	struct intruder in;
 
 	tu_name(name, sizeof(name), "hub");
-	snprintf(prefix, sizeof(prefix), "sharedseg-group-%u-%s", (unsigned)getuid(), name);
+	CHECK_RC(sseg_os_rundir(dir, sizeof(dir)), 0);
+	snprintf(prefix, sizeof(prefix), "%s/group-%s", dir, name);
 	plan.uid = c->other_uid ? 65534 : 0;
 	forge(c, &plan);
 	for (int r = 0; r < 3; r++)

@@ -2,8 +2,9 @@
 /* A keeper (`sharedseg keep`) holds a segment between groups: the next
  * group of the same declaration maps what the last one wrote, one of
  * another declaration gets new memory and the keeper says why; stopping or
- * killing the keeper frees it; another user is neither served nor trusted;
- * `sharedseg ls` shows who keeps what. */
+ * killing the keeper frees it; another user can neither reach it nor take
+ * its name; `sharedseg ls` shows who keeps what. Faults and crowds:
+ * test_keeper_faults.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -11,183 +12,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "keeper_wire.h"
+#include "intruder.h"
+#include "keeperproc.h"
 #include "listing.h"
 #include "os/sock.h"
 #include "stranger.h"
 #include "testutil.h"
 
-#define MIB (1ull << 20)
-
-/* Keeper names unique to this process ("kt-a" becomes "kt<pid>-a"), so
- * that copies of the test run at once. */
-static pid_t test_pid; /* the main process's, also in its children */
-
-static const char *K(const char *text)
-{
-	static char bufs[8][512];
-	static int next;
-	char *out = bufs[next++ % 8], tag[32];
-	size_t n = 0;
-
-	snprintf(tag, sizeof(tag), "kt%d-", (int)test_pid);
-	while (*text && n < sizeof(bufs[0]) - 32) {
-		if (!strncmp(text, "kt-", 3)) {
-			n += (size_t)snprintf(out + n, sizeof(bufs[0]) - n, "%s", tag);
-			text += 3;
-		} else {
-			out[n++] = *text++;
-		}
-	}
-	out[n] = '\0';
-	return out;
-}
-
-struct keeper_proc {
-	pid_t pid;
-	int err; /* its stderr */
-	char said[8192];
-	size_t n;
-};
-
-/* Reads its stderr until needle shows (the keeper's own word: a barrier). */
-static void hear(struct keeper_proc *k, const char *needle)
-{
-	ssize_t got;
-
-	k->said[k->n] = '\0';
-	while (!strstr(k->said, needle)) {
-		CHECK(k->n < sizeof(k->said) - 1);
-		got = read(k->err, k->said + k->n, sizeof(k->said) - 1 - k->n);
-		CHECK(got > 0);
-		k->n += (size_t)got;
-		k->said[k->n] = '\0';
-	}
-}
-
-/* `sharedseg keep --name NAME`, its stderr to k->err. */
-static void keeper_spawn(struct keeper_proc *k, const char *name)
-{
-	int fds[2];
-
-	memset(k, 0, sizeof(*k));
-	CHECK(pipe(fds) == 0);
-	k->pid = fork();
-	CHECK(k->pid >= 0);
-	if (k->pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed test leaves no keeper */
-		dup2(fds[1], STDERR_FILENO);
-		close(fds[0]);
-		execl(tu_build_file("sharedseg"), "sharedseg", "keep", "--name", name, (char *)NULL);
-		_exit(127);
-	}
-	close(fds[1]);
-	k->err = fds[0];
-}
-
-static void keeper_start(struct keeper_proc *k, const char *name)
-{
-	char running[128];
-
-	keeper_spawn(k, name);
-	snprintf(running, sizeof(running), "keeper '%s' runs", name);
-	hear(k, running);
-}
-
-/* SIGTERM: its exit status; SIGKILL: 128 + 9. */
-static int keeper_stop(struct keeper_proc *k, int sig)
-{
-	int rc;
-
-	CHECK(kill(k->pid, sig) == 0);
-	rc = tu_wait(k->pid, 10000);
-	if (sig == SIGTERM)
-		hear(k, "let go");
-	close(k->err);
-	return rc;
-}
-
-/* ---- one group of two ranks (forked), on one keeper ---- */
-
-struct rank_job {
-	const char *name, *keeper;
-	uint64_t size;
-	int rank;
-	int write;      /* the owner fills the pattern */
-	int expect_kept; /* owner's info.kept */
-	int expect;     /* 1: every rank reads the pattern; 0: zeros */
-	const char *says; /* owner: what the library must have said, or NULL */
-	char log[4096]; /* what the library said (this process) */
-};
-
-static void keep_log(enum sseg_log_level level, const char *message, void *ctx)
-{
-	struct rank_job *j = ctx;
-	size_t n = strlen(j->log);
-
-	(void)level;
-	snprintf(j->log + n, sizeof(j->log) - n, "%s\n", message);
-}
-
-static int rank_main(void *arg)
-{
-	struct rank_job *j = arg;
-	SSEG_OPTS(o, .name = j->name, .size = j->size, .world_size = 2, .rank = j->rank,
-		  .pages = SSEG_PAGES_BASE, .populate = SSEG_POPULATE_OWNER, .keeper = j->keeper);
-	struct sseg_info info = { .sz = sizeof(info) };
-	struct sseg_local_group *g;
-	unsigned char *p;
-	sseg_t *seg;
-
-	sseg_set_log(keep_log, j);
-	sseg_set_log_level(SSEG_LOG_INFO);
-	CHECK_RC(sseg_local_group_open(j->name, j->rank, 2, 30000, &g), 0);
-	CHECK_RC(sseg_open(&o, sseg_local_allgather, g, &seg), 0);
-	CHECK_RC(sseg_info(seg, &info), 0);
-	CHECK(info.kept == (j->rank == 0 ? j->expect_kept : 0));
-	p = sseg_base(seg);
-	/* In a group that writes, the owner writes while its peer may read. */
-	for (uint64_t off = 0; !j->write && off < j->size; off += 4096)
-		CHECK(p[off] == (j->expect ? tu_pattern(0, off) : 0));
-	if (j->write && j->rank == 0)
-		for (uint64_t off = 0; off < j->size; off += 4096)
-			p[off] = tu_pattern(0, off);
-	CHECK_RC(sseg_destroy(seg), 0);
-	sseg_local_group_close(g);
-	if (j->rank == 0 && j->says && !strstr(j->log, j->says)) {
-		fprintf(stderr, "the owner heard:\n%s", j->log);
-		CHECK(!"the owner heard what it should");
-	}
-	return 0;
-}
-
-/* Both ranks, forked; the owner checks what it heard itself. */
-static void group_says(const char *name, const char *keeper, uint64_t size, int write, int kept,
-		       int expect, const char *says)
-{
-	struct rank_job j[2];
-	pid_t pid[2];
-
-	for (int r = 0; r < 2; r++) {
-		j[r] = (struct rank_job){ .name = name, .keeper = keeper, .size = size, .rank = r,
-					  .write = write, .expect_kept = kept,
-					  .expect = expect, .says = says };
-		pid[r] = tu_fork(rank_main, &j[r]);
-	}
-	for (int r = 0; r < 2; r++)
-		CHECK(tu_wait(pid[r], 60000) == 0);
-}
-
-static void group(const char *name, const char *keeper, uint64_t size, int write, int kept,
-		  int expect)
-{
-	group_says(name, keeper, size, write, kept, expect, NULL);
-}
 
 /* What the keeper lends is the group's memory, shared: its bytes are what
  * the group wrote, and a write through one loan is seen through another. */
@@ -284,7 +121,7 @@ static void name_taken(void)
 
 	keeper_start(&k, K("kt-c"));
 	keeper_spawn(&second, K("kt-c"));
-	hear(&second, K("a keeper named 'kt-c' runs already (pid"));
+	hear(&second, K("a keeper named 'kt-c' runs already for this user (pid"));
 	rc = tu_wait(second.pid, 10000);
 	close(second.err);
 	CHECK(rc == 1);
@@ -293,28 +130,19 @@ static void name_taken(void)
 
 /* ---- another user ---- */
 
-static char keeper_socket[128];
+static char keeper_path[256];
 
-/* As STRANGER_UID: root's keeper answers nothing, and gives no fd. */
+/* As STRANGER_UID: root's keeper cannot be reached at all (its socket is
+ * in root's runtime directory, mode 0700), so it hears nothing. */
 static int stranger_asks(void *arg)
 {
-	struct sseg_keep_msg q = { .op = SSEG_KEEP_TAKE };
-	uint8_t frame[SSEG_KEEP_FRAME];
-	int s;
-
-	snprintf(q.decl.name, sizeof(q.decl.name), "%s", (const char *)arg);
-	sseg_keep_encode(&q, frame);
-	if (sseg_os_connect_abstract(keeper_socket, &s))
-		return 1;
-	/* The keeper may close before the question is sent (EPIPE): either
-	 * way, no answer comes, and no fd. */
-	(void)sseg_os_send_all(s, frame, sizeof(frame), sseg_now() + 5);
-	return sseg_os_recv_all(s, frame, sizeof(frame), sseg_now() + 10) ? 0 : 1;
+	(void)arg;
+	return intruder_dial(keeper_path) < 0 && errno == EACCES ? 0 : 1;
 }
 
-/* As STRANGER_UID, through the public call: a keeper's socket is named
- * for its user, so another user's call does not even find root's keeper
- * (stranger_asks, on root's socket by name, meets the keeper's refusal). */
+/* As STRANGER_UID, through the public call: a keeper's socket is in its
+ * user's runtime directory, so another user's call does not even find
+ * root's keeper. */
 static int stranger_lends(void *arg)
 {
 	uint64_t size;
@@ -325,28 +153,21 @@ static int stranger_lends(void *arg)
 
 static int squat_fd = -1;
 
-/* As STRANGER_UID: listens under the name root's keeper kt-e would have. */
+/* As STRANGER_UID: takes what it can of the name root's keeper kt-e will
+ * have: the abstract name keepers once listened under (which squatted
+ * kept them from starting); the socket file it may not bind. */
 static int stranger_squats(void *arg)
 {
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	char name[128];
+
 	(void)arg;
-	return sseg_os_listen_abstract(keeper_socket, 8, &squat_fd) ? 1 : 0;
-}
-
-static int squatted_owner(void *arg)
-{
-	struct rank_job *j = arg;
-	SSEG_OPTS(o, .name = j->name, .size = 2 * MIB, .pages = SSEG_PAGES_BASE,
-		  .world_size = 1, .keeper = K("kt-e"));
-	sseg_t *seg;
-	char blob[SSEG_BLOB_SIZE];
-
-	sseg_set_log(keep_log, j);
-	CHECK_RC(sseg_create(&o, &seg, blob), 0);
-	CHECK_RC(sseg_complete(seg, blob), 0);
-	CHECK(strstr(j->log, K("keeper 'kt-e' runs as uid 65534, not as this user (uid 0): the segment is "
-		    "allocated anew")));
-	CHECK_RC(sseg_destroy(seg), 0);
-	return 0;
+	snprintf(name, sizeof(name), "sharedseg-keep-0-%s", K("kt-e"));
+	if (sseg_os_listen_abstract(name, 8, &squat_fd))
+		return 1;
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", keeper_path);
+	return s >= 0 && bind(s, (struct sockaddr *)&a, sizeof(a)) && errno == EACCES ? 0 : 1;
 }
 
 static void other_users(void)
@@ -354,7 +175,6 @@ static void other_users(void)
 	struct stranger asker = { .act = stranger_asks }, squatter = { .act = stranger_squats };
 	struct stranger lender = { .act = stranger_lends };
 	struct keeper_proc k;
-	struct rank_job j = { 0 };
 	char name[64];
 
 	if (geteuid() != 0) {
@@ -365,22 +185,25 @@ static void other_users(void)
 	keeper_start(&k, K("kt-d"));
 	group(name, K("kt-d"), 8 * MIB, 1, 0, 0);
 	hear(&k, "holds segment");
-	sseg_keep_socket(K("kt-d"), keeper_socket, sizeof(keeper_socket));
+	keeper_socket_path(K("kt-d"), keeper_path, sizeof(keeper_path));
 	asker.arg = name;
-	stranger_start(&asker); /* it checked that it got nothing */
+	stranger_start(&asker); /* it checked that it could not connect */
 	stranger_stop(&asker);
-	hear(&k, "refused pid");
-	CHECK(strstr(k.said, "of uid 65534 (it serves uid 0 only)"));
 	lender.arg = name;
 	stranger_start(&lender);
 	stranger_stop(&lender);
 	CHECK(keeper_stop(&k, SIGTERM) == 0);
+	CHECK(!strstr(k.said, "refused pid")); /* it never met the stranger */
 
-	sseg_keep_socket(K("kt-e"), keeper_socket, sizeof(keeper_socket));
+	/* A squatter first: the keeper starts all the same, and keeps. */
+	keeper_socket_path(K("kt-e"), keeper_path, sizeof(keeper_path));
 	stranger_start(&squatter);
+	keeper_start(&k, K("kt-e"));
 	tu_name(name, sizeof(name), "keep-squat");
-	j.name = name;
-	CHECK(tu_wait(tu_fork(squatted_owner, &j), 30000) == 0);
+	group(name, K("kt-e"), 2 * MIB, 1, 0, 0);
+	hear(&k, "holds segment");
+	group(name, K("kt-e"), 2 * MIB, 0, 1, 1);
+	CHECK(keeper_stop(&k, SIGTERM) == 0);
 	stranger_stop(&squatter);
 }
 
@@ -405,7 +228,7 @@ static void refused_options(void)
 
 int main(void)
 {
-	test_pid = getpid();
+	keeper_test_init();
 	signal(SIGPIPE, SIG_IGN);
 	refused_options();
 	kept_between_groups();

@@ -172,13 +172,14 @@ static void test_missing_hub(void)
 	CHECK_ERR_HAS("rank 0 (hub) did not open it within 200 ms");
 }
 
-static int abstract_socket_exists(const char *name)
+static int rendezvous_exists(const char *name)
 {
-	char want[128], line[512];
+	char want[256], line[512];
 	FILE *f = fopen("/proc/net/unix", "r");
 	int found = 0;
 
-	snprintf(want, sizeof(want), "@sharedseg-group-%u-%s\n", (unsigned)getuid(), name);
+	tu_group_socket(name, want, sizeof(want) - 1);
+	strcat(want, "\n");
 	while (f && !found && fgets(line, sizeof(line), f))
 		found = strlen(line) >= strlen(want) &&
 			!strcmp(line + strlen(line) - strlen(want), want);
@@ -198,9 +199,9 @@ static void test_name_in_use(void)
 	m[0].expect = -ETIMEDOUT;
 	m[0].needle = "rank 1 of 2 did not join";
 	hub = tu_fork(member_main, &m[0]);
-	for (int i = 0; i < 200 && !abstract_socket_exists(m[0].name); i++)
+	for (int i = 0; i < 200 && !rendezvous_exists(m[0].name); i++)
 		usleep(5000);
-	CHECK(abstract_socket_exists(m[0].name));
+	CHECK(rendezvous_exists(m[0].name));
 	CHECK_RC(sseg_local_group_open(m[0].name, 0, 2, 100, &g), -EADDRINUSE);
 	CHECK_ERR_HAS("is already in use on this host");
 	CHECK(tu_wait(hub, WAIT_MS) == 0);

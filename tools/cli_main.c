@@ -32,6 +32,18 @@ static const struct cli_command *find_command(const char *name)
 	return NULL;
 }
 
+/* "probe, demo, bench, ls, keep": from the table, so a new command is named. */
+static const char *command_names(void)
+{
+	static char names[128];
+	size_t n = 0;
+
+	for (size_t i = 0; i < NCOMMANDS && n < sizeof(names); i++)
+		n += (size_t)snprintf(names + n, sizeof(names) - n, "%s%s", i ? ", " : "",
+				      commands[i].name);
+	return names;
+}
+
 static void main_help(FILE *out)
 {
 	fprintf(out,
@@ -72,8 +84,8 @@ static int help_command(int argc, char **argv)
 	}
 	c = find_command(argv[1]);
 	if (!c)
-		return cli_usage_error("help", "unknown command '%s' (commands: probe, demo, bench, ls, keep)",
-				       argv[1]);
+		return cli_usage_error("help", "unknown command '%s' (commands: %s)", argv[1],
+				       command_names());
 	c->help(stdout);
 	return CLI_OK;
 }
@@ -124,10 +136,8 @@ static int run(int argc, char **argv)
 		return help_command(argc - 1, argv + 1);
 	c = find_command(argv[1]);
 	if (!c)
-		return cli_usage_error(NULL,
-				       "unknown command '%s' (commands: probe, demo, bench, ls; see "
-				       "sharedseg --help)",
-				       argv[1]);
+		return cli_usage_error(NULL, "unknown command '%s' (commands: %s; see sharedseg --help)",
+				       argv[1], command_names());
 	return c->run(argc - 1, argv + 1);
 }
 

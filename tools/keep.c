@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `sharedseg keep`: a keeper in the foreground until SIGTERM, SIGINT or
- * SIGHUP (sseg_keeper_run). Its lines are the library's, at info. */
+ * SIGHUP (sseg_keeper_run); a signal it was started ignoring (nohup's
+ * SIGHUP, a background job's SIGINT) stays ignored. Its lines are the
+ * library's, at info. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +48,8 @@ void keep_help(FILE *out)
 		"Only this user's processes are served (the socket's peer credentials); it\n"
 		"maps no segment, only a tag page per segment that `sharedseg ls` shows as\n"
 		"\"keeper NAME\". The memory it holds stays allocated while it runs: stop it\n"
-		"(SIGTERM, SIGINT, SIGHUP) and every segment no process maps is freed; a\n"
+		"(SIGTERM, SIGINT, SIGHUP; one it was started ignoring, as under nohup,\n"
+		"stays ignored) and every segment no process maps is freed; a\n"
 		"keeper killed with SIGKILL leaks nothing either (the kernel closes its\n"
 		"descriptors).\n"
 		"\n"
@@ -58,12 +62,22 @@ void keep_help(FILE *out)
 		"argument.\n");
 }
 
+/* As POSIX asks of a program: a signal inherited as ignored stays so. */
+static void stop_on(int sig, const struct sigaction *sa)
+{
+	struct sigaction was;
+
+	if (!sigaction(sig, NULL, &was) && was.sa_handler == SIG_IGN)
+		return;
+	sigaction(sig, sa, NULL);
+}
+
 int keep_main(int argc, char **argv)
 {
 	struct cli_args a = { "keep", argc, argv, 1 };
 	struct sigaction sa = { .sa_handler = on_stop };
 	const char *name = NULL, *v;
-	int id;
+	int id, rc;
 
 	while ((id = cli_next(&a, keep_opts, &v)) != CLI_OPT_END) {
 		if (id == CLI_OPT_HELP) {
@@ -79,9 +93,12 @@ int keep_main(int argc, char **argv)
 	if (!getenv("SHAREDSEG_LOG"))
 		sseg_set_log_level(SSEG_LOG_INFO);
 	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	if (sseg_keeper_run(name, asked_to_stop, NULL)) {
+	stop_on(SIGINT, &sa);
+	stop_on(SIGHUP, &sa);
+	rc = sseg_keeper_run(name, asked_to_stop, NULL);
+	if (rc == -EINVAL) /* the name: the one argument */
+		return cli_usage_error("keep", "--name: %s", sseg_last_error());
+	if (rc) {
 		fprintf(stderr, "sharedseg keep: %s\n", sseg_last_error());
 		return CLI_FAIL;
 	}

@@ -354,6 +354,23 @@ static PyObject *py_keeper_lend(PyObject *self, PyObject *args)
 	return Py_BuildValue("(iK)", fd, (unsigned long long)size);
 }
 
+PyDoc_STRVAR(keeper_in_use_doc, "keeper_in_use(fd) -> bool: sseg_keeper_in_use, whether a live group\n"
+				  "maps the kept segment whose memfd is fd (one keeper_lend gave).\n"
+				  "SharedSegmentError where the kernel cannot tell.");
+
+static PyObject *py_keeper_in_use(PyObject *self, PyObject *args)
+{
+	int fd, rc;
+
+	if (!PyArg_ParseTuple(args, "i:keeper_in_use", &fd))
+		return NULL;
+	rc = sseg_keeper_in_use(fd);
+	sseg_py_log_drain();
+	if (rc < 0)
+		return sseg_py_raise(sseg_py_error, rc);
+	return PyBool_FromLong(rc);
+}
+
 PyDoc_STRVAR(create_doc,
 	     "create(name, world_size, rank, owner_rank, *, size=0, layout=None, backend=0,\n"
 	     "       pages=0, numa=0, numa_node=-1, populate=0, populate_threads=0,\n"
@@ -393,6 +410,7 @@ static PyMethodDef module_methods[] = {
 	{ "supported", py_supported, METH_VARARGS, supported_doc },
 	{ "probe_backend", py_probe_backend, METH_VARARGS, probe_backend_doc },
 	{ "keeper_lend", py_keeper_lend, METH_VARARGS, keeper_lend_doc },
+	{ "keeper_in_use", py_keeper_in_use, METH_VARARGS, keeper_in_use_doc },
 	{ "create", (PyCFunction)(void (*)(void))sseg_py_create, METH_VARARGS | METH_KEYWORDS,
 	  create_doc },
 	{ "lookup", sseg_py_lookup, METH_VARARGS, lookup_doc },

@@ -218,7 +218,8 @@ class SharedSegOffloadingSpec(_Spec):  # type: ignore[misc, valid-type]
                 self._manager = vllm_keep.KeptOffloadingManager.adopt(
                     super().get_manager(), keeper=keeper, name=vllm_keep.segment_name(keeper),
                     row_stride=self.kv_bytes_per_chunk,
-                    desc=lambda: vllm_keep.description(self.config))
+                    desc=lambda: vllm_keep.description(self.config),
+                    engine_id=self.config.engine_id)
             except BaseException:
                 self._manager = None  # never vLLM's plain manager for a kept tier
                 raise
@@ -248,10 +249,14 @@ class SharedSegOffloadingSpec(_Spec):  # type: ignore[misc, valid-type]
             from . import vllm_keep
             name = vllm_keep.segment_name(keeper)
             index_bytes = vllm_keep.index_bytes(self.num_chunks)
-        return SharedSegRegion(name=name, group=self._group(), num_chunks=self.num_chunks,
-                               row_stride=self.kv_bytes_per_chunk, slot=slot,
-                               slot_bytes=self.cpu_page_size_per_worker,
-                               args=self._segment_args, index_bytes=index_bytes)
+        region = SharedSegRegion(name=name, group=self._group(), num_chunks=self.num_chunks,
+                                 row_stride=self.kv_bytes_per_chunk, slot=slot,
+                                 slot_bytes=self.cpu_page_size_per_worker,
+                                 args=self._segment_args, index_bytes=index_bytes)
+        if keeper and region.segment.is_owner:  # whose workers map it: the scheduler's check
+            vllm_keep.claim_tier(region.segment.buffer(), self.num_chunks,
+                                 self.kv_bytes_per_chunk, self.config.engine_id)
+        return region
 
     def create_worker(self, kv_caches: Any) -> Any:
         """The worker over the group's region. A worker with no KV to

@@ -11,10 +11,12 @@ index block after the chunks, which the scheduler maps through the keeper
 
 The index, at the index block's offset:
     header (INDEX_HEADER bytes): magic, format, num_chunks, key bytes, the
-        length of the description, then the description: JSON of every
-        part of the configuration that gives a block hash and its bytes
-        their meaning (the model, its dtype, block sizes, layers, the TP
-        layout, NONE_HASH);
+        length of the description; the claim (a hash of the engine id of
+        the engine whose workers map the segment now, written by the
+        group's owner when it creates the region); then the description:
+        JSON of every part of the configuration that gives a block hash and
+        its bytes their meaning (the model, its dtype, block sizes, layers,
+        the TP layout, NONE_HASH);
     then one ENTRY-byte entry per chunk, in chunk order: a sequence number,
         the key's length, the key (vLLM's OffloadKey: block hash and group).
 An entry lists its chunk only while its sequence number is even and its
@@ -24,8 +26,18 @@ chunk is given to another store, each write bracketed by an odd sequence
 number: a scheduler killed mid-write leaves an odd number, never a torn
 listing, and a store cut short leaves its chunk unlisted. A restarted
 scheduler lists what the index lists, provided the description is the
-same; otherwise it clears the index and says what differs.
+same; otherwise it clears the index and says what differs; an index it
+cannot read is cleared, and said so.
+
+Whatever fails, no engine stores into a kept tier whose index it does not
+write through: the scheduler writes through the index of the segment its
+own workers map (the claim says so) or stores nothing there. Where the
+keeper cannot be asked (it does not answer), the engine stores nothing
+until it can, so the index the last engine left stays true; where the
+keeper holds no tier of this engine's (none runs, or this engine's workers
+were given new memory), the engine's tier is its own and dies with it.
 """
+import errno
 import fcntl
 import hashlib
 import json
@@ -33,10 +45,11 @@ import logging
 import mmap
 import os
 import struct
+import time
 from typing import Any, Dict, Iterator, Optional, Tuple
 
 from . import _engine
-from ._native import SharedSegmentError, keeper_lend
+from ._native import SharedSegmentError, keeper_in_use, keeper_lend
 from ._offload import region_index_offset
 
 _UTILS = "vllm.v1.core.kv_cache_utils"
@@ -63,14 +76,16 @@ ENGINE = _engine.Engine(
 _log = logging.getLogger("vllm.kv_offload.sharedseg")
 
 MAGIC = b"SSEGVKV1"
-FORMAT = 1
+FORMAT = 2
 INDEX_HEADER = 4096
 KEY_MAX = 64
 ENTRY = 16 + KEY_MAX
 _HEAD = struct.Struct("<8sIIII")  # magic, format, num_chunks, key bytes, description bytes
 _ENTRY = struct.Struct("<QI4x")  # sequence, key length
+_CLAIM_AT, CLAIM_BYTES = 24, 16
 _DESC_AT = 64
 DESC_MAX = INDEX_HEADER - _DESC_AT
+_SEQ_MASK = (1 << 64) - 1
 
 
 def index_bytes(num_chunks: int) -> int:
@@ -131,6 +146,15 @@ def differences(kept: Dict[str, Any], now: Dict[str, Any]) -> str:
                      for k in sorted(set(kept) | set(now)) if kept.get(k) != now.get(k))
 
 
+def claim_of(engine_id: str) -> bytes:
+    """The claim an engine's owner writes in the index (CLAIM_BYTES)."""
+    return hashlib.sha256(f"sharedseg-vllm-keep:{engine_id}".encode()).digest()[:CLAIM_BYTES]
+
+
+class Unreadable(ValueError):
+    """An index a predecessor left that cannot be read: said, and cleared."""
+
+
 class TierIndex:
     """The index over a writable buffer of index_bytes(num_chunks) bytes."""
 
@@ -140,17 +164,34 @@ class TierIndex:
                              f"bytes, the buffer has {len(buf)}")
         self.buf, self.num_chunks = buf, num_chunks
 
+    def claim(self, engine_id: str) -> None:
+        """Written by the group's owner: these workers map this segment."""
+        self.buf[_CLAIM_AT:_CLAIM_AT + CLAIM_BYTES] = claim_of(engine_id)
+
+    def claimed_by(self, engine_id: str) -> bool:
+        return bytes(self.buf[_CLAIM_AT:_CLAIM_AT + CLAIM_BYTES]) == claim_of(engine_id)
+
     def kept_description(self) -> Optional[Dict[str, Any]]:
-        """The description a predecessor wrote, or None where it wrote none
-        (new memory is zeros) or another format."""
+        """The description a predecessor wrote; None where it wrote none
+        (new memory is zeros). Unreadable, with what is wrong, for one of
+        another format or that does not parse as a JSON object."""
         magic, fmt, chunks, key_max, n = _HEAD.unpack_from(self.buf, 0)
-        if magic != MAGIC or fmt != FORMAT or chunks != self.num_chunks or key_max != KEY_MAX \
-                or n > DESC_MAX:
+        if magic == b"\0" * 8:
             return None
+        if magic != MAGIC or fmt != FORMAT or chunks != self.num_chunks or key_max != KEY_MAX:
+            raise Unreadable(f"another format (magic {magic!r}, format {fmt}, {chunks} chunks, "
+                             f"keys of {key_max} bytes; this engine's: {MAGIC!r}, {FORMAT}, "
+                             f"{self.num_chunks}, {KEY_MAX})")
+        if n > DESC_MAX:
+            raise Unreadable(f"a description of {n} bytes (at most {DESC_MAX})")
         try:
-            return json.loads(bytes(self.buf[_DESC_AT:_DESC_AT + n]))
-        except ValueError:
-            return None
+            desc = json.loads(bytes(self.buf[_DESC_AT:_DESC_AT + n]))
+        except (ValueError, RecursionError) as e:  # bad JSON or UTF-8; nested past the stack
+            raise Unreadable(f"its description is no JSON ({type(e).__name__}: "
+                             f"{str(e)[:120]})") from None
+        if not isinstance(desc, dict):
+            raise Unreadable(f"its description is a JSON {type(desc).__name__}, not an object")
+        return desc
 
     def start(self, desc: Dict[str, Any]) -> None:
         """Every chunk unlisted and desc written, the magic last."""
@@ -164,12 +205,12 @@ class TierIndex:
     def _write(self, chunk: int, key: bytes) -> None:
         at = INDEX_HEADER + chunk * ENTRY
         seq = _ENTRY.unpack_from(self.buf, at)[0]
-        odd = seq + 1 if seq % 2 == 0 else seq
+        odd = (seq + 1) & _SEQ_MASK if seq % 2 == 0 else seq  # 2^64 - 1 is odd: wraps to 0
         struct.pack_into("<Q", self.buf, at, odd)
         struct.pack_into("<I", self.buf, at + 8, 0)
         self.buf[at + 16:at + 16 + len(key)] = key
         struct.pack_into("<I", self.buf, at + 8, len(key))
-        struct.pack_into("<Q", self.buf, at, odd + 1)
+        struct.pack_into("<Q", self.buf, at, (odd + 1) & _SEQ_MASK)
 
     def list(self, chunk: int, key: bytes) -> None:
         if not 0 < len(key) <= KEY_MAX:
@@ -188,34 +229,75 @@ class TierIndex:
                 yield chunk, bytes(self.buf[at + 16:at + 16 + n])
 
 
+def claim_tier(buf: Any, num_chunks: int, row_stride: int, engine_id: str) -> None:
+    """The group's owner, once the region is made: the index says which
+    engine's workers map this segment, so that its scheduler writes
+    through this index and no other (sharedseg.vllm's create_region)."""
+    at = region_index_offset(num_chunks, row_stride, index_bytes(num_chunks))
+    TierIndex(memoryview(buf)[at:at + index_bytes(num_chunks)], num_chunks).claim(engine_id)
+
+
 class TierBusy(SharedSegmentError):
-    """Another engine's scheduler holds the tier's index."""
+    """Another engine serves from the tier now."""
 
 
-def lend_index(keeper: str, name: str, num_chunks: int, row_stride: int) -> Tuple[Any, TierIndex]:
+class NotKept(SharedSegmentError):
+    """The keeper holds no tier of this engine's: its tier is its own."""
+
+
+def _busy(keeper: str, name: str) -> TierBusy:
+    return TierBusy(f"another engine serves from tier '{name}' (keeper '{keeper}') now: one "
+                    f"engine per keeper name")
+
+
+def lend_index(keeper: str, name: str, num_chunks: int, row_stride: int,
+               engine_id: str) -> Tuple[Any, TierIndex]:
     """The tier's index, mapped through the keeper: (what to close, the
-    index). The scheduler holds a POSIX lock on the index while it runs
-    (the kernel drops it when the process dies): TierBusy where another
-    process holds it, an engine that serves from the tier now.
-    SharedSegmentError where the keeper holds no such segment or does not
-    run."""
-    fd, size = keeper_lend(keeper, name)
+    index), once this engine's workers are known to map the segment the
+    keeper lends (its claim) and no other scheduler writes its index: an
+    exclusive flock on a description of this process's own (the kernel
+    drops it when the process dies), held while the engine runs.
+    TierBusy where another engine serves from it; NotKept where the keeper
+    holds no tier of this engine's; SharedSegmentError where the keeper
+    did not answer."""
+    try:
+        fd, size = keeper_lend(keeper, name)
+    except SharedSegmentError as e:
+        if e.errno in (errno.ENOENT, errno.ECONNREFUSED, errno.EPERM):  # its workers' is unkept
+            raise NotKept(str(e)) from None
+        raise
+    own, mapping = -1, None
     try:
         at = region_index_offset(num_chunks, row_stride, index_bytes(num_chunks))
         if at + index_bytes(num_chunks) > size:
-            raise SharedSegmentError(f"keeper '{keeper}' holds segment '{name}' of {size} bytes, "
-                                     f"too small for {num_chunks} chunks and their index")
+            raise NotKept(f"keeper '{keeper}' holds segment '{name}' of {size} bytes, too "
+                          f"small for {num_chunks} chunks and their index: another "
+                          f"configuration's")
+        # A description of our own: the keeper's is every borrower's.
+        own = os.open(f"/proc/self/fd/{fd}", os.O_RDWR | os.O_CLOEXEC)
+        mapping = mmap.mmap(own, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        view = memoryview(mapping)[at:at + index_bytes(num_chunks)]
+        index = TierIndex(view, num_chunks)
+        if not index.claimed_by(engine_id):
+            view.release()
+            if keeper_in_use(fd):
+                raise _busy(keeper, name)
+            raise NotKept(f"keeper '{keeper}' holds a segment '{name}' that this engine's "
+                          f"workers do not map (they were given new memory: see their warning)")
         try:
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, at)
+            fcntl.flock(own, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            raise TierBusy(f"another engine serves from tier '{name}' (keeper '{keeper}') now: "
-                           f"one engine per keeper name") from None
-        mapping = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            view.release()
+            raise _busy(keeper, name) from None
     except BaseException:
-        os.close(fd)
+        if mapping is not None:
+            mapping.close()
+        if own >= 0:
+            os.close(own)
         raise
-    view = memoryview(mapping)[at:at + index_bytes(num_chunks)]
-    return (mapping, view, fd), TierIndex(view, num_chunks)
+    finally:
+        os.close(fd)
+    return (mapping, view, own), index
 
 
 _Manager = ENGINE.get(f"{_MANAGER}.CPUOffloadingManager", object)
@@ -227,21 +309,27 @@ class KeptOffloadingManager(_Manager):  # type: ignore[misc, valid-type]
 
     The index is mapped at the first request, not at construction: vLLM
     builds the scheduler (and this manager) before it derives NONE_HASH,
-    whose seed the description holds. Without the keeper's segment (no
-    keeper runs, or it refused the tier) the manager runs as vLLM's own,
-    and says that the tier will not outlive the engine."""
+    whose seed the description holds. Until the index is mapped the
+    manager stores nothing (prepare_store gives None), so that no store
+    lands in a chunk the index the last engine left still lists; a keeper
+    that does not answer is asked again every RETRY_S. Where the keeper
+    holds no tier of this engine's, the manager runs as vLLM's own and
+    says that the tier will not outlive the engine."""
+
+    RETRY_S = 30.0
 
     # The keep's state beside vLLM's, set by adopt.
-    _keep: Tuple[str, str, int]  # keeper, tier's segment name, row stride
+    _keep: Tuple[str, str, int, str]  # keeper, tier's segment name, row stride, engine id
     _desc: Any
     _index: Optional[TierIndex]
     _mapping: Any
-    _attached: bool
+    _attach_state: str  # "new", "waiting" (for the keeper), "attached", "own" (not kept)
+    _retry_at: float
     _said_long: bool
 
     @classmethod
-    def adopt(cls, manager: Any, *, keeper: str, name: str, row_stride: int,
-              desc: Any) -> "KeptOffloadingManager":
+    def adopt(cls, manager: Any, *, keeper: str, name: str, row_stride: int, desc: Any,
+              engine_id: str) -> "KeptOffloadingManager":
         """vLLM's own manager, as vLLM's spec built it (with the arguments
         of that release: 0.33 added info), made a kept one in place, so
         that no argument of vLLM's is copied here to drift from vLLM's."""
@@ -249,51 +337,73 @@ class KeptOffloadingManager(_Manager):  # type: ignore[misc, valid-type]
             raise TypeError(f"sharedseg keep serves vLLM's {_Manager.__name__}; this spec "
                             f"made a {type(manager).__name__}")
         manager.__class__ = cls
-        manager._keep = (keeper, name, row_stride)
+        manager._keep = (keeper, name, row_stride, engine_id)
         manager._desc = desc  # a function: the description, once NONE_HASH is known
         manager._index = None
         manager._mapping = None
-        manager._attached = False
+        manager._attach_state = "new"
+        manager._retry_at = 0.0
         manager._said_long = False
         return manager
 
     # ---- the index ----
 
     def _attach(self, req_context: Any) -> None:
-        if self._attached:
+        if self._attach_state in ("attached", "own") or time.monotonic() < self._retry_at:
             return
-        keeper, name, row_stride = self._keep
-        desc = self._desc()
+        keeper, name, row_stride, engine_id = self._keep
         try:
-            self._mapping, index = lend_index(keeper, name, self._num_chunks, row_stride)
+            self._mapping, index = lend_index(keeper, name, self._num_chunks, row_stride,
+                                              engine_id)
         except TierBusy as e:  # refused at every call: no store may reach the other's chunks
             raise RuntimeError(f"sharedseg keep: {e}; stop it first, or give this engine "
                                f"another keeper") from None
-        except SharedSegmentError as e:
-            self._attached = True
-            _log.warning("tier '%s': its index is not kept (%s): the tier will not outlive "
-                         "this engine", name, e)
+        except NotKept as e:
+            self._attach_state = "own"
+            _log.warning("tier '%s': %s: this engine's tier is its own, and will not outlive "
+                         "it", name, e)
             return
-        self._attached = True
+        except SharedSegmentError as e:
+            self._attach_state = "waiting"
+            self._retry_at = time.monotonic() + self.RETRY_S
+            _log.warning("tier '%s': keeper '%s' could not be asked for its index (%s): this "
+                         "engine stores nothing in the tier until it can (asked again in "
+                         "%.0f s), so what the tier keeps for the next engine stays as it "
+                         "was", name, keeper, e, self.RETRY_S)
+            return
+        self._attach_state = "attached"
+        self._index = index
+        self._start(index, req_context)
+
+    def _start(self, index: TierIndex, req_context: Any) -> None:
+        """What the index lists, restored, or the index started anew (said why)."""
+        keeper, name = self._keep[:2]
+        desc = self._desc()
         now = json.loads(_encode(desc))
-        kept = index.kept_description()
         unstable = unstable_hashes()
         if unstable:  # what a predecessor listed goes; nothing is listed from now on
             _log.warning("tier '%s' is not kept for the next engine: %s", name, unstable)
             index.start(desc)
+            self._index = None
             return
-        if kept is None:
-            _log.info("tier '%s': new (keeper '%s' held no index for it)", name, keeper)
-        elif kept != now:
-            _log.warning("tier '%s' kept by '%s' was written by an engine configured "
-                         "otherwise (%s): its blocks are discarded", name, keeper,
-                         differences(kept, now))
+        try:
+            kept = index.kept_description()
+        except Unreadable as e:
+            _log.warning("tier '%s' kept by '%s' has an index that cannot be read (%s): its "
+                         "blocks are discarded", name, keeper, e)
             kept = None
+        else:
+            if kept is None:
+                _log.info("tier '%s': new (keeper '%s' held no index for it)", name, keeper)
+            elif kept != now:
+                _log.warning("tier '%s' kept by '%s' was written by an engine configured "
+                             "otherwise (%s): its blocks are discarded", name, keeper,
+                             differences(kept, now))
+                kept = None
         if kept is None:
             index.start(desc)
         else:
             self._restore(index, req_context)
-        self._index = index
 
     def _restore(self, index: TierIndex, req_context: Any) -> None:
         chunk_status = ENGINE.get(f"{_POLICY}.ChunkStatus")
@@ -344,6 +454,8 @@ class KeptOffloadingManager(_Manager):  # type: ignore[misc, valid-type]
 
     def prepare_store(self, keys: Any, req_context: Any) -> Any:
         self._attach(req_context)
+        if self._attach_state == "waiting":  # no store lands where the index is not written
+            return None
         return super().prepare_store(keys, req_context)
 
     def complete_store(self, keys: Any, req_context: Any, success: bool = True) -> None:

@@ -190,18 +190,21 @@ def test_a_restarted_engine_serves_from_the_tier_its_predecessor_left(tmp_path, 
 CHUNKS, ROW = 2, 8192
 
 
-def _tier_segment(keeper_name, name):
+def _tier_segment(keeper_name, name, engine="e", chunks=CHUNKS):
     """The tier's segment as one rank's group makes it (its index after the
-    chunks), left with the keeper."""
+    chunks), left with the keeper, claimed for engine as the group's owner
+    claims it (sharedseg.vllm's create_region)."""
     import sharedseg
     from sharedseg._offload import _blocks
-    from sharedseg.vllm_keep import index_bytes
-    return sharedseg.create_shared_segment(
-        name, world_size=1, blocks=_blocks(CHUNKS, ROW, index_bytes(CHUNKS)), layout="grouped",
+    from sharedseg.vllm_keep import claim_tier, index_bytes
+    seg = sharedseg.create_shared_segment(
+        name, world_size=1, blocks=_blocks(chunks, ROW, index_bytes(chunks)), layout="grouped",
         pages="base", keeper=keeper_name)
+    claim_tier(seg.buffer(), chunks, ROW, engine)
+    return seg
 
 
-def _manager(keeper_name, name, model="m"):
+def _manager(keeper_name, name, model="m", engine="e"):
     """A scheduler's manager, as a (re)started engine builds it: vLLM's
     own, made a kept one (the spec's get_manager does the same)."""
     from vllm.v1.kv_offload.cpu.manager import CPUOffloadingManager
@@ -209,7 +212,7 @@ def _manager(keeper_name, name, model="m"):
     from sharedseg.vllm_keep import KeptOffloadingManager
     return KeptOffloadingManager.adopt(
         CPUOffloadingManager(num_chunks=CHUNKS, cache_policy="lru"), keeper=keeper_name,
-        name=name, row_stride=ROW, desc=lambda: {"model": model})
+        name=name, row_stride=ROW, desc=lambda: {"model": model}, engine_id=engine)
 
 
 def _looked_up(manager, keys):
@@ -235,7 +238,8 @@ def test_the_kept_manager_is_the_one_vllms_spec_builds():
     theirs = CPUOffloadingSpec(vllm_ranks.config(0, 1, "vllm-manager", extra))
     kept, vllms = ours.get_manager(), theirs.get_manager()
     assert type(kept) is KeptOffloadingManager and ours.get_manager() is kept
-    keep_state = {"_keep", "_desc", "_index", "_mapping", "_attached", "_said_long"}
+    keep_state = {"_keep", "_desc", "_index", "_mapping", "_attach_state", "_retry_at",
+                  "_said_long"}
     assert set(vars(kept)) - keep_state == set(vars(vllms))
     for name, value in vars(vllms).items():
         assert type(vars(kept)[name]) is type(value), name
@@ -254,7 +258,8 @@ def test_the_kept_manager_is_the_one_vllms_spec_builds():
     if ENGINE.release() != "0.32":  # 0.33's info: the facts it reports, a dict
         assert kept.config_info() == vllms.config_info() and kept.config_info()[0]
     with pytest.raises(TypeError, match="sharedseg keep serves vLLM's CPUOffloadingManager"):
-        KeptOffloadingManager.adopt(object(), keeper="k", name="n", row_stride=1, desc=None)
+        KeptOffloadingManager.adopt(object(), keeper="k", name="n", row_stride=1, desc=None,
+                                    engine_id="e")
 
 
 def test_only_completed_stores_survive_an_engine_killed_at_each_step(caplog):
@@ -318,7 +323,8 @@ def test_only_completed_stores_survive_an_engine_killed_at_each_step(caplog):
     with caplog.at_level("WARNING", logger="vllm.kv_offload.sharedseg"):
         e = _manager(name_k, name)
         assert _looked_up(e, [k2]) == ["MISS"]
-    assert "the tier will not outlive this engine" in caplog.text
+    assert f"keeper '{name_k}' does not run for this user" in caplog.text
+    assert "this engine's tier is its own, and will not outlive it" in caplog.text
 
 
 # A scheduler that holds the tier's index, in a process of its own, until
@@ -331,7 +337,7 @@ from sharedseg.vllm_keep import KeptOffloadingManager
 m = KeptOffloadingManager.adopt(CPUOffloadingManager(num_chunks=int(sys.argv[4]),
                                                      cache_policy="lru"),
                                 keeper=sys.argv[1], name=sys.argv[2], row_stride=int(sys.argv[3]),
-                                desc=lambda: {"model": "m"})
+                                desc=lambda: {"model": "m"}, engine_id="e")
 m.on_new_request(ReqContext(req_id="hold"))
 print("holds", flush=True)
 sys.stdin.read()

@@ -12,6 +12,7 @@
 #include "backend/backend.h"
 #include "fdchannel.h"
 #include "keeper.h"
+#include "os/claim.h"
 #include "os/hugepage.h"
 #include "os/memfd.h"
 #include "os/numa.h"
@@ -192,25 +193,47 @@ static int prepare_background(struct sseg *seg, struct memfd_state *st)
 	return sseg_os_memfd_allocate(st->fd, seg->mapped_size);
 }
 
+/* What keeps a kept fd from serving this owner, in the sentence; 0 when
+ * nothing does: the size and page kind declared, a sealed memfd, writable,
+ * and the group's claim on it (the keeper made it; taken again, as a
+ * kernel without it would have refused it there). */
+static int unusable_kept(const struct sseg *seg, int fd, const struct sseg_keep_decl *got)
+{
+	uint64_t want;
+
+	if (sseg_round_up(seg->size, got->page_size ? got->page_size : 1, &want) ||
+	    want != got->mapped_size)
+		return sseg_err(-EPROTO, "it declares %llu bytes mapped, this segment maps %llu",
+				(unsigned long long)got->mapped_size, (unsigned long long)want);
+	if (check_fd(fd, got->pages, got->page_size, got->mapped_size, "the keeper"))
+		return -EPROTO;
+	if (sseg_os_memfd_writable(fd))
+		return sseg_err_wrap(-EPERM, "the fd received from the keeper was refused");
+	return sseg_os_memfd_claim(fd);
+}
+
 /* The keeper's memfd of this very declaration: its pages are what the last
  * group wrote, mapped as they are (sealed already; population only maps
- * what is resident). A kept fd that is not what it should be is let go. */
-static int take_kept(struct sseg *seg, struct memfd_state *st)
+ * what is resident). One this owner cannot use is let go, and the keeper
+ * asked to keep the new one in its place. */
+static enum sseg_keep_answer take_kept(struct sseg *seg, struct memfd_state *st,
+				       struct sseg_keep_talk *t)
 {
 	struct sseg_keep_decl got;
-	uint64_t want;
+	enum sseg_keep_answer answer;
 	int fd;
 
-	if (!seg->opts.keeper || !sseg_keeper_take(seg, &fd, &got))
-		return 0;
-	if (sseg_round_up(seg->size, got.page_size ? got.page_size : 1, &want) ||
-	    want != got.mapped_size ||
-	    check_fd(fd, got.pages, got.page_size, got.mapped_size, "the keeper")) {
-		sseg_log(SSEG_LOG_WARN, "segment '%s': keeper '%s' gave memory that is not what it "
-			 "declared (%s): allocated anew", seg->name, seg->keeper,
-			 want != got.mapped_size ? "another size" : sseg_last_error());
+	answer = sseg_keeper_take(seg, t, &fd, &got);
+	if (answer != SSEG_KEEP_ANSWER_KEPT)
+		return answer;
+	if (unusable_kept(seg, fd, &got)) {
+		sseg_log(SSEG_LOG_WARN, "segment '%s': keeper '%s' gave memory this owner cannot use "
+			 "(%s): allocated anew, and the keeper is asked to keep it instead",
+			 seg->name, seg->keeper, sseg_last_error());
+		snprintf(t->why, sizeof(t->why), "its owner could not use it: %s", sseg_last_error());
+		t->hold_flags |= SSEG_KEEP_REPLACE;
 		close(fd);
-		return 0;
+		return SSEG_KEEP_ANSWER_NEW;
 	}
 	st->fd = fd;
 	st->held |= MEMFD_HELD_FD;
@@ -220,7 +243,19 @@ static int take_kept(struct sseg *seg, struct memfd_state *st)
 	seg->kept = 1;
 	snprintf(seg->pages_reason, sizeof(seg->pages_reason),
 		 "kept by keeper '%s' since an earlier group", seg->keeper);
-	return 1;
+	return SSEG_KEEP_ANSWER_KEPT;
+}
+
+/* The new memfd left with the keeper, claimed first for this group: the
+ * keeper gives it to no one else while the group maps it. */
+static void keep_new(struct sseg *seg, struct memfd_state *st, struct sseg_keep_talk *t)
+{
+	if (sseg_os_memfd_claim(st->fd)) {
+		sseg_log(SSEG_LOG_WARN, "segment '%s': %s: it is not left with keeper '%s', and is "
+			 "kept by no one", seg->name, sseg_last_error(), seg->keeper);
+		return;
+	}
+	sseg_keeper_hold(seg, t, st->fd);
 }
 
 static int populate_asked(struct sseg *seg, struct memfd_state *st)
@@ -245,6 +280,8 @@ static int create_kept(struct sseg *seg, struct memfd_state *st)
 
 static int memfd_create_owner(struct sseg *seg)
 {
+	enum sseg_keep_answer kept = SSEG_KEEP_ANSWER_UNKEPT;
+	struct sseg_keep_talk talk;
 	struct memfd_state *st;
 	int rc;
 
@@ -252,7 +289,11 @@ static int memfd_create_owner(struct sseg *seg)
 	if (rc)
 		return rc;
 	st = state(seg);
-	if (take_kept(seg, st))
+	if (seg->opts.keeper) {
+		sseg_keeper_talk_init(seg, &talk);
+		kept = take_kept(seg, st, &talk);
+	}
+	if (kept == SSEG_KEEP_ANSWER_KEPT)
 		return create_kept(seg, st);
 	rc = choose(seg);
 	if (rc)
@@ -272,8 +313,8 @@ static int memfd_create_owner(struct sseg *seg)
 		rc = sseg_place(seg);
 	if (!rc)
 		rc = populate_asked(seg, st);
-	if (!rc && seg->opts.keeper)
-		sseg_keeper_hold(seg, st->fd);
+	if (!rc && kept == SSEG_KEEP_ANSWER_NEW)
+		keep_new(seg, st, &talk);
 	return rc ? rc : sseg_channel_listen(seg);
 }
 

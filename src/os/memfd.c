@@ -191,3 +191,18 @@ int sseg_os_memfd_allocated(int fd, uint64_t *bytes)
 	*bytes = (uint64_t)st.st_blocks * 512u;
 	return 0;
 }
+
+int sseg_os_memfd_writable(int fd)
+{
+	int flags = fcntl(fd, F_GETFL), seals = fcntl(fd, F_GET_SEALS);
+
+	if (flags < 0 || seals < 0)
+		return sseg_err(-errno, "cannot read the memfd's mode and seals: %s", strerror(errno));
+	if ((flags & O_ACCMODE) != O_RDWR)
+		return sseg_err(-EPERM, "the memfd was opened %s, not for reading and writing",
+				(flags & O_ACCMODE) == O_RDONLY ? "read-only" : "write-only");
+	if (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE))
+		return sseg_err(-EPERM, "the memfd is sealed against writing (%s)",
+				seals & F_SEAL_WRITE ? "F_SEAL_WRITE" : "F_SEAL_FUTURE_WRITE");
+	return 0;
+}

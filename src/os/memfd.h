@@ -24,6 +24,10 @@ SSEG_HIDDEN int sseg_os_memfd_seal(int fd, bool future_write);
  * seals. On success *page_size is the fd's page size (hugetlbfs block size,
  * else the base page size). */
 SSEG_HIDDEN int sseg_os_memfd_check(int fd, uint64_t expect_size, uint64_t *page_size);
+/* 0 when the fd can be mapped shared and writable: opened for reading and
+ * writing, and sealed against neither writing nor future writes. -EPERM,
+ * with the sentence, otherwise. */
+SSEG_HIDDEN int sseg_os_memfd_writable(int fd);
 
 /* Allocates the file's pages [0, size) now (fallocate): -ENOMEM when the
  * memory or the HugeTLB pool cannot hold them, where a first touch would be

@@ -4,7 +4,6 @@
  * Every wait is bounded by a deadline: a peer that never shows up is an
  * error, not a hang. */
 #define _GNU_SOURCE /* Linux interfaces beyond POSIX */
-#include <ctype.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +34,7 @@ int sseg_os_remaining_ms(double deadline)
 	return left <= 0 ? 0 : (int)(left * 1000.0) + 1;
 }
 
-static bool interrupted(void)
+bool sseg_os_interrupted(void)
 {
 	return interrupt_fn && interrupt_fn(interrupt_ctx);
 }
@@ -51,7 +50,7 @@ int sseg_os_poll(struct pollfd *fds, nfds_t n, double deadline)
 			return ready;
 		if (ready < 0 && errno != EINTR)
 			return -errno;
-		if (interrupted())
+		if (sseg_os_interrupted())
 			return -EINTR;
 		if (ready == 0 && left == slice)
 			return -ETIMEDOUT;
@@ -147,54 +146,6 @@ int sseg_os_connect_abstract(const char *name, int *fd)
 	return 0;
 close_socket:
 	close(s);
-	return rc;
-}
-
-int sseg_os_abstract_holder(const char *name, pid_t *pid, uid_t *uid)
-{
-	int rc, s;
-
-	rc = sseg_os_connect_abstract(name, &s);
-	if (rc)
-		return rc;
-	rc = sseg_os_peer_cred(s, pid, uid);
-	close(s);
-	return rc;
-}
-
-/* A line of /proc/net/unix ends in " @" and the name: prefix, digits, '-',
- * suffix. */
-static bool names_uid(const char *line, const char *prefix, const char *suffix, uid_t *uid)
-{
-	const char *at = strstr(line, " @");
-	size_t plen = strlen(prefix), slen = strlen(suffix);
-	char *end;
-	unsigned long v;
-
-	if (!at || strncmp(at + 2, prefix, plen) || !isdigit((unsigned char)at[2 + plen]))
-		return false;
-	v = strtoul(at + 2 + plen, &end, 10);
-	if (*end != '-' || strncmp(end + 1, suffix, slen) ||
-	    (end[1 + slen] != '\n' && end[1 + slen] != '\0'))
-		return false;
-	*uid = (uid_t)v;
-	return true;
-}
-
-int sseg_os_abstract_other_user(const char *prefix, const char *suffix, uid_t self, uid_t *uid)
-{
-	FILE *f = fopen("/proc/net/unix", "re");
-	char *line = NULL;
-	size_t cap = 0;
-	int rc = -ENOENT;
-
-	if (!f)
-		return -errno;
-	while (rc && getline(&line, &cap, f) > 0)
-		if (names_uid(line, prefix, suffix, uid) && *uid != self)
-			rc = 0;
-	free(line);
-	fclose(f);
 	return rc;
 }
 

@@ -26,6 +26,8 @@ SSEG_HIDDEN int sseg_os_remaining_ms(double deadline);
 /* This thread's interrupt check for every wait below (NULL: none). A wait
  * whose check answers non-zero returns -EINTR. */
 SSEG_HIDDEN void sseg_os_set_interrupt(sseg_interrupt_fn fn, void *ctx);
+/* Whether this thread's interrupt check answers non-zero now. */
+SSEG_HIDDEN bool sseg_os_interrupted(void);
 
 /* poll() to a deadline: the number of ready entries, -ETIMEDOUT, -EINTR
  * (interrupted), or another -errno. Sets no sentence. */
@@ -38,15 +40,6 @@ SSEG_HIDDEN int sseg_os_listen_abstract(const char *name, int backlog, int *fd);
 /* One non-blocking attempt: -ECONNREFUSED when nobody listens under that
  * name, -EAGAIN when its backlog is full. Sets the sentence. */
 SSEG_HIDDEN int sseg_os_connect_abstract(const char *name, int *fd);
-/* Who listens under an abstract name (its credentials, as this PID
- * namespace sees them); -ECONNREFUSED when nobody does. It connects to
- * find out: the listener sees one connection that closes at once. */
-SSEG_HIDDEN int sseg_os_abstract_holder(const char *name, pid_t *pid, uid_t *uid);
-/* Another user's socket named prefix<UID>-suffix in this network
- * namespace (/proc/net/unix): 0 with its UID (one other than self), or
- * -ENOENT. Sets no sentence. */
-SSEG_HIDDEN int sseg_os_abstract_other_user(const char *prefix, const char *suffix, uid_t self,
-					     uid_t *uid);
 /* The next connection (non-blocking, close-on-exec). Sets the sentence. */
 SSEG_HIDDEN int sseg_os_accept(int listen_fd, double deadline, int *fd);
 

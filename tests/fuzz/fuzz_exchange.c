@@ -42,9 +42,9 @@ static void start(struct member *m, const char *name, int rank)
 static int connect_group(const char *name)
 {
 	struct timespec nap = { 0, 100 * 1000 };
-	char full[128];
+	char full[256];
 
-	snprintf(full, sizeof(full), "sharedseg-group-%u-%s", (unsigned)getuid(), name);
+	tu_group_socket(name, full, sizeof(full));
 	for (int tries = 0; tries < 10000; tries++) {
 		int s = intruder_dial(full);
 

@@ -27,11 +27,18 @@ int intruder_dial(const char *name)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	size_t n = strlen(name);
+	/* A path names a socket file; anything else, an abstract name. */
+	size_t at = name[0] == '/' ? 0 : 1;
 	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
-	memcpy(a.sun_path + 1, name, n);
+	if (n + at >= sizeof(a.sun_path)) {
+		if (s >= 0)
+			close(s);
+		return -1;
+	}
+	memcpy(a.sun_path + at, name, n);
 	if (s >= 0 && connect(s, (struct sockaddr *)&a,
-			      (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n))) {
+			      (socklen_t)(offsetof(struct sockaddr_un, sun_path) + at + n))) {
 		close(s);
 		return -1;
 	}
@@ -278,8 +285,10 @@ int intruder_finish(struct intruder *in, struct intrusion_tally *tally)
 int intruder_find_socket(const char *prefix, char *name, size_t len)
 {
 	char line[512], at_prefix[128];
+	/* /proc/net/unix shows an abstract name after '@', a path as it is. */
+	size_t skip = prefix[0] == '/' ? 0 : 1;
 
-	snprintf(at_prefix, sizeof(at_prefix), "@%s", prefix);
+	snprintf(at_prefix, sizeof(at_prefix), "%s%s", skip ? "@" : "", prefix);
 	for (int tries = 0; tries < 500; tries++) {
 		FILE *f = fopen("/proc/net/unix", "r");
 		char *at = NULL;
@@ -290,7 +299,7 @@ int intruder_find_socket(const char *prefix, char *name, size_t len)
 			fclose(f);
 		if (at) {
 			at[strcspn(at, " \n")] = '\0';
-			snprintf(name, len, "%s", at + 1);
+			snprintf(name, len, "%s", at + skip);
 			return 0;
 		}
 		tu_nap_ms(10);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A hostile process for the hostile-peer tests (intruder.c): it connects to
- * an abstract socket the way a stranger on the host can (the names are
- * visible in /proc/net/unix) and misbehaves in one way, then tells the test
+ * an abstract socket or a socket file the way a stranger on the host can
+ * (both are listed in /proc/net/unix) and misbehaves in one way, then tells the test
  * what the listener did with each of its connections. It speaks through
  * raw sockets only: nothing of the library runs in it. */
 #ifndef SSEG_INTRUDER_H
@@ -23,7 +23,7 @@ enum intrusion {
 };
 
 struct intrusion_plan {
-	const char *sock;    /* abstract name, without the leading NUL */
+	const char *sock;    /* abstract name, without the leading NUL; or a path */
 	enum intrusion kind;
 	int count;           /* connections */
 	uid_t uid;           /* non-zero: become this user (and group) first */
@@ -53,13 +53,15 @@ void intruder_start(struct intruder *in, const struct intrusion_plan *plan);
 /* Releases it, collects its tally and reaps it; 0, or -1 when it failed. */
 int intruder_finish(struct intruder *in, struct intrusion_tally *tally);
 
-/* A connection to an abstract name (-1 when nobody takes it), and a whole
+/* A connection to an abstract name, or to a socket file when name is a
+ * path (-1 when nobody takes it, or it may not be reached), and a whole
  * send on it (as much as the other side takes). */
 int intruder_dial(const char *name);
 void intruder_send(int s, const uint8_t *p, size_t n);
 
 /* The channel name of pid's owner, or the group's rendezvous, as anyone
- * reads it in /proc/net/unix: the first name starting with prefix. */
+ * reads it in /proc/net/unix: the first name (or path, for a prefix that
+ * starts with '/') starting with prefix. */
 int intruder_find_socket(const char *prefix, char *name, size_t len);
 
 #endif

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "os/named.h"
 #include "testutil.h"
 
 int tu_error_has(const char *needle)
@@ -546,4 +547,15 @@ void tu_nap_ms(int ms)
 	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000L };
 
 	nanosleep(&t, NULL);
+}
+
+void tu_group_socket(const char *name, char *buf, size_t len)
+{
+	char dir[SSEG_OS_NAMED_PATH];
+
+	if (sseg_os_rundir(dir, sizeof(dir))) {
+		fprintf(stderr, "no runtime directory: %s\n", sseg_last_error());
+		abort();
+	}
+	snprintf(buf, len, "%s/group-%s", dir, name);
 }

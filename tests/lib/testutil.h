@@ -41,6 +41,9 @@ int tu_error_has(const char *needle);
 
 /* A group name unique to this process and call: "prefix-<pid>-<n>". */
 void tu_name(char *buf, size_t len, const char *prefix);
+/* The path of the local group name's rendezvous socket, in this user's
+ * runtime directory (a name of file-name bytes). */
+void tu_group_socket(const char *name, char *buf, size_t len);
 
 /* Forks a child that runs fn(arg) and exits with its return value. */
 pid_t tu_fork(int (*fn)(void *arg), void *arg);
