@@ -152,9 +152,13 @@ int alternatives_run(const struct bench_case *bc)
 {
 	double first[WAYS][ROW_MAX_REPS], then[WAYS][ROW_MAX_REPS], ignore;
 	double advice[ROW_MAX_REPS], read[ROW_MAX_REPS];
+	struct room_need need = { 0 };
 	struct peer_tables t;
 	int err;
 
+	room_hold(&need, SSEG_PAGES_BASE, bc->size); /* one memfd at a time, however mapped */
+	if (room_check(&need, "alternatives", bc->size))
+		return 2;
 	/* Untimed: the machine hands back memory it holds for the first. */
 	if ((err = one_way(WAY_POPULATE_2, bc->size, &ignore, &ignore, NULL)))
 		goto fail;

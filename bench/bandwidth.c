@@ -10,8 +10,6 @@
 #include "kernels.h"
 #include "report.h"
 
-/* The staging ring the blocks land in: a batch of loads. */
-#define RING_BYTES (64ull << 20)
 #define GATHER_MAX_BYTES (512ull << 20)
 
 /* Blocks a repetition gathers: half the segment's bytes, at most 512 MiB. */
@@ -71,9 +69,21 @@ static int allocate(const struct bench_case *bc, bool sequential, struct buffers
 	if (!rc && sequential)
 		rc = populated(bc->pages, bc->size, &b->dst);
 	if (!rc)
-		rc = populated(bc->pages, RING_BYTES, &b->ring);
+		rc = populated(bc->pages, BW_RING_BYTES, &b->ring);
 	b->src[BW_PRIVATE] = b->priv.base;
 	return rc;
+}
+
+uint64_t bw_largest_block(const struct bench_case *bc)
+{
+	return bc->size / 2 < BW_RING_BYTES ? bc->size / 2 : BW_RING_BYTES;
+}
+
+void bw_need(const struct bench_case *bc, struct room_need *n)
+{
+	room_hold(n, bc->pages, bc->size); /* the private buffer */
+	room_hold(n, bc->pages, bc->size); /* the sequential copies' destination */
+	room_hold(n, bc->pages, BW_RING_BYTES);
 }
 
 int bw_measure(const struct bench_case *bc, const void *shared, bool sequential,

@@ -245,12 +245,13 @@ static int one_rep(const struct bench_case *bc, int rep, struct results *res)
 {
 	struct rank_report *all = calloc((size_t)bc->ranks + 1, sizeof(*all));
 	struct hostmem samples[3];
-	char name[40];
+	char name[40], leftover[GROUP_PATH_MAX];
 	struct group g;
 	int rc = -1;
 
 	snprintf(name, sizeof(name), "sseg-bench-%d-%d", (int)getpid(), rep);
-	if (!all || group_start(&g, bc->ranks, name, rank_body, (void *)bc))
+	mech_named_path(bc->mech, name, leftover, sizeof(leftover));
+	if (!all || group_start(&g, bc->ranks, name, leftover, rank_body, (void *)bc))
 		goto out;
 	if (parent_phases(&g, samples) ||
 	    sseg_local_allgather(&all[bc->ranks], all, sizeof(*all), g.ctl)) {
@@ -269,17 +270,47 @@ out:
 	return rc;
 }
 
-int case_run(const struct bench_case *bc)
+/* The most a case holds at once: the mechanism's memory (one segment, or
+ * a buffer a rank), and beside it the largest of the bench's own buffers:
+ * the bandwidth phase's, else the one the first read is set against. */
+static void case_need(const struct bench_case *bc, struct room_need *n)
+{
+	enum sseg_pages seg = room_segment_pages(bc->pages, bc->size);
+
+	for (int r = 0; r < (bc->mech->shared ? 1 : bc->ranks); r++)
+		room_hold(n, seg, bc->size);
+	n->dir = bc->mech->named_in;
+	n->in_dir = pages_round(seg, bc->size);
+	if (bc->bandwidth)
+		bw_need(bc, n);
+	else if (bc->mech->shared && bc->ranks > 1 && bc->touch != TOUCH_NONE)
+		room_hold(n, bc->pages, bc->size);
+}
+
+/* 0 when the machine can run the case, else 2 with one sentence why. */
+static int case_fits(const struct bench_case *bc)
 {
 	const char *why = bc->mech->refuses(bc->pages);
-	struct results *res;
-	int rc = 0;
+	struct room_need need = { 0 };
+	char what[96];
 
 	if (why) {
 		fprintf(stderr, "sharedseg bench: %s with pages=%s: %s\n", bc->mech->label,
 			sseg_pages_name(bc->pages), why);
 		return 2;
 	}
+	case_need(bc, &need);
+	snprintf(what, sizeof(what), "case --mechanism %s --ranks %d", bc->mech->name, bc->ranks);
+	return room_check(&need, what, bc->size);
+}
+
+int case_run(const struct bench_case *bc)
+{
+	struct results *res;
+	int rc = case_fits(bc);
+
+	if (rc)
+		return rc;
 	res = results_new(bc);
 	if (!res)
 		return 1;

@@ -2,6 +2,7 @@
 /* The rank processes and their two local groups. */
 #define _GNU_SOURCE /* prctl */
 #include <errno.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,8 +58,73 @@ out:
 	return rc;
 }
 
+/* ---- a signal that ends the parent ends its group first ---- */
 
-int group_start(struct group *g, int ranks, const char *name, rank_fn fn, void *arg)
+/* Ctrl-C, kill, a closed terminal */
+static const int ending[] = { SIGINT, SIGTERM, SIGHUP };
+#define NENDING (sizeof(ending) / sizeof(ending[0]))
+static struct sigaction before[NENDING];
+static bool caught[NENDING];
+/* The group a signal ends: one at a time in a process. */
+static struct group *volatile running;
+
+static void let_signals_be(void)
+{
+	running = NULL;
+	for (size_t i = 0; i < NENDING; i++) {
+		if (caught[i])
+			sigaction(ending[i], &before[i], NULL);
+		caught[i] = false;
+	}
+}
+
+/* Unlinks what the ranks may have left; they are all gone. */
+static void unlink_leftover(const struct group *g)
+{
+	if (g->leftover[0])
+		unlink(g->leftover);
+}
+
+/* The ranks killed and reaped, the leftover unlinked, then the signal
+ * again as it was before (the default: this process ends by it). Only
+ * async-signal-safe calls. */
+static void end_on_signal(int sig)
+{
+	struct group *g = running;
+	int saved = errno;
+
+	if (g) {
+		for (int r = 0; r < g->started; r++)
+			if (g->pids[r] > 0)
+				kill(g->pids[r], SIGKILL);
+		for (int r = 0; r < g->started; r++)
+			while (g->pids[r] > 0 && waitpid(g->pids[r], NULL, 0) < 0 && errno == EINTR)
+				;
+		unlink_leftover(g);
+	}
+	let_signals_be();
+	raise(sig); /* blocked here: delivered as the handler returns */
+	errno = saved;
+}
+
+static void end_group_on_signals(struct group *g)
+{
+	struct sigaction act = { .sa_handler = end_on_signal };
+
+	sigemptyset(&act.sa_mask);
+	for (size_t i = 0; i < NENDING; i++)
+		sigaddset(&act.sa_mask, ending[i]);
+	running = g;
+	for (size_t i = 0; i < NENDING; i++) {
+		/* one ignored stays ignored: a background job's SIGINT */
+		if (sigaction(ending[i], NULL, &before[i]) || before[i].sa_handler == SIG_IGN)
+			continue;
+		caught[i] = !sigaction(ending[i], &act, NULL);
+	}
+}
+
+int group_start(struct group *g, int ranks, const char *name, const char *leftover, rank_fn fn,
+		void *arg)
 {
 	char ctl[SSEG_NAME_MAX + 1];
 	pid_t parent = getpid();
@@ -66,6 +132,7 @@ int group_start(struct group *g, int ranks, const char *name, rank_fn fn, void *
 	memset(g, 0, sizeof(*g));
 	g->ranks = ranks;
 	snprintf(g->name, sizeof(g->name), "%s", name);
+	snprintf(g->leftover, sizeof(g->leftover), "%s", leftover);
 	fflush(NULL);
 	for (int r = 0; r < ranks; r++) {
 		pid_t pid = fork();
@@ -78,6 +145,8 @@ int group_start(struct group *g, int ranks, const char *name, rank_fn fn, void *
 		}
 		g->pids[g->started++] = pid;
 	}
+	/* After the forks: a rank keeps the default, and dies by the signal. */
+	end_group_on_signals(g);
 	group_name(g, 'c', ctl, sizeof(ctl));
 	if (join(ctl, 0, ranks + 1, CTL_TIMEOUT_MS, &g->ctl))
 		goto fail;
@@ -109,17 +178,22 @@ int group_finish(struct group *g)
 	if (g->ctl)
 		sseg_local_group_close(g->ctl);
 	g->ctl = NULL;
-	for (int r = 0; r < g->started; r++)
+	for (int r = 0; r < g->started; r++) {
 		if (reap(g->pids[r], r))
 			rc = -1;
+		g->pids[r] = 0; /* a signal now kills no reused pid */
+	}
 	g->started = 0;
+	unlink_leftover(g);
+	let_signals_be();
 	return rc;
 }
 
 void group_abort(struct group *g)
 {
 	for (int r = 0; r < g->started; r++)
-		kill(g->pids[r], SIGKILL);
+		if (g->pids[r] > 0)
+			kill(g->pids[r], SIGKILL);
 	group_finish(g);
 }
 

@@ -11,6 +11,7 @@
 #include "sharedseg.h"
 
 #define GROUP_MAX_RANKS 64
+#define GROUP_PATH_MAX 128
 
 struct rank_env {
 	int rank;
@@ -28,12 +29,19 @@ struct group {
 	int started;
 	struct sseg_local_group *ctl;
 	char name[48];
+	char leftover[GROUP_PATH_MAX]; /* a file the ranks may name; "" for none */
 };
 
 /* Forks ranks processes, each running fn after joining both groups, and
- * joins the control group as member 0. 0, or -1 with a message on stderr. */
-int group_start(struct group *g, int ranks, const char *name, rank_fn fn, void *arg);
-/* Leaves the control group and reaps every rank: 0 when all exited 0. */
+ * joins the control group as member 0. 0, or -1 with a message on stderr.
+ * leftover ("" for none) is a file the ranks may create and die before
+ * removing: it is unlinked once every rank is gone. Until group_finish,
+ * SIGINT, SIGTERM and SIGHUP (unless ignored) kill and reap the ranks and
+ * unlink leftover first, then do what they did before. */
+int group_start(struct group *g, int ranks, const char *name, const char *leftover, rank_fn fn,
+		void *arg);
+/* Leaves the control group, reaps every rank and unlinks the leftover
+ * file: 0 when every rank exited 0. */
 int group_finish(struct group *g);
 /* Kills every rank, then group_finish: after the control group broke. */
 void group_abort(struct group *g);

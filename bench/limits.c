@@ -27,10 +27,16 @@ int limits_run(const struct bench_case *bc)
 {
 	double set[ROW_MAX_REPS], copy[ROW_MAX_REPS], read[ROW_MAX_REPS], huge;
 	struct mapping a, b;
+	struct room_need need = { 0 };
 	const char *pages;
-	int rc = map_private(bc->pages, bc->size, &a);
+	int rc;
 
+	room_hold(&need, bc->pages, bc->size);
+	room_hold(&need, bc->pages, bc->size);
+	if (room_check(&need, "limits", bc->size))
+		return 2;
 	memset(&b, 0, sizeof(b));
+	rc = map_private(bc->pages, bc->size, &a);
 	if (!rc)
 		rc = map_private(bc->pages, bc->size, &b);
 	if (rc) {
@@ -100,8 +106,12 @@ int retouch_run(const struct bench_case *bc)
 	static const unsigned idle[] = { 0, 3 };
 	struct row r = { "first_touch", "hardware", 1, bc->size, sseg_pages_name(bc->pages),
 			 "", "GB/s" };
+	struct room_need need = { 0 };
 	double rates[ROW_MAX_REPS];
 
+	room_hold(&need, bc->pages, bc->size); /* one buffer at a time */
+	if (room_check(&need, "retouch", bc->size))
+		return 2;
 	for (size_t k = 0; k < sizeof(idle) / sizeof(idle[0]); k++) {
 		if (retouch_after(bc, idle[k], rates, &r.pages_obtained)) {
 			fprintf(stderr, "sharedseg bench: a private %s buffer could not be mapped\n",

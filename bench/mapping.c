@@ -33,7 +33,7 @@ uint64_t pages_round(enum sseg_pages kind, uint64_t size)
 	return (size + page - 1) / page * page;
 }
 
-static bool is_hugetlb(enum sseg_pages kind)
+bool pages_hugetlb(enum sseg_pages kind)
 {
 	return kind == SSEG_PAGES_HUGETLB_2M || kind == SSEG_PAGES_HUGETLB_1G;
 }
@@ -70,7 +70,7 @@ static int advise_kind(struct mapping *m, enum sseg_pages kind)
 {
 	int advice = kind == SSEG_PAGES_THP ? MADV_HUGEPAGE : MADV_NOHUGEPAGE;
 
-	if (is_hugetlb(kind))
+	if (pages_hugetlb(kind))
 		return 0;
 	return madvise(m->base, m->len, advice) ? -errno : 0;
 }
@@ -96,7 +96,7 @@ int map_private(enum sseg_pages kind, uint64_t size, struct mapping *m)
 {
 	int flags = MAP_PRIVATE | MAP_ANONYMOUS;
 
-	if (is_hugetlb(kind))
+	if (pages_hugetlb(kind))
 		flags |= MAP_HUGETLB | (kind == SSEG_PAGES_HUGETLB_1G ? 30 : 21) << MAP_HUGE_SHIFT;
 	return map_kind(kind, size, flags, -1, m);
 }

@@ -4,6 +4,7 @@
 #ifndef BENCH_MAPPING_H
 #define BENCH_MAPPING_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "sharedseg.h"
@@ -16,6 +17,8 @@ struct mapping {
 };
 
 uint64_t pages_size(enum sseg_pages kind);
+/* Whether kind's pages come from a HugeTLB pool. */
+bool pages_hugetlb(enum sseg_pages kind);
 /* size rounded up to the kind's page size */
 uint64_t pages_round(enum sseg_pages kind, uint64_t size);
 

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The table of mechanisms and what they share. */
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "case.h"
 #include "group.h"
@@ -22,6 +25,25 @@ const struct mech_ops *mech_find(const char *name)
 const char *mech_names(void)
 {
 	return "sharedseg, private, devshm, procfd";
+}
+
+void mech_named_path(const struct mech_ops *mech, const char *name, char *path, size_t len)
+{
+	if (mech->named_in)
+		snprintf(path, len, "%s/%s", mech->named_in, name);
+	else
+		snprintf(path, len, "%s", "");
+}
+
+void mech_hold(const struct mech_ctx *c, const char *point)
+{
+	const char *hold = getenv("SSEG_BENCH_HOLD");
+
+	if (c->rank || !hold || strcmp(hold, point))
+		return;
+	fprintf(stderr, "sharedseg bench: rank 0 (pid %d) holds at %s\n", (int)getpid(), point);
+	fflush(stderr);
+	raise(SIGSTOP);
 }
 
 int mech_step(const struct mech_ctx *c, struct mech_map *m, int ok)

@@ -8,6 +8,7 @@
 
 #include "case.h"
 #include "hostmem.h"
+#include "room.h"
 
 /* CPU time and minor faults over a phase (getrusage of the process, its
  * population threads included). */
@@ -74,6 +75,14 @@ enum sample { SAMPLE_NONE, SAMPLE_BEFORE, SAMPLE_READY, SAMPLE_HELD };
 /* bandwidth.c: one rank's part (sequential: the reads and copies too) */
 int bw_measure(const struct bench_case *bc, const void *shared, bool sequential,
 	       struct bw_samples *bw, char *error, int error_len);
+/* The staging ring gathered blocks land in: a batch of loads. */
+#define BW_RING_BYTES (64ull << 20)
+/* The largest block a gather over bc's segment takes: it reads half the
+ * segment, into the ring. */
+uint64_t bw_largest_block(const struct bench_case *bc);
+/* What the bandwidth phase holds beside the segment: its largest part, the
+ * first peer's (a private buffer, the copies' destination, the ring). */
+void bw_need(const struct bench_case *bc, struct room_need *n);
 /* One rank's rows; role: "peer" or "owner"; pages: what the segment got. */
 void bw_print(const struct bench_case *bc, const char *pages, const char *role,
 	      const struct bw_samples *bw);

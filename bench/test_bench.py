@@ -260,10 +260,11 @@ def test_report():
         assert "Insufficient space" in text
 
 
-def main():
-    """A runner for machines without pytest: each test in order."""
+def run_tests(namespace):
+    """A runner for machines without pytest: each test of a module's
+    namespace in order."""
     failed = skipped = 0
-    for name, test in [(n, t) for n, t in globals().items() if n.startswith("test_")]:
+    for name, test in [(n, t) for n, t in namespace.items() if n.startswith("test_")]:
         try:
             test()
             print(f"PASS {name}")
@@ -278,4 +279,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_tests(globals()))

@@ -6,6 +6,7 @@
 
 #include "bench.h"
 #include "case.h"
+#include "report.h"
 
 enum {
 	OPT_MECH = 1, OPT_RANKS, OPT_SIZE, OPT_PAGES, OPT_POPULATE, OPT_THREADS, OPT_REPS,
@@ -136,6 +137,31 @@ static int parse_opt(int id, const char *v, struct bench_case *bc)
 	return CLI_USAGE;
 }
 
+/* Every block a gather can take: one that does not fit would be timed as
+ * nothing, 0 GB/s. */
+static int check_blocks(const struct bench_case *bc)
+{
+	uint64_t most = bw_largest_block(bc);
+	char block[32], size[32], largest[32], ring[32];
+
+	for (int k = 0; k < GATHER_BLOCKS && bc->blocks[k]; k++) {
+		if (bc->blocks[k] <= most)
+			continue;
+		cli_format_size(bc->blocks[k], block, sizeof(block));
+		cli_format_size(bc->size, size, sizeof(size));
+		cli_format_size(most, largest, sizeof(largest));
+		cli_format_size(BW_RING_BYTES, ring, sizeof(ring));
+		if (bc->blocks[k] > BW_RING_BYTES)
+			return cli_usage_error("bench", "--blocks: a %s block is more than the %s "
+					       "staging ring a gather copies into: use blocks of "
+					       "at most %s", block, ring, largest);
+		return cli_usage_error("bench", "--blocks: a %s block is more than half of --size "
+				       "%s, what a gather reads: use blocks of at most %s or a "
+				       "larger --size", block, size, largest);
+	}
+	return 0;
+}
+
 void bench_case_defaults(struct bench_case *bc)
 {
 	memset(bc, 0, sizeof(*bc));
@@ -171,6 +197,8 @@ int bench_driver_main(int argc, char **argv)
 		return rc;
 	if (bc.bandwidth && bc.ranks < 2)
 		return cli_usage_error("bench", "--bandwidth needs a peer: --ranks 2 or more");
+	if (bc.bandwidth && (rc = check_blocks(&bc)))
+		return rc;
 	run = find_command(argv[0]);
 	return run ? run(&bc) : cli_usage_error("bench", "unknown command '%s'", argv[0]);
 }
