@@ -536,9 +536,11 @@ SSEG_API enum sseg_log_level sseg_log_level(void);
 
 struct sseg_local_group;
 
-/* Rendezvous world_size processes of this host by group name over an
- * abstract unix socket; rank 0 is the hub. Bounded by timeout_ms (0: 30000):
- * a missing rank is an error naming it, never a hang. */
+/* Rendezvous world_size processes of this host by group name over a unix
+ * socket in this user's runtime directory (see the keepers' paragraph), so
+ * that another user can neither take the name nor reach it; rank 0 is the
+ * hub. Bounded by timeout_ms (0: 30000): a missing rank is an error naming
+ * it, never a hang. */
 SSEG_API int sseg_local_group_open(const char *name, int rank, int world_size,
 				   int timeout_ms, struct sseg_local_group **group);
 /* An sseg_allgather_fn; ctx is the struct sseg_local_group. May be called

