@@ -430,45 +430,38 @@ static int flood_by_another_user(void *arg)
 	return keeper_stop(&k, SIGTERM);
 }
 
-/* Another user made this user's runtime directory first: the keeper does
- * not start, and says who is in the way. */
+/* Another user made this user's runtime directory first (in a /tmp of the
+ * case's own): the keeper does not start, and says who is in the way. */
 static int squatted_directory(void *arg)
 {
-	const char *dir = "/tmp/sharedseg-65534", *aside = "/tmp/sharedseg-65534.kf-aside";
 	struct keeper_proc k;
-	int moved, rc;
+	int fds[2], rc;
 
 	(void)arg;
 	if (geteuid() != 0) {
 		printf("keeper_faults: another user's directory needs root: left out\n");
 		return 0;
 	}
-	moved = !rename(dir, aside);
-	CHECK(mkdir(dir, 0700) == 0);
+	tu_private_tmp();
+	CHECK(mkdir("/tmp/sharedseg-65534", 0700) == 0); /* root's, where 65534's belongs */
 	memset(&k, 0, sizeof(k));
-	{
-		int fds[2];
-
-		CHECK(pipe(fds) == 0);
-		k.pid = fork();
-		CHECK(k.pid >= 0);
-		if (k.pid == 0) {
-			dup2(fds[1], STDERR_FILENO);
-			if (setgid(STRANGER_UID) || setuid(STRANGER_UID))
-				_exit(99);
-			execl(tu_build_file("sharedseg"), "sharedseg", "keep", "--name", "kf",
-			      (char *)NULL);
-			_exit(127);
-		}
-		close(fds[1]);
-		k.err = fds[0];
+	CHECK(pipe(fds) == 0);
+	k.pid = fork();
+	CHECK(k.pid >= 0);
+	if (k.pid == 0) {
+		dup2(fds[1], STDERR_FILENO);
+		if (setgid(STRANGER_UID) || setuid(STRANGER_UID))
+			_exit(99);
+		execl(tu_build_file("sharedseg"), "sharedseg", "keep", "--name", "kf",
+		      (char *)NULL);
+		_exit(127);
 	}
+	close(fds[1]);
+	k.err = fds[0];
 	hear(&k, "the runtime directory /tmp/sharedseg-65534 belongs to uid 0, not to this user "
 		 "(uid 65534): another user is in the way");
 	rc = tu_wait(k.pid, 10000);
 	close(k.err);
-	CHECK(rmdir(dir) == 0);
-	CHECK(!moved || rename(aside, dir) == 0);
 	return rc == 1 ? 0 : 1;
 }
 

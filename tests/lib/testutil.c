@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#define _GNU_SOURCE /* unshare */
 #include <dlfcn.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -558,4 +561,13 @@ void tu_group_socket(const char *name, char *buf, size_t len)
 		abort();
 	}
 	snprintf(buf, len, "%s/group-%s", dir, name);
+}
+
+void tu_private_tmp(void)
+{
+	if (unshare(CLONE_NEWNS) || mount("", "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    mount("tmpfs", "/tmp", "tmpfs", 0, "size=16m,mode=1777")) {
+		fprintf(stderr, "a /tmp of its own (unshare, mount): %s\n", strerror(errno));
+		exit(1);
+	}
 }
