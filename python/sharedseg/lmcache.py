@@ -24,20 +24,25 @@ rank 0's arena instead of holding one of its own; otherwise every rank has
 its own slot of one segment.
 
 A configuration the tier cannot serve (another LMCache release, a tier
-LMCache builds over its CPU tier before the plugins, an unknown setting)
-stops the engine's start with one sentence (SystemExit: LMCache's plugin
-loader logs and goes on past any Exception, which would leave the engine
-without a CPU tier).
+LMCache builds over its CPU tier before the plugins, an unknown setting, a
+size that is not one or holds no chunk) stops the engine's start with one
+sentence (SystemExit: LMCache's plugin loader logs and goes on past any
+Exception, which would leave the engine without a CPU tier; so does any
+other error of the tier's). Tiers that LMCache builds before it loads the
+plugin (local_disk, ...) fail in LMCache before the plugin runs: under
+vLLM, sharedseg.lmcache_vllm refuses them first.
 
 Importing sharedseg never imports this module; this module imports LMCache
 (through ENGINE, the adapters' seam).
 """
+import math
 from typing import Any, Dict, List, Mapping, Optional
 
 import torch
 
 from . import SharedSegmentError, _engine
 from ._backends import torch_platform
+from ._options import U64_MAX
 
 _ALLOCATORS = "lmcache.v1.memory_allocators"
 _MIXED = f"{_ALLOCATORS}.mixed_memory_allocator"
@@ -61,15 +66,53 @@ SETTINGS_KEY = "sharedseg"
 # The configuration that switches the tier on (docs/integrations.md).
 PLUGIN = {f"storage_plugin.{TIER}.module_path": __name__,
           f"storage_plugin.{TIER}.class_name": "SharedSegCPUBackend"}
-# LMCache tiers built over its CPU tier before the plugins are loaded (they
-# would find none), and modes whose CPU tier is not a LocalCPUBackend.
-UNSERVED = ("enable_pd", "local_disk", "remote_url", "remote_storage_plugins", "enable_p2p",
-            "gds_path", "maru_path", "enable_controller", "enable_scheduler_bypass_lookup")
+# LMCache's GB: its sizes count 2**30 bytes (LocalCPUBackend's own).
+GB = 1 << 30
+# LMCache's settings the tier cannot serve beside it, and why (LMCache
+# 0.5.6's CreateStorageBackends). The tiers over LMCache's CPU tier are
+# built before the plugins are loaded, and assert that tier, which
+# max_local_cpu_size 0 leaves out: the shared tier comes after them, and
+# the plugin loader hands every plugin that absent tier.
+_BEFORE = "over its own CPU tier, before it loads the storage plugin that is the shared tier"
+UNSERVED = {
+    "local_disk": f"LMCache builds its disk tier (LocalDiskBackend) {_BEFORE}",
+    "remote_url": f"LMCache builds its remote tier {_BEFORE}",
+    "remote_storage_plugins": f"LMCache builds its remote tiers {_BEFORE}",
+    "enable_p2p": f"LMCache builds its P2P tier {_BEFORE}",
+    "enable_pd": "LMCache's disaggregated prefill builds its PD backend in place of a CPU tier",
+    "gds_path": "LMCache's GDS tier keeps its own buffers, without a LocalCPUBackend",
+    "maru_path": "LMCache's Maru tier keeps its own buffers, without a LocalCPUBackend",
+    "enable_controller": "LMCache gives storage plugins no controller worker",
+    "enable_scheduler_bypass_lookup": "it builds the scheduler's engine, which the tier "
+                                      "does not serve",
+}
 
 
 def check_version() -> None:
     """RuntimeError, in a sentence, for an LMCache whose names differ."""
     ENGINE.check()
+
+
+def tier_bytes(value: Any, setting: str) -> int:
+    """The tier's size in bytes for value GB (LMCache's GB; a number, or
+    text of one, as LMCache's own converter reads its sizes): ValueError,
+    in a sentence naming setting and value, for anything else: a bool, a
+    value that is no number, not finite, under a byte or past the C
+    library's 64-bit sizes. More than the library maps or the host has is
+    the library's to refuse when the segment is made."""
+    gb = math.nan
+    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        try:
+            gb = float(value)
+        except ValueError:
+            pass
+    nbytes = gb * GB
+    if not (math.isfinite(nbytes) and 1 <= nbytes <= U64_MAX):
+        raise ValueError(f"{setting} is {value!r}: expected the shared tier's size in GB (2**30 "
+                         f"bytes, as LMCache counts them), a finite number or its text, from "
+                         f"1e-09 (a byte) to under {(U64_MAX + 1) // GB} (2**64 bytes, the C "
+                         f"library's sizes)")
+    return int(nbytes)
 
 
 _Mixed = ENGINE.get(f"{_MIXED}.MixedMemoryAllocator", object)
@@ -178,8 +221,10 @@ def _extra(config: Any) -> Mapping[str, Any]:
     return config.extra_config or {}
 
 
-def refusal(config: Any, metadata: Any) -> Optional[str]:
-    """Why this configuration's CPU tier cannot be ours, or None."""
+def config_refusal(config: Any) -> Optional[str]:
+    """Why LMCache's configuration alone (any rank, any role) cannot have
+    this tier, in a sentence that starts with the setting, or None:
+    sharedseg.lmcache_vllm asks it before LMCache builds anything."""
     plugins = list(config.storage_plugins or ())
     if plugins != [TIER]:
         return (f"storage_plugins is {plugins}: name {TIER} alone (LMCache hands the other "
@@ -187,18 +232,25 @@ def refusal(config: Any, metadata: Any) -> Optional[str]:
     if config.max_local_cpu_size:
         return (f"max_local_cpu_size is {config.max_local_cpu_size}: set it to 0 (LMCache "
                 f"would build its own CPU tier too) and the size as {SIZE_KEY} in extra_config")
-    if metadata is None or metadata.role == "scheduler":
-        return "the tier serves LMCache's workers, not its scheduler"
-    for option in UNSERVED:
-        if getattr(config, option, None):
-            return (f"{option} is set: LMCache builds that over its own CPU tier, or "
-                    f"without a LocalCPUBackend, which this tier does not serve")
+    for option, why in UNSERVED.items():
+        value = getattr(config, option, None)
+        if value:
+            return f"{option} is {value!r}: {why}; leave {option} unset"
     if _extra(config).get("enable_nixl_storage"):
         return "enable_nixl_storage is set: NIXL storage pages LMCache's own CPU pool"
-    size = _extra(config).get(SIZE_KEY)
-    if isinstance(size, bool) or not isinstance(size, (int, float)) or size <= 0:
-        return f"extra_config has no {SIZE_KEY} (GB, more than 0): {size!r}"
+    try:
+        tier_bytes(_extra(config).get(SIZE_KEY), f"extra_config's {SIZE_KEY}")
+    except ValueError as e:
+        return str(e)
     return None
+
+
+def refusal(config: Any, metadata: Any) -> Optional[str]:
+    """Why this rank's CPU tier cannot be ours, or None."""
+    why = config_refusal(config)
+    if why is None and (metadata is None or metadata.role == "scheduler"):
+        why = "the tier serves LMCache's workers, not its scheduler"
+    return why
 
 
 def replicated(config: Any, metadata: Any) -> bool:
@@ -234,7 +286,8 @@ def plan(config: Any, metadata: Any) -> Dict[str, Any]:
     # One rank: the arena is its own, as LMCache's is; every rank: the
     # default torch.distributed group, which has LMCache's world_size
     # ranks (create_shared_segment says so when it has not).
-    return dict(size=int(float(_extra(config)[SIZE_KEY]) * 1024 ** 3), world_size=len(ranks),
+    size = tier_bytes(_extra(config)[SIZE_KEY], f"extra_config's {SIZE_KEY}")
+    return dict(size=size, world_size=len(ranks),
                 replicated=replicated(config, metadata), owner_rank=metadata.first_rank,
                 name=_engine.segment_name("lmcache", metadata.model_name),
                 role=f"{TIER}-tp{metadata.world_size}", **settings)
@@ -251,17 +304,36 @@ class SharedSegCPUBackend(_LocalCPUBackend):  # type: ignore[misc, valid-type]
         try:
             check_version()
             super().__init__(config, metadata, dst_device)
+            self._holds_a_chunk()
         except (RuntimeError, ValueError, SharedSegmentError) as e:
             raise SystemExit(f"sharedseg.lmcache ({TIER} storage plugin): {e}") from None
+        except Exception as e:  # any other: LMCache's loader would log it, and go on
+            raise SystemExit(f"sharedseg.lmcache ({TIER} storage plugin): "
+                             f"{type(e).__name__}: {e}") from e
+
+    def _holds_a_chunk(self) -> None:
+        """ValueError, in a sentence, for an arena too small for one of
+        LMCache's chunks of this model (a tier that would hold nothing)."""
+        if self.calculate_chunk_budget() > 0:
+            return
+        chunk, size = self._aligned_chunk_bytes(), self.memory_allocator.size
+        self.close()
+        given = _extra(self.config)[SIZE_KEY]
+        raise ValueError(f"extra_config's {SIZE_KEY} is {given!r} ({size} bytes): less than one "
+                         f"LMCache chunk of this model ({chunk} bytes with its alignment), so "
+                         f"the tier would hold nothing; give at least "
+                         f"{math.ceil(chunk / GB * 1e6) / 1e6:g}")
 
     def initialize_allocator(self, config: Any, metadata: Any = None) -> Any:
         return SharedSegMemoryAllocator(**plan(config, metadata))
 
+    def _aligned_chunk_bytes(self) -> int:
+        align = self.memory_allocator.align_bytes
+        return -(-self.get_full_chunk_size_bytes() // align) * align
+
     def calculate_chunk_budget(self) -> int:
         # LMCache's reads max_local_cpu_size, which is 0 here: the arena's size.
-        align = self.memory_allocator.align_bytes
-        chunk = -(-self.get_full_chunk_size_bytes() // align) * align
-        return self.memory_allocator.size // chunk
+        return self.memory_allocator.size // self._aligned_chunk_bytes()
 
     def close(self) -> None:
         # LMCache's closes the allocator, then frees the objects in it.

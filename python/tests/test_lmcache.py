@@ -4,8 +4,10 @@ tools/install-deps.sh), switched on by the configuration that
 docs/integrations.md gives: LMCache's own engine, built by
 LMCacheEngineBuilder over 2 gloo ranks (lmcache_ranks.py), stores on rank 0
 into one segment that rank 1 maps and reads, one copy in /proc; a rank
-that refuses its configuration fails both and the next engine pairs; and,
-in one process, what the tier refuses and the pin default."""
+that refuses its configuration fails both and the next engine pairs; the
+workers refuse vLLM lines the tier cannot serve (test_lmcache_refusals.py
+has every value); and, in one process, what the tier refuses and the pin
+default."""
 import subprocess
 import sys
 
@@ -111,6 +113,17 @@ def test_through_the_vllm_line_lmcaches_engine_stores_into_one_segment(ranks):
     assert abs(first["pss_kib"] + second["pss_kib"] - kib) <= 8
 
 
+def test_through_the_vllm_line_a_worker_refuses_what_the_tier_cannot_serve(ranks):
+    from test_lmcache_refusals import DISK, SIZE
+    for s in (r["vllm"] for r in ranks):
+        # At the connector's construction, before LMCache builds anything:
+        # LMCache's plugin loader logged the size's error and went on without
+        # a CPU tier; its disk tier failed on the CPU tier it no longer had.
+        assert s["refused"] == {
+            "size": f"kv_connector_extra_config's lmcache.max_local_cpu_size is 'inf': {SIZE}",
+            "disk": f"LMCache's local_disk is '/nonexistent/lmcache-disk': {DISK}"}
+
+
 def lmcache_config(**fields):
     from lmcache.v1.config import LMCacheEngineConfig
     config = LMCacheEngineConfig.from_defaults()
@@ -133,8 +146,9 @@ def test_the_rewrite_moves_lmcaches_size_to_the_shared_tier():
 
 
 @pytest.mark.parametrize("extra, fields, why", [
-    ({}, dict(max_local_cpu_size=0.0), "LMCache's max_local_cpu_size is 0: the shared tier"),
-    ({}, dict(storage_plugins=["Mine"]), "LMCache's storage_plugins is ['Mine']: the shared"),
+    ({}, dict(max_local_cpu_size=0.0), "LMCache's max_local_cpu_size is 0.0: expected the "
+                                       "shared tier's size in GB"),
+    ({}, dict(storage_plugins=["Mine"]), "LMCache's storage_plugins is ['Mine']: expected none"),
     ({"sharedseg": {"colour": "red"}}, {}, "unknown sharedseg setting 'colour' in "
                                            "kv_connector_extra_config[\"sharedseg\"]"),
     ({"sharedseg": {"keep": "k"}}, {}, "sharedseg setting keep in"),
@@ -241,11 +255,12 @@ def test_the_documented_configuration_plans_one_segment():
     (dict(max_local_cpu_size=5.0), "max_local_cpu_size is 5.0: set it to 0"),
     (dict(storage_plugins=["LocalCPUBackend", "Mine"]),
      "storage_plugins is ['LocalCPUBackend', 'Mine']: name LocalCPUBackend alone"),
-    (dict(local_disk="/tmp/x"), "local_disk is set"),
-    (dict(enable_p2p=True), "enable_p2p is set"),
-    (dict(enable_controller=True), "enable_controller is set"),
+    (dict(local_disk="/tmp/x"), "local_disk is '/tmp/x': LMCache builds its disk tier"),
+    (dict(enable_p2p=True), "enable_p2p is True: LMCache builds its P2P tier"),
+    (dict(enable_controller=True), "enable_controller is True: LMCache gives storage plugins "
+                                   "no controller worker; leave enable_controller unset"),
     (dict(extra_config={"storage_plugin.LocalCPUBackend.module_path": "sharedseg.lmcache"}),
-     "extra_config has no sharedseg.max_local_cpu_size"),
+     "extra_config's sharedseg.max_local_cpu_size is None: expected the shared tier's size"),
 ])
 def test_what_the_tier_does_not_serve_is_refused_with_a_sentence(changes, why):
     from sharedseg import lmcache
