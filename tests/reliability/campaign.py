@@ -161,6 +161,15 @@ REGRESSIONS = [
      "opened read-only, held and given", "keeper_faults"),
     ("the keeper's own life", "nohup's SIGHUP, 12 open files, a second idle at debug level, "
      "a bad --name, an unknown command", "keeper_faults"),
+    ("a size LMCache's plugin loader swallowed", "max_local_cpu_size inf, 1e300, NaN, 'abc', "
+     "[1], true, 1e-12, 0, -1, None through vLLM's parsed --kv-transfer-config, LMCache's file "
+     "and environment, and LMCache's plugin YAML; storage_plugins text, malformed "
+     "extra_config, local_disk; an unforeseen error in the tier",
+     "pypi:test_lmcache_refusals.py"),
+    ("the bench leaving memory behind", "SIGINT to the group, SIGTERM to the parent, rank 0 "
+     "SIGKILLed while the /dev/shm file is named; every command in a 512 MiB cgroup, past "
+     "MemAvailable, past the HugeTLB pool, past an 8 MiB /dev/shm; blocks a gather cannot "
+     "take", "bench_safety"),
 ]
 
 
