@@ -306,20 +306,27 @@ pool_restore() {
 
 # ---- torch over our segments: python/tests/gpu_nccl.py ----
 
-# The interpreter for the torch step: SSEG_GPU_PYTHON, then the first whose
-# torch sees a GPU, then the first with torch; "" when none has torch.
+# The interpreter for the torch step: SSEG_GPU_PYTHON, else the first whose
+# torch sees a GPU, else the first with torch; "" when none has torch. One
+# import of torch a candidate: on a loaded host each takes seconds of the
+# budget, before any step's limit starts.
 torch_python() {
-	local cand first=""
-	for cand in ${SSEG_GPU_PYTHON:-} python3 /usr/bin/python3 \
+	local cand first="" rc
+	if [ -n "${SSEG_GPU_PYTHON:-}" ]; then
+		echo "$SSEG_GPU_PYTHON"
+		return 0
+	fi
+	for cand in python3 /usr/bin/python3 \
 		"${XDG_CACHE_HOME:-$HOME/.cache}/sharedseg/venv-pypi/bin/python"; do
 		command -v "$cand" >/dev/null 2>&1 || continue
-		"$cand" -c 'import torch' 2>/dev/null || continue
-		[ -z "$first" ] && first=$cand
-		if "$cand" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
-			2>/dev/null; then
+		rc=0
+		"$cand" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 3)' \
+			2>/dev/null || rc=$?
+		if [ "$rc" -eq 0 ]; then
 			echo "$cand"
 			return 0
 		fi
+		[ "$rc" -eq 3 ] && [ -z "$first" ] && first=$cand
 	done
 	echo "$first"
 }
