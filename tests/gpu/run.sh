@@ -9,24 +9,24 @@
 # Steps, most telling first: the CUDA ABI check against the installed
 # cuda.h; the build; the machine (kernel, gVisor or Firecracker clues,
 # container, THP and HugeTLB knobs); the sizes of the rows below, from the
-# host's cores and MemAvailable (tests/gpu/sizes.sh: the box's on a box of
-# 16 cores and 64 GiB available, less on a smaller one); gpu_check env (driver, devices, what
-# the OS and driver refuse, each next to what the project's fake driver
-# answers, and what the library's own probes conclude); sharing variants;
-# copy (H2D and D2H of KV blocks up to one MLA block run, from a VMM
-# segment's owner and its import in a second process, a registered memfd
-# segment, cuMemHostAlloc and malloc memory, with the memory type the
-# driver reports for each); pinning (seconds per GiB: cuMemHostRegister of
-# a memfd mapping against VMM create + export + import, at 1, 8, 32 GiB on
-# the box);
-# torch (python/tests/gpu_nccl.py: NCCL with two GPUs, else gloo with the
-# copies on the one GPU, else gloo on CPU; is_pinned() and non_blocking
-# copies over each kind of memory); register (cuMemHostRegister by several
-# ranks at once, 4 KiB against 2 MiB pages); populate (CPU only: one memfd
-# against one per core under one mapping, 4 KiB, THP and HugeTLB pages, at
-# 8 and 32 GiB on the box). Results: $OUT/gpu.jsonl (./gpu.jsonl without OUT), a line
-# per step (name, pass/fail/skipped, detail), then a summary: what was
-# refused, one line each, and the ratios.
+# host's cores and MemAvailable (tests/gpu/sizes.sh: the box's on a host
+# of 16 cores and 64 GiB available, smaller on a smaller one); gpu_check
+# env (driver, devices, what the OS and driver refuse, each next to what
+# the project's fake driver answers, and what the library's own probes
+# conclude); sharing variants; copy (H2D and D2H of KV blocks up to one
+# MLA block run, from a VMM segment's owner and its import in a second
+# process, a registered memfd segment, cuMemHostAlloc and malloc memory,
+# with the memory type the driver reports for each); pinning (seconds per
+# GiB: cuMemHostRegister of a memfd mapping against VMM create + export +
+# import, at 1, 8, 32 GiB on the box); torch (python/tests/gpu_nccl.py:
+# NCCL with two GPUs, else gloo with the copies on the one GPU, else gloo
+# on CPU; is_pinned() and non_blocking copies over each kind of memory);
+# register (cuMemHostRegister by several ranks at once, 4 KiB against
+# 2 MiB pages); populate (CPU only: one memfd against one per core under
+# one mapping, 4 KiB, THP and HugeTLB pages, at 8 and 32 GiB on the box).
+# Results: $OUT/gpu.jsonl (./gpu.jsonl without OUT), a line per step
+# (name, pass/fail/skipped, detail), then a summary: what was refused, one
+# line each, and the ratios.
 #
 # The "rule" lines settle what is known only from documentation or field
 # reports, each against the fake driver's answer: VMM calls without a

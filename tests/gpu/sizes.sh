@@ -11,16 +11,18 @@
 # host meets is taken. A setting (SSEG_GPU_PIN_SIZES and the others, in
 # run.sh's header) wins over its column.
 #
-# Why these: pinning fills L + L/4 + L/32 on one thread, populate up to 6
-# rows of L and L/4 with a thread per core; the box's rows (32 GiB) ask a
-# core per 2 GiB of L, and so does the table. A row holds at most half of
-# MemAvailable (either step holds one row at a time; the rest is the
-# others'). On the tests' 2-core VM with a CPU hog on both cores, 8 GiB
-# rows took 34 s (pinning, 9 GiB) and 45 s (populate, 2 rows of 8 GiB) of
-# their 100 and 90 s; 2 GiB rows take a quarter of that. CPU load is not
-# read: the load average lags by a minute (and would count run.sh's own
-# build), and gVisor's /proc/stat gives zeros; a hog per core is the
-# margin.
+# Why these: pinning fills L + L/4 + L/32 on one thread; populate fills
+# up to 6 rows (1 file and one per core, on 3 page kinds) at L/4 and at L
+# with a thread per core. The box's rows (32 GiB) ask a core per 2 GiB of
+# L, and so does the table; a row holds at most half of MemAvailable
+# (either step holds one row at a time; the rest is the others'). On the
+# tests' 2-core VM with a CPU hog on both cores, 8 GiB rows took 34 s
+# (pinning, 1 + 8 GiB) and 45 s (populate, 2 rows of 8 GiB) of their 100
+# and 90 s, and left the last step out of the budget when jobs filling
+# memory ran beside; its 2 GiB rows took 9 and 18 s. CPU load is not read:
+# the load average lags by a minute (and would count run.sh's own build),
+# and gVisor's /proc/loadavg and /proc/stat give zeros; a hog per core is
+# the margin.
 #
 # Sourced by run.sh (choose_sizes); run alone, it prints the line run.sh
 # prints, with SSEG_GPU_HOST_CORES and SSEG_GPU_HOST_MEMAVAILABLE (a size:
