@@ -8,22 +8,25 @@
 #
 # Steps, most telling first: the CUDA ABI check against the installed
 # cuda.h; the build; the machine (kernel, gVisor or Firecracker clues,
-# container, THP and HugeTLB knobs); gpu_check env (driver, devices, what
-# the OS and driver refuse, each next to what the project's fake driver
-# answers, and what the library's own probes conclude); sharing variants;
-# copy (H2D and D2H of KV blocks up to one MLA block run, from a VMM
-# segment's owner and its import in a second process, a registered memfd
-# segment, cuMemHostAlloc and malloc memory, with the memory type the
-# driver reports for each); pinning (seconds per GiB: cuMemHostRegister of
-# a memfd mapping against VMM create + export + import, at 1, 8, 32 GiB);
-# torch (python/tests/gpu_nccl.py: NCCL with two GPUs, else gloo with the
-# copies on the one GPU, else gloo on CPU; is_pinned() and non_blocking
-# copies over each kind of memory); register (cuMemHostRegister by several
-# ranks at once, 4 KiB against 2 MiB pages); populate (CPU only: one memfd
-# against one per core under one mapping, 4 KiB, THP and HugeTLB pages, at
-# 8 and 32 GiB). Results: $OUT/gpu.jsonl (./gpu.jsonl without OUT), a line
-# per step (name, pass/fail/skipped, detail), then a summary: what was
-# refused, one line each, and the ratios.
+# container, THP and HugeTLB knobs); the sizes of the rows below, from the
+# host's cores and MemAvailable (tests/gpu/sizes.sh: the box's on a host
+# of 16 cores and 64 GiB available, smaller on a smaller one); gpu_check
+# env (driver, devices, what the OS and driver refuse, each next to what
+# the project's fake driver answers, and what the library's own probes
+# conclude); sharing variants; copy (H2D and D2H of KV blocks up to one
+# MLA block run, from a VMM segment's owner and its import in a second
+# process, a registered memfd segment, cuMemHostAlloc and malloc memory,
+# with the memory type the driver reports for each); pinning (seconds per
+# GiB: cuMemHostRegister of a memfd mapping against VMM create + export +
+# import, at 1, 8, 32 GiB on the box); torch (python/tests/gpu_nccl.py:
+# NCCL with two GPUs, else gloo with the copies on the one GPU, else gloo
+# on CPU; is_pinned() and non_blocking copies over each kind of memory);
+# register (cuMemHostRegister by several ranks at once, 4 KiB against
+# 2 MiB pages); populate (CPU only: one memfd against one per core under
+# one mapping, 4 KiB, THP and HugeTLB pages, at 8 and 32 GiB on the box).
+# Results: $OUT/gpu.jsonl (./gpu.jsonl without OUT), a line per step
+# (name, pass/fail/skipped, detail), then a summary: what was refused, one
+# line each, and the ratios.
 #
 # The "rule" lines settle what is known only from documentation or field
 # reports, each against the fake driver's answer: VMM calls without a
@@ -40,12 +43,16 @@
 #
 # Environment (all optional):
 #   OUT                JSON lines go to $OUT/gpu.jsonl
-#   SSEG_GPU_SIZE      segment size for variants and copies (1GiB)
+#   SSEG_GPU_SIZE      segment size for variants and copies (1GiB on the
+#                      box; the sizes of this and the next three settings
+#                      come from the host, tests/gpu/sizes.sh)
 #   SSEG_GPU_REG_SIZE  bytes registered per rank (1GiB)
 #   SSEG_GPU_REPS      repetitions of each measurement (5)
 #   SSEG_GPU_RANKS     ranks registering at once (4)
 #   SSEG_GPU_PIN_SIZES sizes the pinning step times ("1GiB 8GiB 32GiB")
 #   SSEG_GPU_POP_SIZES sizes the populate step fills ("8GiB 32GiB")
+#   SSEG_GPU_HOST_CORES, SSEG_GPU_HOST_MEMAVAILABLE  stand in for the
+#                      host's cores and MemAvailable in that rule
 #   SSEG_GPU_BUDGET    seconds for the whole run (280)
 #   SSEG_GPU_BUILD     an existing build directory instead of building one
 #                      (without cmake, build-gpu/ or build/ if brought along)
@@ -62,12 +69,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 out_dir=${OUT:-.}
 mkdir -p "$out_dir"
 out="$out_dir/gpu.jsonl"
-size=${SSEG_GPU_SIZE:-1GiB}
-reg_size=${SSEG_GPU_REG_SIZE:-1GiB}
 reps=${SSEG_GPU_REPS:-5}
 ranks=${SSEG_GPU_RANKS:-4}
-pin_sizes=${SSEG_GPU_PIN_SIZES:-1GiB 8GiB 32GiB}
-pop_sizes=${SSEG_GPU_POP_SIZES:-8GiB 32GiB}
 budget=${SSEG_GPU_BUDGET:-280}
 work=$(mktemp -d)
 started=$SECONDS
@@ -82,6 +85,8 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
+# shellcheck source=tests/gpu/sizes.sh
+. "$root/tests/gpu/sizes.sh"
 
 # A JSON string: quotes and backslashes escaped, control characters dropped.
 json_str() {
@@ -256,12 +261,17 @@ machine() {
 	step machine pass "kernel $kernel, ${clues//\"/}${smi:+, $smi}" 0
 }
 
-# ---- HugeTLB pages for the 2 MiB registration and population ----
+# ---- the sizes of the rows: tests/gpu/sizes.sh ----
 
-# Bytes in a size such as 8GiB.
-bytes_of() {
-	numfmt --from=iec "${1%iB}" 2>/dev/null
+sizes_step() {
+	local result=pass
+
+	choose_sizes || result=fail
+	emit "{\"check\": \"sizes\", \"result\": \"$result\", \"cores\": $sizes_cores, \"mem_available\": $sizes_available, \"largest\": $(json_str "$sizes_largest"), \"pin_sizes\": $(json_str "$pin_sizes"), \"pop_sizes\": $(json_str "$pop_sizes"), \"size\": $(json_str "$size"), \"reg_size\": $(json_str "$reg_size")}"
+	step sizes "$result" "$sizes_said" 0
 }
+
+# ---- HugeTLB pages for the 2 MiB registration and population ----
 
 # The largest of SIZE...
 largest() {
@@ -296,20 +306,27 @@ pool_restore() {
 
 # ---- torch over our segments: python/tests/gpu_nccl.py ----
 
-# The interpreter for the torch step: SSEG_GPU_PYTHON, then the first whose
-# torch sees a GPU, then the first with torch; "" when none has torch.
+# The interpreter for the torch step: SSEG_GPU_PYTHON, else the first whose
+# torch sees a GPU, else the first with torch; "" when none has torch. One
+# import of torch a candidate: on a loaded host each takes seconds of the
+# budget, before any step's limit starts.
 torch_python() {
-	local cand first=""
-	for cand in ${SSEG_GPU_PYTHON:-} python3 /usr/bin/python3 \
+	local cand first="" rc
+	if [ -n "${SSEG_GPU_PYTHON:-}" ]; then
+		echo "$SSEG_GPU_PYTHON"
+		return 0
+	fi
+	for cand in python3 /usr/bin/python3 \
 		"${XDG_CACHE_HOME:-$HOME/.cache}/sharedseg/venv-pypi/bin/python"; do
 		command -v "$cand" >/dev/null 2>&1 || continue
-		"$cand" -c 'import torch' 2>/dev/null || continue
-		[ -z "$first" ] && first=$cand
-		if "$cand" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
-			2>/dev/null; then
+		rc=0
+		"$cand" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 3)' \
+			2>/dev/null || rc=$?
+		if [ "$rc" -eq 0 ]; then
 			echo "$cand"
 			return 0
 		fi
+		[ "$rc" -eq 3 ] && [ -z "$first" ] && first=$cand
 	done
 	echo "$first"
 }
@@ -506,6 +523,7 @@ bin=""
 abi_check
 build
 machine
+sizes_step
 if [ -x "$bin" ]; then
 	run env 60 "$bin" env
 	run variants 90 "$bin" variants "$size"
