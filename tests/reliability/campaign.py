@@ -170,6 +170,9 @@ REGRESSIONS = [
      "SIGKILLed while the /dev/shm file is named; every command in a 512 MiB cgroup, past "
      "MemAvailable, past the HugeTLB pool, past an 8 MiB /dev/shm; blocks a gather cannot "
      "take", "bench_safety"),
+    ("the device script's fixed rows on a small host", "the script through the fake driver "
+     "at the sizes it picks here; the sizing rule for 16/125, 16/40, 8/125, 4/16, 2/22, 2/3 "
+     "and 1 core/0.1 GiB, unreadable readings and a setting", "test_gpu_script.py"),
 ]
 
 
