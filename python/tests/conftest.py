@@ -62,6 +62,13 @@ def free_port():
         return s.getsockname()[1]
 
 
+# A test run by hand (`pytest python/tests/test_cli.py`) finds the C build
+# that `make` made, as `make test-python` names it; SSEG_BUILD_DIR names
+# another. Set in the environment, so that every process a test starts has it.
+if not os.environ.get("SSEG_BUILD_DIR") and os.path.isdir(os.path.join(ROOT, "build")):
+    os.environ["SSEG_BUILD_DIR"] = os.path.join(ROOT, "build")
+
+
 def built(name, what):
     """The path of a file the C build made (SSEG_BUILD_DIR/name); a test
     that needs it fails, naming what is missing, where it is not built."""

@@ -448,8 +448,8 @@ const char *tu_build_file(const char *file)
 	static char path[512];
 	const char *build = getenv("SSEG_BUILD_DIR");
 
-	if (!build) {
-		fprintf(stderr, "SSEG_BUILD_DIR is not set (run through ctest)\n");
+	if (!build) { /* set by testenv.c, unless unset since */
+		fprintf(stderr, "SSEG_BUILD_DIR is not set\n");
 		exit(1);
 	}
 	snprintf(path, sizeof(path), "%s/%s", build, file);
