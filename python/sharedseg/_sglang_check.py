@@ -109,7 +109,7 @@ def report() -> Dict[str, Any]:
             f"no entry point {NAME} in group {GROUP}: sharedseg is importable here "
             f"({quoted(os.path.dirname(os.path.dirname(os.path.abspath(adapter.__file__))))}) "
             f"but not installed as a package, and SGLang finds its plugins by entry point "
-            f"only: install the wheel into this environment (pip install sharedseg)")
+            f"only: install the sharedseg wheel into this environment with pip")
     elif entry["value"] != TARGET:
         problems.append(f"the entry point {NAME} in group {GROUP} names "
                         f"{quoted(entry['value'])}, not {TARGET}: reinstall sharedseg")

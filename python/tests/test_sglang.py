@@ -220,12 +220,24 @@ def release_named(tmp_path, version):
     return str(info.parent)
 
 
+def foreign_site(tmp_path):
+    """Another distribution whose plugin of SGLang's is named sharedseg."""
+    info = tmp_path / "foreign" / "other-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: other\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[sglang.srt.plugins]\nsharedseg = other.sglang:hook\n")
+    return str(info.parent)
+
+
 def check_env(tmp_path, entry_point=True, plugins=None, switch="1", release=None):
+    """entry_point: True (ours, as pip installs it), False (none: the package
+    only importable) or "foreign" (another distribution's of that name)."""
     env = env_with_package()
     for name in ("SGLANG_PLUGINS", "SHAREDSEG_SGLANG", "SGLANG_PLATFORM"):
         env.pop(name, None)
     first = [release_named(tmp_path, release)] if release else []
-    first += [plugin_site(tmp_path)] if entry_point else []
+    first += [foreign_site(tmp_path) if entry_point == "foreign" else plugin_site(tmp_path)] \
+        if entry_point else []
     env["PYTHONPATH"] = os.pathsep.join(first + [env["PYTHONPATH"]])
     env.update({k: v for k, v in (("SGLANG_PLUGINS", plugins), ("SHAREDSEG_SGLANG", switch))
                 if v is not None})
@@ -255,8 +267,8 @@ NOT_LISTED = ("SGLANG_PLUGINS={} does not list sharedseg, and SGLang loads only 
               "it lists: add sharedseg to it (comma-separated) or unset it")
 NO_ENTRY_POINT = ("no entry point sharedseg in group sglang.srt.plugins: sharedseg is importable "
                   f"here ('{os.path.dirname(TESTS)}') but not installed as a package, and "
-                  "SGLang finds its plugins by entry point only: install the wheel into this "
-                  "environment (pip install sharedseg)")
+                  "SGLang finds its plugins by entry point only: install the sharedseg wheel "
+                  "into this environment with pip")
 SWITCH_UNSET = ("SHAREDSEG_SGLANG is not set, so the plugin does nothing: set "
                 "SHAREDSEG_SGLANG=1 (or a JSON object of settings) in SGLang's environment")
 
@@ -268,6 +280,9 @@ CASES = {
                           [NOT_LISTED.format("'other,sharedseg2'")]),
     "plugins-blank": (dict(plugins=" , "), [NOT_LISTED.format("' , '")]),
     "no-entry-point": (dict(entry_point=False), [NO_ENTRY_POINT]),
+    "foreign-entry-point": (dict(entry_point="foreign"), [
+        "the entry point sharedseg in group sglang.srt.plugins names 'other.sglang:hook', not "
+        "sharedseg.sglang:plugin: reinstall sharedseg"]),
     "switch-unset": (dict(switch=None), [SWITCH_UNSET]),
     "switch-json": (dict(switch='{"pages": "base"}'), []),
     # The plugin stops SGLang's start-up with this sentence.
@@ -294,12 +309,11 @@ def test_the_check_says_what_sglangs_loader_does(tmp_path, case):
     assert len(doc["problems"]) == len(problems)
     for said, expected in zip(doc["problems"], problems):
         assert said.startswith(expected), said
+    entry_point = {True: ("sharedseg.sglang:plugin", "sharedseg 0.0.0"), False: (None, None),
+                   "foreign": ("other.sglang:hook", "other 1.0")}[given.get("entry_point", True)]
     assert doc["entry_point"] == dict(group="sglang.srt.plugins", name="sharedseg",
-                                      registered=given.get("entry_point", True),
-                                      value="sharedseg.sglang:plugin" if given.get(
-                                          "entry_point", True) else None,
-                                      distribution="sharedseg 0.0.0" if given.get(
-                                          "entry_point", True) else None)
+                                      registered=entry_point[0] is not None,
+                                      value=entry_point[0], distribution=entry_point[1])
     assert doc["sglang_plugins"]["value"] == given.get("plugins")
     assert doc["sglang_plugins"]["loads"] is not case.startswith(("plugins-omit", "plugins-blank"))
     assert doc["switch"]["on"] is (case not in ("switch-unset", "switch-malformed"))
