@@ -45,7 +45,10 @@ Exit status: 0 it would take effect, 1 it would not, 2 a bad argument."""
 
 
 def _entry_point() -> Dict[str, Any]:
-    found = [ep for ep in importlib.metadata.entry_points(group=GROUP) if ep.name == NAME]
+    every = importlib.metadata.entry_points()
+    # Python 3.8 and 3.9 answer a dict of groups; SGLang itself needs 3.10.
+    group = every.select(group=GROUP) if hasattr(every, "select") else every.get(GROUP, ())
+    found = [ep for ep in group if ep.name == NAME]
     if not found:
         return dict(registered=False, value=None, distribution=None)
     ep = found[0]
