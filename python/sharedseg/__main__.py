@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""python -m sharedseg probe|demo|bench|ls"""
+"""python -m sharedseg probe|demo|bench|ls|keep"""
 import sys
 
 from .cli import main

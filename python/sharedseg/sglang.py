@@ -28,15 +28,28 @@ than leaving SGLang's private allocator in place.
 install()/uninstall() do the same from Python, in the calling process.
 Importing sharedseg never imports this module; this module imports SGLang
 (through ENGINE, the adapters' seam).
+
+python -m sharedseg.sglang --check says whether the switch would take
+effect in this environment, and if not, why (sharedseg/_sglang_check.py):
+SGLang's loader passes over a plugin it does not find, or that
+SGLANG_PLUGINS leaves out, without a word.
 """
+import sys
+
+if __name__ == "__main__":
+    # Before this copy imports SGLang: the check imports this module under its
+    # own name, once, with SGLang's import-time warnings kept off its report.
+    from sharedseg._sglang_check import main
+    sys.exit(main())
+
 import json
 import logging
 import os
-import sys
 from typing import Any, Callable, Dict, List, Optional
 
 from . import _engine, create_shared_segment
 from ._backends import torch_platform
+from ._visible import quoted
 
 SWITCH = "SHAREDSEG_SGLANG"
 # The modules that call get_allocator_from_storage by the name they
@@ -223,7 +236,7 @@ def switch_settings(text: str) -> Optional[Dict[str, Any]]:
     except ValueError:
         given = text
     if not isinstance(given, dict):
-        raise ValueError(f"{SWITCH}={text!r}: expected 1, 0, or a JSON object of settings "
+        raise ValueError(f"{SWITCH}={quoted(text)}: expected 1, 0, or a JSON object of settings "
                          f"({_engine.settings_help()})")
     return _engine.parse_settings(given, SWITCH)
 

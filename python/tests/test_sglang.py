@@ -7,6 +7,7 @@ point (as pip installs it) and SGLang's load_plugins(). SGLang's own MLA and
 MHA host pools are built on CPU over 2 and 4 gloo ranks. SGLang's engine
 itself cannot run here (its HiCache copies are CUDA kernels): sglang_ranks.py
 moves device<->host through torch stand-ins for them and says so."""
+import json
 import os
 import subprocess
 import sys
@@ -187,3 +188,188 @@ def test_the_entry_point_is_what_the_wheel_declares():
     project = tomllib.loads(open(os.path.join(ROOT, "pyproject.toml")).read())["project"]
     assert project["entry-points"]["sglang.srt.plugins"] == {
         "sharedseg": "sharedseg.sglang:plugin"}
+
+
+# ---- python -m sharedseg.sglang --check: whether the switch takes effect ----
+#
+# SGLang 0.5.23's loader (sglang/srt/plugins/__init__.py,
+# load_plugins_by_group) finds general plugins by entry point only, and
+# when SGLANG_PLUGINS is set and not empty loads only the names in its
+# comma-separated list (stripped, empty ones dropped); it passes over any
+# other plugin with an info line nobody sees. Each case runs the check as a
+# user would, and SGLang's own load_plugins() in the same environment: the
+# check's verdict is what SGLang does.
+
+def no_sharedseg_installed():
+    """The package under test is the checkout's, importable only: an
+    installed one would register the entry point the cases leave out."""
+    import importlib.metadata
+    try:
+        dist = importlib.metadata.distribution("sharedseg")
+    except importlib.metadata.PackageNotFoundError:
+        return
+    pytest.fail(f"a sharedseg is installed in this environment ({dist.locate_file('')}): "
+                f"these tests need the checkout's package only")
+
+
+def release_named(tmp_path, version):
+    """A directory that makes importlib.metadata see SGLang as version."""
+    info = tmp_path / "release" / f"sglang-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: sglang\nVersion: {version}\n")
+    return str(info.parent)
+
+
+def foreign_site(tmp_path):
+    """Another distribution whose plugin of SGLang's is named sharedseg."""
+    info = tmp_path / "foreign" / "other-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: other\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[sglang.srt.plugins]\nsharedseg = other.sglang:hook\n")
+    return str(info.parent)
+
+
+def check_env(tmp_path, entry_point=True, plugins=None, switch="1", release=None):
+    """entry_point: True (ours, as pip installs it), False (none: the package
+    only importable) or "foreign" (another distribution's of that name)."""
+    env = env_with_package()
+    for name in ("SGLANG_PLUGINS", "SHAREDSEG_SGLANG", "SGLANG_PLATFORM"):
+        env.pop(name, None)
+    first = [release_named(tmp_path, release)] if release else []
+    first += [foreign_site(tmp_path) if entry_point == "foreign" else plugin_site(tmp_path)] \
+        if entry_point else []
+    env["PYTHONPATH"] = os.pathsep.join(first + [env["PYTHONPATH"]])
+    env.update({k: v for k, v in (("SGLANG_PLUGINS", plugins), ("SHAREDSEG_SGLANG", switch))
+                if v is not None})
+    return env
+
+
+def check(env, *args):
+    return subprocess.Popen([sys.executable, "-m", "sharedseg.sglang", *args], env=env,
+                            cwd=TESTS, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def sglang_loads_it(env):
+    """SGLang's load_plugins() in a fresh interpreter: whether our plugin ran
+    and installed the allocator."""
+    return subprocess.Popen(
+        [sys.executable, "-c", "from sglang.srt.plugins import load_plugins\nload_plugins()\n"
+         "import sharedseg.sglang as a; print('installed', a.installed())"],
+        env=env, cwd=TESTS, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def finished(process):
+    out, err = process.communicate(timeout=300)
+    return process.returncode, out.decode(), err.decode()
+
+
+NOT_LISTED = ("SGLANG_PLUGINS={} does not list sharedseg, and SGLang loads only the plugins "
+              "it lists: add sharedseg to it (comma-separated) or unset it")
+NO_ENTRY_POINT = ("no entry point sharedseg in group sglang.srt.plugins: sharedseg is importable "
+                  f"here ('{os.path.dirname(TESTS)}') but not installed as a package, and "
+                  "SGLang finds its plugins by entry point only: install the sharedseg wheel "
+                  "into this environment with pip")
+SWITCH_UNSET = ("SHAREDSEG_SGLANG is not set, so the plugin does nothing: set "
+                "SHAREDSEG_SGLANG=1 (or a JSON object of settings) in SGLang's environment")
+
+CASES = {
+    "plugins-unset": (dict(), []),
+    "plugins-empty": (dict(plugins=""), []),
+    "plugins-list-ours": (dict(plugins="other, sharedseg"), []),
+    "plugins-omit-ours": (dict(plugins="other,sharedseg2"),
+                          [NOT_LISTED.format("'other,sharedseg2'")]),
+    "plugins-blank": (dict(plugins=" , "), [NOT_LISTED.format("' , '")]),
+    "no-entry-point": (dict(entry_point=False), [NO_ENTRY_POINT]),
+    "foreign-entry-point": (dict(entry_point="foreign"), [
+        "the entry point sharedseg in group sglang.srt.plugins names 'other.sglang:hook', not "
+        "sharedseg.sglang:plugin: reinstall sharedseg"]),
+    "switch-unset": (dict(switch=None), [SWITCH_UNSET]),
+    "switch-json": (dict(switch='{"pages": "base"}'), []),
+    # The plugin stops SGLang's start-up with this sentence.
+    "switch-malformed": (dict(switch="yes\x1b[2J"), ["SHAREDSEG_SGLANG='yes\\x1b[2J': expected "
+                                                      "1, 0, or a JSON object of settings ("]),
+    "other-release": (dict(release="0.5.9"), ["sharedseg.sglang supports SGLang 0.5.23; this is "
+                                              "SGLang 0.5.9, whose names it uses "]),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_check_says_what_sglangs_loader_does(tmp_path, case):
+    no_sharedseg_installed()
+    given, problems = CASES[case]
+    env = check_env(tmp_path, **given)
+    ran = [check(env, "--check", "--json"), sglang_loads_it(env)]
+    (rc, out, err), (_, loaded, _) = [finished(p) for p in ran]
+    doc = json.loads(out)
+    assert err == "" and rc == (0 if not problems else 1), err
+    # What SGLang did: our plugin installed the allocator, or never ran (or
+    # stopped the start-up, for another release).
+    assert doc["takes_effect"] is (loaded.strip() == "installed True"), (doc, loaded)
+    assert doc["takes_effect"] is (not problems)
+    assert len(doc["problems"]) == len(problems)
+    for said, expected in zip(doc["problems"], problems):
+        assert said.startswith(expected), said
+    entry_point = {True: ("sharedseg.sglang:plugin", "sharedseg 0.0.0"), False: (None, None),
+                   "foreign": ("other.sglang:hook", "other 1.0")}[given.get("entry_point", True)]
+    assert doc["entry_point"] == dict(group="sglang.srt.plugins", name="sharedseg",
+                                      registered=entry_point[0] is not None,
+                                      value=entry_point[0], distribution=entry_point[1])
+    assert doc["sglang_plugins"]["value"] == given.get("plugins")
+    assert doc["sglang_plugins"]["loads"] is not case.startswith(("plugins-omit", "plugins-blank"))
+    assert doc["switch"]["on"] is (case not in ("switch-unset", "switch-malformed"))
+    assert doc["switch"]["understood"] is (case != "switch-malformed")
+    assert doc["sglang"] == dict(version=given.get("release", "0.5.23"), supported=["0.5.23"])
+
+
+def fields(text):
+    """The report's lines, "name: value" each, and its last line."""
+    lines = text.splitlines()
+    return {k: v.strip() for k, _, v in (line.partition(":") for line in lines[:-1])}, lines[-1]
+
+
+def test_the_checks_text_when_the_switch_takes_effect(tmp_path):
+    rc, out, err = finished(check(check_env(tmp_path), "--check"))
+    assert (rc, err) == (0, "")
+    facts, verdict = fields(out)
+    assert facts == {"python": f"'{sys.executable}'",
+                     "SGLang": "0.5.23 (sharedseg.sglang supports 0.5.23)",
+                     "entry point": "sharedseg = sharedseg.sglang:plugin in group "
+                                    "sglang.srt.plugins, of sharedseg 0.0.0",
+                     "SGLANG_PLUGINS": "unset: lets it load", "SHAREDSEG_SGLANG": "'1': on"}
+    assert verdict == ("the switch takes effect: SGLang's plugin loader runs sharedseg's "
+                       "plugin, which puts the HiCache host pools in sharedseg segments")
+
+
+def test_the_checks_text_says_each_problem_in_a_sentence_escaped(tmp_path):
+    """Three problems: three sentences on stderr, the JSON's, and what the
+    user set shown escaped (an escape sequence in SGLANG_PLUGINS)."""
+    no_sharedseg_installed()
+    env = check_env(tmp_path, entry_point=False, plugins="\x1b[2Jother", switch=None)
+    text, doc = [check(env, "--check"), check(env, "--check", "--json")]
+    (rc, out, err), (json_rc, json_out, _) = finished(text), finished(doc)
+    assert rc == json_rc == 1
+    assert "\x1b" not in out + err
+    facts, verdict = fields(out)
+    assert facts["entry point"] == "none in group sglang.srt.plugins"
+    assert facts["SGLANG_PLUGINS"] == "'\\x1b[2Jother': does not list sharedseg"
+    assert facts["SHAREDSEG_SGLANG"] == "unset: off"
+    assert verdict == "the switch does not take effect here: 3 problems (stderr)"
+    problems = [NO_ENTRY_POINT, NOT_LISTED.format("'\\x1b[2Jother'"), SWITCH_UNSET]
+    assert err.splitlines() == [f"sharedseg.sglang: {p}" for p in problems]
+    assert json.loads(json_out)["problems"] == problems
+
+
+def test_the_checks_help_and_bad_arguments():
+    rc, out, err = finished(check(env_with_package(), "--help"))
+    assert (rc, err) == (0, "")
+    assert out.startswith("usage: python -m sharedseg.sglang --check [--json]\n")
+    for said in ("the entry point sharedseg = sharedseg.sglang:plugin in group "
+                 "sglang.srt.plugins", "SGLANG_PLUGINS: unset or empty, SGLang loads every",
+                 "Exit status: 0 it would take effect, 1 it would not, 2 a bad argument."):
+        assert said in " ".join(out.split()), out
+    for argv, sentence in ((["--check", "--frob\x1b[2J"],
+                            "unknown argument '--frob\\x1b[2J' (see python -m sharedseg.sglang "
+                            "--help)"),
+                           ([], "say --check (see python -m sharedseg.sglang --help)")):
+        rc, out, err = finished(check(env_with_package(), *argv))
+        assert (rc, out, err) == (2, "", f"sharedseg.sglang: {sentence}\n")
