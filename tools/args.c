@@ -4,11 +4,64 @@
  * API accept the same spellings; this file only words the errors. */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "cli.h"
+
+/* How many bytes the UTF-8 sequence at p takes, when it is well formed and
+ * no control (C1 included); 0 otherwise. Sets *cp to its code point. */
+static int printable_utf8(const unsigned char *p, unsigned *cp)
+{
+	static const unsigned least[5] = { 0, 0, 0x80, 0x800, 0x10000 };
+	int len = 0;
+
+	while (len < 5 && (p[0] << len & 0x80))
+		len++; /* the lead byte's leading ones */
+	len = len == 0 ? 1 : len == 1 || len > 4 ? 0 : len;
+	*cp = len == 1 ? p[0] : p[0] & (0x7fu >> len);
+	for (int i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		*cp = *cp << 6 | (p[i] & 0x3f);
+	}
+	if (!len || *cp < 0x20 || (*cp >= 0x7f && *cp < 0xa0) || *cp < least[len] ||
+	    *cp > 0x10ffff || (*cp >= 0xd800 && *cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+/* Characters that reorder or break the line a terminal shows. */
+static bool bidi_control(unsigned cp)
+{
+	return cp == 0x061c || cp == 0x200e || cp == 0x200f || (cp >= 0x2028 && cp <= 0x202e) ||
+	       (cp >= 0x2066 && cp <= 0x2069);
+}
+
+const char *cli_visible(const char *s, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	for (const unsigned char *p = (const unsigned char *)s; *p && n + 7 < len;) {
+		unsigned cp;
+		int seq = printable_utf8(p, &cp);
+
+		if (!seq)
+			n += (size_t)snprintf(buf + n, len - n, "\\x%02x", *p++);
+		else if (bidi_control(cp))
+			n += (size_t)snprintf(buf + n, len - n, "\\u%04x", cp);
+		else if (cp == '\\')
+			n += (size_t)snprintf(buf + n, len - n, "\\\\");
+		else
+			n += (size_t)snprintf(buf + n, len - n, "%.*s", seq, (const char *)p);
+		p += seq;
+	}
+	buf[n] = '\0';
+	return buf;
+}
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
@@ -32,6 +85,7 @@ static const struct cli_opt *find_opt(const struct cli_opt *opts, const char *na
 
 int cli_next(struct cli_args *a, const struct cli_opt *opts, const char **value)
 {
+	char shown[CLI_SHOWN], name[CLI_SHOWN / 4];
 	const struct cli_opt *o;
 	const char *arg, *eq;
 	size_t len;
@@ -43,16 +97,17 @@ int cli_next(struct cli_args *a, const struct cli_opt *opts, const char **value)
 	if (!strcmp(arg, "-h") || !strcmp(arg, "--help"))
 		return CLI_OPT_HELP;
 	if (strncmp(arg, "--", 2) || !arg[2]) {
-		cli_usage_error(a->cmd, "unexpected argument '%s' (see sharedseg %s --help)", arg,
-				a->cmd);
+		cli_usage_error(a->cmd, "unexpected argument '%s' (see sharedseg %s --help)",
+				cli_visible(arg, shown, sizeof(shown)), a->cmd);
 		return CLI_OPT_BAD;
 	}
 	eq = strchr(arg + 2, '=');
 	len = eq ? (size_t)(eq - (arg + 2)) : strlen(arg + 2);
 	o = find_opt(opts, arg + 2, len);
 	if (!o) {
-		cli_usage_error(a->cmd, "unknown option '%.*s' (see sharedseg %s --help)",
-				(int)len + 2, arg, a->cmd);
+		snprintf(name, sizeof(name), "%.*s", (int)len + 2, arg);
+		cli_usage_error(a->cmd, "unknown option '%s' (see sharedseg %s --help)",
+				cli_visible(name, shown, sizeof(shown)), a->cmd);
 		return CLI_OPT_BAD;
 	}
 	if (!o->has_value) {
@@ -75,23 +130,25 @@ int cli_next(struct cli_args *a, const struct cli_opt *opts, const char **value)
 
 int cli_parse_size(const char *cmd, const char *opt, const char *text, uint64_t *bytes)
 {
+	char shown[CLI_SHOWN];
+
 	if (sseg_parse_size(text, bytes) || *bytes == 0)
 		return cli_usage_error(cmd, "%s: '%s' is not a size (use 4096, 256MiB, 4G)", opt,
-				       text);
+				       cli_visible(text, shown, sizeof(shown)));
 	return 0;
 }
 
 int cli_parse_int(const char *cmd, const char *opt, const char *text, int min, int max,
 		  int *value)
 {
-	char *end;
+	char *end, shown[CLI_SHOWN];
 	long v;
 
 	errno = 0;
 	v = strtol(text, &end, 10);
 	if (errno || end == text || *end || v < min || v > max)
 		return cli_usage_error(cmd, "%s: '%s' is not a whole number from %d to %d", opt,
-				       text, min, max);
+				       cli_visible(text, shown, sizeof(shown)), min, max);
 	*value = (int)v;
 	return 0;
 }
@@ -100,8 +157,11 @@ int cli_parse_int(const char *cmd, const char *opt, const char *text, int min, i
 static int choice(int rc, const char *cmd, const char *opt, const char *text, const char *what,
 		  const char *choices)
 {
+	char shown[CLI_SHOWN];
+
 	if (rc)
-		return cli_usage_error(cmd, "%s: '%s' is not %s (use %s)", opt, text, what, choices);
+		return cli_usage_error(cmd, "%s: '%s' is not %s (use %s)", opt,
+				       cli_visible(text, shown, sizeof(shown)), what, choices);
 	return 0;
 }
 

@@ -23,7 +23,7 @@ struct cli_command {
 	const char *summary;
 	int (*run)(int argc, char **argv); /* argv[0] is the command name */
 	void (*help)(FILE *out);
-	bool forks; /* runs ranks in forked processes */
+	bool c_tool_only; /* forks ranks, or runs until a signal: never in an interpreter */
 };
 
 int probe_main(int argc, char **argv);
@@ -63,6 +63,11 @@ int cli_next(struct cli_args *a, const struct cli_opt *opts, const char **value)
 
 /* One-line usage error on stderr, "sharedseg CMD: ..."; returns CLI_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* s for a terminal, in buf: what users type and what other users choose
+ * (names, commands) may hold controls, so every control shows as an escape
+ * (\x1b, \u202e), a byte that is not UTF-8 as \xNN, a backslash as \\. */
+const char *cli_visible(const char *s, char *buf, size_t len);
+#define CLI_SHOWN 1024 /* room for a typed argument, shown */
 
 /* Value parsers: 0, or CLI_USAGE after a one-line error naming opt and text.
  * Parsing itself is the library's (sseg_parse_*). */

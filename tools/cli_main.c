@@ -77,6 +77,7 @@ static void main_help(FILE *out)
 static int help_command(int argc, char **argv)
 {
 	const struct cli_command *c;
+	char shown[CLI_SHOWN];
 
 	if (argc < 2) {
 		main_help(stdout);
@@ -84,17 +85,17 @@ static int help_command(int argc, char **argv)
 	}
 	c = find_command(argv[1]);
 	if (!c)
-		return cli_usage_error("help", "unknown command '%s' (commands: %s)", argv[1],
-				       command_names());
+		return cli_usage_error("help", "unknown command '%s' (commands: %s)",
+				       cli_visible(argv[1], shown, sizeof(shown)), command_names());
 	c->help(stdout);
 	return CLI_OK;
 }
 
-bool sseg_cli_forks(const char *command)
+bool sseg_cli_c_tool_only(const char *command)
 {
 	const struct cli_command *c = find_command(command);
 
-	return c && c->forks;
+	return c && c->c_tool_only;
 }
 
 /* Output a full disk or a closed stdout refused is a failure, as in
@@ -118,6 +119,7 @@ static int output_written(int rc)
 static int run(int argc, char **argv)
 {
 	const struct cli_command *c;
+	char shown[CLI_SHOWN];
 
 	if (argc < 2) {
 		main_help(stderr);
@@ -137,7 +139,7 @@ static int run(int argc, char **argv)
 	c = find_command(argv[1]);
 	if (!c)
 		return cli_usage_error(NULL, "unknown command '%s' (commands: %s; see sharedseg --help)",
-				       argv[1], command_names());
+				       cli_visible(argv[1], shown, sizeof(shown)), command_names());
 	return c->run(argc - 1, argv + 1);
 }
 

@@ -10,9 +10,10 @@
  * stderr and returns the exit status (0, 1 or 2, see --help). */
 int sseg_cli_main(int argc, char **argv);
 
-/* Whether command forks processes that run library code (demo, bench):
- * safe in the C tool, not inside an interpreter that may hold threads,
- * signal handlers or an initialised GPU driver. */
-bool sseg_cli_forks(const char *command);
+/* Whether command runs only in the C tool: it forks processes that run
+ * library code (demo, bench) or runs until a signal stops it, handling
+ * signals (keep): safe in the C tool, not inside an interpreter that may
+ * hold threads, signal handlers or an initialised GPU driver. */
+bool sseg_cli_c_tool_only(const char *command);
 
 #endif

@@ -77,59 +77,6 @@ static char *list_text(void)
 	return NULL;
 }
 
-/* How many bytes the UTF-8 sequence at p takes, when it is well formed and
- * no control (C1 included); 0 otherwise. Sets *cp to its code point. */
-static int printable_utf8(const unsigned char *p, unsigned *cp)
-{
-	static const unsigned least[5] = { 0, 0, 0x80, 0x800, 0x10000 };
-	int len = 0;
-
-	while (len < 5 && (p[0] << len & 0x80))
-		len++; /* the lead byte's leading ones */
-	len = len == 0 ? 1 : len == 1 || len > 4 ? 0 : len;
-	*cp = len == 1 ? p[0] : p[0] & (0x7fu >> len);
-	for (int i = 1; i < len; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		*cp = *cp << 6 | (p[i] & 0x3f);
-	}
-	if (!len || *cp < 0x20 || (*cp >= 0x7f && *cp < 0xa0) || *cp < least[len] ||
-	    *cp > 0x10ffff || (*cp >= 0xd800 && *cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
-/* Characters that reorder or break the line a terminal shows. */
-static bool bidi_control(unsigned cp)
-{
-	return cp == 0x061c || cp == 0x200e || cp == 0x200f || (cp >= 0x2028 && cp <= 0x202e) ||
-	       (cp >= 0x2066 && cp <= 0x2069);
-}
-
-/* s for a terminal: other users choose names and commands, so every
- * control shows as an escape (\x1b, \u202e) and a backslash as \\. */
-static const char *visible(const char *s, char *buf, size_t len)
-{
-	size_t n = 0;
-
-	for (const unsigned char *p = (const unsigned char *)s; *p && n + 7 < len;) {
-		unsigned cp;
-		int seq = printable_utf8(p, &cp);
-
-		if (!seq)
-			n += (size_t)snprintf(buf + n, len - n, "\\x%02x", *p++);
-		else if (bidi_control(cp))
-			n += (size_t)snprintf(buf + n, len - n, "\\u%04x", cp);
-		else if (cp == '\\')
-			n += (size_t)snprintf(buf + n, len - n, "\\\\");
-		else
-			n += (size_t)snprintf(buf + n, len - n, "%.*s", seq, (const char *)p);
-		p += seq;
-	}
-	buf[n] = '\0';
-	return buf;
-}
-
 /* "user NAME" for obj's uid ("user 1234" without a passwd entry, "user ?"
  * unknown): another user's segment of a name must not read as one's own. */
 static const char *user_of(const struct jval *obj, char *buf, size_t len)
@@ -145,7 +92,7 @@ static const char *user_of(const struct jval *obj, char *buf, size_t len)
 	if (getpwuid_r((uid_t)uid, &pw, text, sizeof(text), &found) || !found)
 		snprintf(buf, len, "user %.0f", uid);
 	else
-		snprintf(buf, len, "user %s", visible(found->pw_name, name, sizeof(name)));
+		snprintf(buf, len, "user %s", cli_visible(found->pw_name, name, sizeof(name)));
 	return buf;
 }
 
@@ -171,7 +118,7 @@ static void print_process(const struct jval *p, const char *seg_user)
 	known_size(p, "resident_bytes", resident, sizeof(resident));
 	user_of(p, user, sizeof(user));
 	printf("    pid %-8.0f rank %-4s %-16s mapped %-11s resident %-11s%s%s%s%s\n",
-	       json_num(p, "pid", 0), rank, visible(json_str(p, "comm"), comm, sizeof(comm)),
+	       json_num(p, "pid", 0), rank, cli_visible(json_str(p, "comm"), comm, sizeof(comm)),
 	       mapped, resident,
 	       json_num(p, "holds_fd", 0) ? " holds fd" : "",
 	       json_num(p, "readonly", 0) ? " read-only" : "",
@@ -192,18 +139,18 @@ static void print_segment(const struct jval *s)
 				sizeof(resident));
 	else /* a driver's memory: /proc does not show it */
 		snprintf(resident, sizeof(resident), "? (%s driver memory)",
-			 visible(json_str(s, "backend"), backend, sizeof(backend)));
+			 cli_visible(json_str(s, "backend"), backend, sizeof(backend)));
 	if (json_num(s, "owner_pid", -1) >= 0)
 		snprintf(owner, sizeof(owner), "owner rank %.0f pid %.0f", json_num(s, "owner_rank", 0),
 			 json_num(s, "owner_pid", 0));
 	printf("%s  %s, %s, %s pages, %s resident, nodes",
-	       visible(json_str(s, "name"), name, sizeof(name)), user_of(s, user, sizeof(user)),
-	       size, visible(json_str(s, "pages"), pages, sizeof(pages)), resident);
+	       cli_visible(json_str(s, "name"), name, sizeof(name)), user_of(s, user, sizeof(user)),
+	       size, cli_visible(json_str(s, "pages"), pages, sizeof(pages)), resident);
 	for (int i = 0; nodes && i < nodes->n; i++)
 		printf("%s%.0f", i ? "," : " ", nodes->items[i]->num);
 	if (json_str(s, "kept_by")[0])
 		printf("%s, %s, kept by keeper %s%s\n", nodes && nodes->n ? "" : " ?", owner,
-		       visible(json_str(s, "kept_by"), name, sizeof(name)),
+		       cli_visible(json_str(s, "kept_by"), name, sizeof(name)),
 		       json_num(s, "unmapped", 0) ? " (no group maps it)" : "");
 	else
 		printf("%s, %s%s\n", nodes && nodes->n ? "" : " ?", owner,

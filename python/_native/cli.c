@@ -144,10 +144,10 @@ PyObject *sseg_py_cli(PyObject *module, PyObject *args)
 	argv = copy_argv(args, &argc);
 	if (!argv)
 		return NULL;
-	if (argc > 1 && sseg_cli_forks(argv[1])) {
+	if (argc > 1 && sseg_cli_c_tool_only(argv[1])) {
 		PyErr_Format(PyExc_ValueError,
-			     "cli: '%s' forks processes that run the library, which is not safe "
-			     "inside an interpreter: run the C tool",
+			     "cli: '%s' runs only in the C tool, not inside an interpreter (it forks "
+			     "processes that run the library, or runs until a signal stops it)",
 			     argv[1]);
 		free_argv(argv, argc);
 		return NULL;
@@ -159,11 +159,11 @@ PyObject *sseg_py_cli(PyObject *module, PyObject *args)
 	return PyLong_FromLong(rc);
 }
 
-PyObject *sseg_py_cli_forks(PyObject *module, PyObject *arg)
+PyObject *sseg_py_cli_c_tool_only(PyObject *module, PyObject *arg)
 {
 	const char *command = arg_text(arg);
 
 	if (!command)
 		return NULL;
-	return PyBool_FromLong(sseg_cli_forks(command));
+	return PyBool_FromLong(sseg_cli_c_tool_only(command));
 }

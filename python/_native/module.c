@@ -396,9 +396,10 @@ PyDoc_STRVAR(queue_log_doc, "_queue_log(level, text, count): queues count lines 
 PyDoc_STRVAR(cli_doc, "cli(args: list[str | bytes]) -> int: the C tool's command line (sharedseg\n"
 		       "ARGS...) in this process, without the GIL; prints to file descriptors\n"
 		       "1 and 2 (flush sys.stdout first) and returns the exit status. The\n"
-		       "commands that fork (cli_forks) are a ValueError: run the C tool.");
-PyDoc_STRVAR(cli_forks_doc, "cli_forks(command) -> bool: the command forks processes that run\n"
-			    "the library (demo, bench), which only the C tool may do.");
+		       "commands only the C tool runs (cli_c_tool_only) are a ValueError.");
+PyDoc_STRVAR(cli_c_tool_only_doc, "cli_c_tool_only(command) -> bool: the command runs only in the C\n"
+				  "tool: it forks processes that run the library (demo, bench) or\n"
+				  "runs until a signal stops it (keep).");
 
 static PyMethodDef module_methods[] = {
 	{ "parse", py_parse, METH_VARARGS, parse_doc },
@@ -420,7 +421,7 @@ static PyMethodDef module_methods[] = {
 	{ "log_level", sseg_py_log_level, METH_NOARGS, log_level_doc },
 	{ "_queue_log", sseg_py_queue_log, METH_VARARGS, queue_log_doc },
 	{ "cli", sseg_py_cli, METH_O, cli_doc },
-	{ "cli_forks", sseg_py_cli_forks, METH_O, cli_forks_doc },
+	{ "cli_c_tool_only", sseg_py_cli_c_tool_only, METH_O, cli_c_tool_only_doc },
 	{ NULL, NULL, 0, NULL },
 };
 

@@ -56,8 +56,8 @@ PyObject *sseg_py_create(PyObject *module, PyObject *args, PyObject *kwargs);
 /* _native.lookup(addr, length): the registry's exact-range lookup. */
 PyObject *sseg_py_lookup(PyObject *module, PyObject *args);
 
-/* _native.cli(args) and _native.cli_forks(command) (cli.c). */
+/* _native.cli(args) and _native.cli_c_tool_only(command) (cli.c). */
 PyObject *sseg_py_cli(PyObject *module, PyObject *args);
-PyObject *sseg_py_cli_forks(PyObject *module, PyObject *arg);
+PyObject *sseg_py_cli_c_tool_only(PyObject *module, PyObject *arg);
 
 #endif

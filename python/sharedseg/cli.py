@@ -93,7 +93,7 @@ def _flush_python_streams() -> None:
 def main(argv: Optional[List[str]] = None) -> int:
     # The bytes the C tool would get: an argument that is not UTF-8 too.
     argv = [os.fsencode(a) for a in (sys.argv[1:] if argv is None else argv)]
-    if argv and _native.cli_forks(argv[0]):
+    if argv and _native.cli_c_tool_only(argv[0]):
         return _run_c_tool([os.fsdecode(a) for a in argv])
     _flush_python_streams()
     return _native.cli(argv)

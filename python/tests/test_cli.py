@@ -39,11 +39,15 @@ def both(*argv):
 @pytest.mark.parametrize("argv", [[], ["--help"], ["--version"], ["help"], ["help", "ls"],
                                   ["help", "nope"], ["frobnicate"], ["probe", "--help"],
                                   ["probe", "--size", "lots"], ["probe", "--frob"],
-                                  ["ls", "--help"], ["ls", "--frob"], ["ls", "stray"]])
+                                  ["ls", "--help"], ["ls", "--frob"], ["ls", "stray"],
+                                  ["probe", "--size", "\x1b[2J"], ["\x1b[2J"], ["probe", "\x1b"],
+                                  ["help", "\u202e"], ["probe", "--\x1b=1"]])
 def test_help_and_errors_are_the_c_tools(argv):
     ours, theirs = both(*argv)
     assert (ours.returncode, ours.stdout, ours.stderr) == \
         (theirs.returncode, theirs.stdout, theirs.stderr)
+    # What the user typed is shown escaped, never the bytes a terminal acts on.
+    assert "\x1b" not in theirs.stderr and "\u202e" not in theirs.stderr
 
 
 def test_version_and_bad_arguments_exit_codes():
@@ -114,9 +118,9 @@ def test_python_output_written_before_comes_first():
 
 
 def test_the_commands_that_fork_are_not_run_in_the_interpreter():
-    assert _native.cli_forks("demo") and _native.cli_forks("bench")
-    assert not _native.cli_forks("ls") and not _native.cli_forks("probe")
-    with pytest.raises(ValueError, match="run the C tool"):
+    assert all(_native.cli_c_tool_only(c) for c in ("demo", "bench", "keep"))
+    assert not _native.cli_c_tool_only("ls") and not _native.cli_c_tool_only("probe")
+    with pytest.raises(ValueError, match="runs only in the C tool, not inside an interpreter"):
         _native.cli(["demo", "--ranks", "2"])
     with pytest.raises(TypeError):
         _native.cli(("ls",))
@@ -246,7 +250,7 @@ def test_an_argument_that_is_not_utf8_reaches_the_c_code_as_bytes():
     theirs = subprocess.run([c_tool(), "probe", "--size", b"\xff"], capture_output=True,
                             timeout=120)
     assert (ours.returncode, ours.stderr) == (theirs.returncode, theirs.stderr) == \
-        (2, b"sharedseg probe: --size: '\xff' is not a size (use 4096, 256MiB, 4G)\n")
+        (2, b"sharedseg probe: --size: '\\xff' is not a size (use 4096, 256MiB, 4G)\n")
 
 
 def run_to(argv, stdout, env):
@@ -280,8 +284,8 @@ def test_a_command_word_that_is_not_utf8_is_the_c_tools_sentence():
     theirs = subprocess.run([c_tool(), b"\xff"], capture_output=True, timeout=120)
     assert (ours.returncode, ours.stdout, ours.stderr) == \
         (theirs.returncode, theirs.stdout, theirs.stderr) == \
-        (2, b"", b"sharedseg: unknown command '\xff' (commands: probe, demo, bench, ls; see "
-                 b"sharedseg --help)\n")
+        (2, b"", b"sharedseg: unknown command '\\xff' (commands: probe, demo, bench, ls, keep; "
+                 b"see sharedseg --help)\n")
 
 
 def test_an_earlier_commands_write_error_is_not_the_next_ones():

@@ -92,7 +92,7 @@ def test_a_folder_of_path_holds_the_c_tool_it_runs(tmp_path):
 def test_without_the_c_tool_each_command_says_why_in_a_true_sentence(tmp_path, command):
     """keep forks no ranks: the sentence names what is true of each
     command the C tool alone runs."""
-    assert _native.cli_forks(command)
+    assert _native.cli_c_tool_only(command)
     done = python_command([command, "--help"], tmp_path, "/nonexistent")
     assert (done.returncode, done.stdout, done.stderr) == (2, b"", not_found(command))
 

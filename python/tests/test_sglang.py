@@ -373,3 +373,10 @@ def test_the_checks_help_and_bad_arguments():
                            ([], "say --check (see python -m sharedseg.sglang --help)")):
         rc, out, err = finished(check(env_with_package(), *argv))
         assert (rc, out, err) == (2, "", f"sharedseg.sglang: {sentence}\n")
+
+
+def test_the_docs_give_the_check_as_it_is_run():
+    """docs/integrations.md's check line, where the switch is given: the
+    command these tests run (`--check`, the switch set)."""
+    assert doc_block("python/tests/test_sglang.py", nth=1) == \
+        "SHAREDSEG_SGLANG=1 python -m sharedseg.sglang --check"

@@ -173,6 +173,17 @@ REGRESSIONS = [
     ("the device script's fixed rows on a small host", "the script through the fake driver "
      "at the sizes it picks here; the sizing rule for 16/125, 16/40, 8/125, 4/16, 2/22, 2/3 "
      "and 1 core/0.1 GiB, unreadable readings and a setting", "test_gpu_script.py"),
+    ("a program of the working directory run as the C tool", "python -m sharedseg demo from "
+     "a checkout with PATH unset, empty, ':' and with empty entries, a decoy ELF in the "
+     "working directory; keep's sentence; SHAREDSEG_CLI naming no program and an unrunnable "
+     "ELF, with an escape sequence, U+202E and bytes not UTF-8 in its path; escape sequences "
+     "typed as a command, an option and a value, both commands", "test_cli_c_tool.py "
+     "test_cli.py"),
+    ("an SGLang switch that does nothing and says nothing", "SGLANG_PLUGINS unset, empty, "
+     "listing sharedseg, omitting it, blank; no entry point (importable only), another "
+     "distribution's of that name; the switch unset, JSON, malformed; another release; "
+     "python -m sharedseg.sglang --check against SGLang's own load_plugins() in each",
+     "pypi:test_sglang.py"),
 ]
 
 
@@ -183,8 +194,8 @@ def regression_steps(build, pypi_python):
             python, leg = sys.executable, "debian"
             if tests.startswith("pypi:"):
                 python, leg, tests = pypi_python, "pypi", tests[5:]
-            cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                   os.path.join("python", "tests", tests)]
+            cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider"] + \
+                [os.path.join("python", "tests", name) for name in tests.split()]
         else:
             cmd = ["ctest", "--test-dir", build, "--output-on-failure", "-R",
                    "^(" + "|".join(tests.split()) + ")$"]
