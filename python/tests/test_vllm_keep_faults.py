@@ -36,6 +36,18 @@ def _store(manager, keys, rc):
     return chunks
 
 
+def _engine_a_stores(name_k, name, key):
+    """Engine A: its workers' segment on the tier, its scheduler's manager,
+    and the chunk where it stored key."""
+    from vllm.v1.kv_offload.base import ReqContext
+    seg = _tier_segment(name_k, name, engine="a")
+    a = _manager(name_k, name, engine="a")
+    rc = ReqContext(req_id="a")
+    a.on_new_request(rc)
+    [chunk] = _store(a, [key], rc)
+    return seg, a, chunk
+
+
 def _chunk_bytes(seg, chunk):
     return bytes(seg.buffer()[chunk * ROW:chunk * ROW + 8])
 
@@ -54,11 +66,7 @@ def test_a_scheduler_that_cannot_reach_the_keeper_stores_nothing(caplog):
     name = segment_name(name_k)
     p = start_keeper(name_k)
     try:
-        seg = _tier_segment(name_k, name, engine="a")
-        a = _manager(name_k, name, engine="a")
-        rc = ReqContext(req_id="a")
-        a.on_new_request(rc)
-        [chunk] = _store(a, [k0], rc)
+        seg, a, chunk = _engine_a_stores(name_k, name, k0)
         seg.buffer()[chunk * ROW:chunk * ROW + 8] = b"k0-bytes"  # A's worker wrote them
         a.close()
         seg.close()
@@ -230,19 +238,13 @@ def test_an_engine_of_another_configuration_is_refused_while_the_first_runs(capl
     B's workers get new memory that no one keeps, and say why (before, the
     keeper freed A's tier for it); B's scheduler is refused at every
     request; A's tier is kept, and the engine after A finds what A stored."""
-    from vllm.v1.kv_offload.base import ReqContext
-
     from sharedseg.vllm_keep import segment_name
     k0, = _keys(1)
     name_k = f"vo-{os.getpid()}"
     name = segment_name(name_k)
     p = start_keeper(name_k)
     try:
-        seg_a = _tier_segment(name_k, name, engine="a")
-        a = _manager(name_k, name, engine="a")
-        rc = ReqContext(req_id="a")
-        a.on_new_request(rc)
-        _store(a, [k0], rc)
+        seg_a, a, _ = _engine_a_stores(name_k, name, k0)
         with caplog.at_level("WARNING", logger="sharedseg"):
             seg_b = _tier_segment(name_k, name, engine="b", chunks=2 * CHUNKS)
         assert "holds one of this name that a live group maps now (size: kept" in caplog.text
