@@ -106,16 +106,15 @@ static void squatted_name(void)
 	close(q.listening[0]);
 }
 
-/* Another user made the runtime directory first (in a /tmp of this
- * test's own): the group is refused with a sentence that names that user,
+/* Another user made the runtime directory first (in a mount namespace of
+ * this test's own): the group is refused with a sentence that names that user,
  * before anything is sent. */
 static int in_a_squatted_directory(void *arg)
 {
 	const char *name = arg;
 	struct sseg_local_group *g = NULL;
 
-	tu_private_tmp();
-	CHECK(mkdir("/tmp/sharedseg-65534", 0700) == 0); /* root's, where 65534's belongs */
+	tu_rundir_taken(65534); /* root's, where 65534's belongs */
 	if (setgid(65534) || setuid(65534))
 		return 1;
 	CHECK_RC(sseg_local_group_open(name, 0, 2, 500, &g), -EPERM);

@@ -430,8 +430,8 @@ static int flood_by_another_user(void *arg)
 	return keeper_stop(&k, SIGTERM);
 }
 
-/* Another user made this user's runtime directory first (in a /tmp of the
- * case's own): the keeper does not start, and says who is in the way. */
+/* Another user made this user's runtime directory first (in a mount
+ * namespace of the case's own): the keeper does not start, and says who is in the way. */
 static int squatted_directory(void *arg)
 {
 	struct keeper_proc k;
@@ -442,8 +442,7 @@ static int squatted_directory(void *arg)
 		printf("keeper_faults: another user's directory needs root: left out\n");
 		return 0;
 	}
-	tu_private_tmp();
-	CHECK(mkdir("/tmp/sharedseg-65534", 0700) == 0); /* root's, where 65534's belongs */
+	tu_rundir_taken(65534); /* root's, where 65534's belongs */
 	memset(&k, 0, sizeof(k));
 	CHECK(pipe(fds) == 0);
 	k.pid = fork();

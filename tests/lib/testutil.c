@@ -563,11 +563,18 @@ void tu_group_socket(const char *name, char *buf, size_t len)
 	snprintf(buf, len, "%s/group-%s", dir, name);
 }
 
-void tu_private_tmp(void)
+void tu_rundir_taken(unsigned uid)
 {
+	char dir[64];
+
+	snprintf(dir, sizeof(dir), "/tmp/sharedseg-%u", uid);
+	/* uid's own, as it would make it: the mount point, outside the namespace. */
+	if (!mkdir(dir, 0700) && chown(dir, uid, uid))
+		fprintf(stderr, "chown %s: %s\n", dir, strerror(errno));
 	if (unshare(CLONE_NEWNS) || mount("", "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
-	    mount("tmpfs", "/tmp", "tmpfs", 0, "size=16m,mode=1777")) {
-		fprintf(stderr, "a /tmp of its own (unshare, mount): %s\n", strerror(errno));
+	    mount("tmpfs", dir, "tmpfs", 0, "size=1m,mode=0700,uid=0,gid=0")) {
+		fprintf(stderr, "%s taken in a namespace of its own (unshare, mount): %s\n", dir,
+			strerror(errno));
 		exit(1);
 	}
 }

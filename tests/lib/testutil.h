@@ -41,10 +41,11 @@ int tu_error_has(const char *needle);
 
 /* A group name unique to this process and call: "prefix-<pid>-<n>". */
 void tu_name(char *buf, size_t len, const char *prefix);
-/* This process gets a /tmp of its own (a mount namespace with a tmpfs on
- * /tmp), so that it can make what another user would have made there
- * without touching the host's. Root only; exits the test on failure. */
-void tu_private_tmp(void);
+/* In a mount namespace of this process's own, uid's default runtime
+ * directory (/tmp/sharedseg-UID) becomes root's, as a squatter who made it
+ * first would leave it: a tmpfs of root's mounted over it, seen by this
+ * process and its children only. Root only; exits the test on failure. */
+void tu_rundir_taken(unsigned uid);
 
 /* The path of the local group name's rendezvous socket, in this user's
  * runtime directory (a name of file-name bytes). */
