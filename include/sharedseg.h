@@ -288,14 +288,6 @@ SSEG_API int sseg_populate_wait(sseg_t *seg, int timeout_ms);
  * forbids the next owner's writable map). What the bytes mean (which block
  * is complete) is the caller's to record in them. */
 
-/* Runs a keeper named name (1..SSEG_NAME_MAX bytes of A-Z a-z 0-9 . _ -)
- * for this user on this host until stop(ctx) answers non-zero (asked at
- * least every 100 ms; NULL: never), then lets go of every segment it
- * holds. -EADDRINUSE when a keeper of that name runs already, -EPERM when
- * the runtime directory is not this user's alone (the sentence names who is
- * in the way). This thread serves one owner at a time, each bounded to
- * seconds. */
-SSEG_API int sseg_keeper_run(const char *name, sseg_interrupt_fn stop, void *ctx);
 
 /* The memfd of the segment named name that keeper holds, in *fd (the
  * caller's to close), and its mapped size in *size: for a process of the
@@ -425,26 +417,6 @@ struct sseg_probe_device {
 SSEG_API int sseg_probe_device(enum sseg_backend backend, int index,
 			       struct sseg_probe_device *facts);
 
-/* Everything sseg_probe, sseg_probe_backend and sseg_probe_device say, as
- * one JSON object (the schema of `sharedseg probe --json` and of Python's
- * sharedseg.probe(); "schema" is its version). Writes at most len bytes
- * (NUL included) and returns the length of the whole text, as snprintf
- * does, or a negative errno. */
-SSEG_API int sseg_probe_json(uint64_t size, char *buf, size_t len);
-
-/* Every segment live on this host that this user may see (root: all), as
- * one JSON object, the schema of `sharedseg ls --json`: name, size, page
- * kind, NUMA nodes, resident bytes, the owner's pid, every process that
- * maps it (pid, rank, mapped and resident bytes) or still holds its memfd,
- * and whether nobody maps it any more. Read from /proc (memfd names, each
- * rank's window tag, fd links, numa_maps). snprintf-style like
- * sseg_probe_json; a call whose buffer was too small keeps the document
- * for this thread, and its next call with a larger buffer within 5 s gets
- * that document rather than a new scan (one scan however large). Always
- * valid UTF-8 (invalid bytes of a name or command become U+FFFD); past
- * 65,536 segments or 262,144 holders the rest is left out and
- * "truncated" is true. */
-SSEG_API int sseg_list_json(char *buf, size_t len);
 
 /* ---- layout: named blocks of fixed-size entries ---- */
 

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The one JSON writer (src/json.c) in its three styles: strings of any
- * bytes come out escaped and valid UTF-8; a compact document copied into
- * the indented style (what `sharedseg ls --json` and `probe --json` print)
- * keeps every string and number byte for byte, whatever quotes,
+/* The one JSON writer (tools/lib/json.c) in its three styles, and to a
+ * sink: strings of any bytes come out escaped and valid UTF-8; the indented
+ * style (what `sharedseg ls --json` and `probe --json` print) holds every
+ * string and number of the compact one byte for byte, whatever quotes,
  * backslashes and punctuation its strings hold, and only its layout
- * changes. */
+ * changes; a sink (the Python extension's) gets the same values, in
+ * order, its strings as the text holds them. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,8 +48,8 @@ static void document(struct sseg_json *j)
 	sseg_json_end(j, '}');
 }
 
-/* What a writer of that style makes: by hand (write), or by copying text. */
-static char *written(enum sseg_json_style style, const char *text)
+/* What a writer of that style makes of a document. */
+static char *written(enum sseg_json_style style, void (*doc)(struct sseg_json *j))
 {
 	struct sseg_json j;
 	char *out = NULL;
@@ -57,10 +58,7 @@ static char *written(enum sseg_json_style style, const char *text)
 
 	CHECK(f);
 	sseg_json_init(&j, f, style);
-	if (text)
-		sseg_json_copy(&j, NULL, text);
-	else
-		document(&j);
+	doc(&j);
 	CHECK(fclose(f) == 0 && out);
 	return out;
 }
@@ -88,7 +86,7 @@ static char *squeezed(const char *text)
 
 static void escapes(void)
 {
-	char *compact = written(SSEG_JSON_COMPACT, NULL);
+	char *compact = written(SSEG_JSON_COMPACT, document);
 
 	/* Every escape the writer makes, and U+FFFD for each bad byte. */
 	CHECK(strstr(compact, "\"q\\\"uote\",\"x\\\":y\",\"q\\\"a,b\",\"a\\\\\\\"{b\",\"tail\\\\\""));
@@ -101,14 +99,31 @@ static void escapes(void)
 	free(compact);
 }
 
+static void small(struct sseg_json *j)
+{
+	sseg_json_begin(j, NULL, '{');
+	sseg_json_int(j, "a", 1);
+	sseg_json_begin(j, "b", '[');
+	sseg_json_int(j, NULL, 2);
+	sseg_json_begin(j, NULL, '{');
+	sseg_json_str(j, "c", "x\":[y");
+	sseg_json_end(j, '}');
+	sseg_json_end(j, ']');
+	sseg_json_begin(j, "d", '{');
+	sseg_json_end(j, '}');
+	sseg_json_begin(j, "e", '[');
+	sseg_json_end(j, ']');
+	sseg_json_end(j, '}');
+}
+
 /* Each style's layout, on a small document. */
 static void styles(void)
 {
-	const char *compact = "{\"a\":1,\"b\":[2,{\"c\":\"x\\\":[y\"}],\"d\":{},\"e\":[]}";
-	char *line = written(SSEG_JSON_LINE, compact);
-	char *pretty = written(SSEG_JSON_PRETTY, compact);
-	char *again = written(SSEG_JSON_COMPACT, pretty);
+	char *compact = written(SSEG_JSON_COMPACT, small);
+	char *line = written(SSEG_JSON_LINE, small);
+	char *pretty = written(SSEG_JSON_PRETTY, small);
 
+	CHECK(!strcmp(compact, "{\"a\":1,\"b\":[2,{\"c\":\"x\\\":[y\"}],\"d\":{},\"e\":[]}"));
 	CHECK(!strcmp(line, "{\"a\": 1, \"b\": [2, {\"c\": \"x\\\":[y\"}], \"d\": {}, \"e\": []}"));
 	CHECK(!strcmp(pretty, "{\n"
 			      "  \"a\": 1,\n"
@@ -121,35 +136,114 @@ static void styles(void)
 			      "  \"d\": {},\n"
 			      "  \"e\": []\n"
 			      "}"));
-	CHECK(!strcmp(again, compact)); /* and back */
+	free(compact);
 	free(line);
 	free(pretty);
-	free(again);
 }
 
 /* The hostile document indented: its strings and numbers untouched. */
-static void copies(void)
+static void indented(void)
 {
-	char *compact = written(SSEG_JSON_COMPACT, NULL);
-	char *by_hand = written(SSEG_JSON_PRETTY, NULL);
-	char *pretty = written(SSEG_JSON_PRETTY, compact);
+	char *compact = written(SSEG_JSON_COMPACT, document);
+	char *pretty = written(SSEG_JSON_PRETTY, document);
 	char *back = squeezed(pretty);
 
-	CHECK(!strcmp(pretty, by_hand)); /* the same text as written in that style */
 	CHECK(!strcmp(back, compact));
 	CHECK(strstr(pretty, "\n    \"x\\\":y\",\n"));
 	CHECK(strstr(pretty, "\n    \"x\\\":y\": 18446744073709551614,\n"));
 	free(back);
 	free(pretty);
-	free(by_hand);
 	free(compact);
+}
+
+/* ---- a sink: the values in order, as the text holds them ---- */
+
+struct heard {
+	char text[4096];
+	size_t n;
+};
+
+static void say(struct heard *h, const char *what)
+{
+	size_t len = strlen(what);
+
+	CHECK(h->n + len < sizeof(h->text));
+	memcpy(h->text + h->n, what, len + 1);
+	h->n += len;
+}
+
+static void on_begin(void *ctx, const char *key, char bracket)
+{
+	char what[256];
+
+	snprintf(what, sizeof(what), "%s%c", key ? key : "", bracket);
+	say(ctx, what);
+}
+
+static void on_end(void *ctx, char bracket)
+{
+	char what[2] = { bracket, 0 };
+
+	say(ctx, what);
+}
+
+static void on_value(void *ctx, const char *key, const struct sseg_json_value *v)
+{
+	char what[512], clean[256];
+	int n = key ? snprintf(what, sizeof(what), "%s=", key) : 0;
+
+	switch (v->kind) {
+	case SSEG_JSON_NULL:
+		snprintf(what + n, sizeof(what) - (size_t)n, "null;");
+		break;
+	case SSEG_JSON_BOOL:
+		snprintf(what + n, sizeof(what) - (size_t)n, "%s;", v->b ? "true" : "false");
+		break;
+	case SSEG_JSON_INT:
+		snprintf(what + n, sizeof(what) - (size_t)n, "%lld;", v->i);
+		break;
+	case SSEG_JSON_U64:
+		snprintf(what + n, sizeof(what) - (size_t)n, "%llu;", (unsigned long long)v->u);
+		break;
+	case SSEG_JSON_DOUBLE:
+		snprintf(what + n, sizeof(what) - (size_t)n, "%g;", v->d);
+		break;
+	case SSEG_JSON_STRING:
+		CHECK(sseg_json_utf8(v->s, clean, sizeof(clean)) < sizeof(clean));
+		snprintf(what + n, sizeof(what) - (size_t)n, "'%s';", clean);
+		break;
+	}
+	say(ctx, what);
+}
+
+static void sunk(void)
+{
+	struct heard h = { .n = 0 };
+	struct sseg_json_sink sink = { on_begin, on_end, on_value, &h };
+	struct sseg_json j;
+	char cut[8];
+
+	sseg_json_init_sink(&j, &sink);
+	document(&j);
+	sseg_json_finish(&j); /* nothing for a sink */
+	if (getenv("SSEG_TEST_VERBOSE"))
+		fprintf(stderr, "%s\n", h.text);
+	CHECK(!strncmp(h.text, "{schema=1;names['q\"uote';", 25));
+	CHECK(strstr(h.text, "'bad\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd';"));
+	CHECK(strstr(h.text, "'nl\nx';'t\tx';'ctl\x01\x1f\x7f\xc2\x85';"));
+	CHECK(strstr(h.text, "]by key{q\"uote=18446744073709551615;"));
+	CHECK(strstr(h.text, "empty[]nested[{}0.5;null;null;null;null;false;]}"));
+	/* utf8's length is the whole one, as snprintf's: a short buffer cuts. */
+	CHECK(sseg_json_utf8("bad\xff", cut, sizeof(cut)) == 6 && !strcmp(cut, "bad\xef\xbf\xbd"));
+	CHECK(sseg_json_utf8("bad\xff", cut, 5) == 6 && strlen(cut) == 4);
 }
 
 int main(void)
 {
 	escapes();
 	styles();
-	copies();
+	indented();
+	sunk();
 	printf("json: ok\n");
 	return 0;
 }

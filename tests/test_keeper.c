@@ -19,6 +19,7 @@
 
 #include "keeper_wire.h"
 #include "intruder.h"
+#include "keeper_serve.h"
 #include "keeperproc.h"
 #include "listing.h"
 #include "os/sock.h"
@@ -65,7 +66,7 @@ static void kept_between_groups(void)
 	group(name, K("kt-a"), 8 * MIB, 1, 0, 0);  /* a new segment, written */
 	hear(&k, "holds segment");
 	/* No group maps it now: the keeper holds it, and ls says so. */
-	doc = listing();
+	doc = listing_now();
 	seg = segment_of(doc, name);
 	CHECK(seg && in_segment(seg, K("\"kept_by\":\"kt-a\"")) && in_segment(seg, K("\"keeper\":\"kt-a\"")) &&
 	      has_pid(seg, k.pid));
@@ -82,7 +83,7 @@ static void kept_between_groups(void)
 	hear(&k, "freed: size: kept 8 MiB, declared now 16 MiB");
 	CHECK(keeper_stop(&k, SIGTERM) == 0);
 	CHECK(strstr(k.said, K("keeper 'kt-a' stops: 1 segment (16 MiB) let go")));
-	doc = listing();
+	doc = listing_now();
 	CHECK(!segment_of(doc, name)); /* stopped: nothing left */
 	free(doc);
 }
@@ -97,7 +98,7 @@ static void killed_keeper_leaks_nothing(void)
 	group(name, K("kt-b"), 8 * MIB, 1, 0, 0);
 	hear(&k, "holds segment");
 	CHECK(keeper_stop(&k, SIGKILL) == 128 + SIGKILL);
-	doc = listing();
+	doc = listing_now();
 	CHECK(!segment_of(doc, name));
 	free(doc);
 	{

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "intruder.h"
+#include "keeper_serve.h"
 #include "keeper_wire.h"
 #include "keeperproc.h"
 #include "os/memfd.h"
@@ -431,37 +432,29 @@ static int flood_by_another_user(void *arg)
 }
 
 /* Another user made this user's runtime directory first (in a mount
- * namespace of the case's own): the keeper does not start, and says who is in the way. */
+ * namespace of the case's own): the keeper does not start, and says who is
+ * in the way. It runs as STRANGER_UID in this process (a checkout that
+ * user may not enter holds no program it could run). */
+static int squatted_keeper(void *arg)
+{
+	(void)arg;
+	if (setgid(STRANGER_UID) || setuid(STRANGER_UID))
+		return 99;
+	CHECK_RC(sseg_keeper_run("kf", NULL, NULL), -EPERM);
+	CHECK_ERR_HAS("the runtime directory /tmp/sharedseg-65534 belongs to uid 0, not to this "
+		      "user (uid 65534): another user is in the way");
+	return 0;
+}
+
 static int squatted_directory(void *arg)
 {
-	struct keeper_proc k;
-	int fds[2], rc;
-
 	(void)arg;
 	if (geteuid() != 0) {
 		printf("keeper_faults: another user's directory needs root: left out\n");
 		return 0;
 	}
-	tu_rundir_taken(65534); /* root's, where 65534's belongs */
-	memset(&k, 0, sizeof(k));
-	CHECK(pipe(fds) == 0);
-	k.pid = fork();
-	CHECK(k.pid >= 0);
-	if (k.pid == 0) {
-		dup2(fds[1], STDERR_FILENO);
-		if (setgid(STRANGER_UID) || setuid(STRANGER_UID))
-			_exit(99);
-		execl(tu_build_file("sharedseg"), "sharedseg", "keep", "--name", "kf",
-		      (char *)NULL);
-		_exit(127);
-	}
-	close(fds[1]);
-	k.err = fds[0];
-	hear(&k, "the runtime directory /tmp/sharedseg-65534 belongs to uid 0, not to this user "
-		 "(uid 65534): another user is in the way");
-	rc = tu_wait(k.pid, 10000);
-	close(k.err);
-	return rc == 1 ? 0 : 1;
+	tu_rundir_taken(STRANGER_UID); /* root's, where 65534's belongs */
+	return tu_wait(tu_fork(squatted_keeper, NULL), 10000);
 }
 
 /* ---- the keeper's own life ---- */

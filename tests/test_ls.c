@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "fakeutil.h"
+#include "listing.h"
 #include "testutil.h"
 
 #define RANKS 3
@@ -55,21 +56,10 @@ static int rank_main(void *arg)
 static char *listing(void)
 {
 	static char *text;
-	int n = sseg_list_json(NULL, 0);
 
 	free(text);
-	CHECK(n > 0 && (text = malloc((size_t)n + 1)));
-	CHECK(sseg_list_json(text, (size_t)n + 1) == n);
+	text = listing_now();
 	return text;
-}
-
-/* The JSON object of the segment named name, or NULL. */
-static const char *segment_of(const char *text, const char *name)
-{
-	char needle[96];
-
-	snprintf(needle, sizeof(needle), "{\"name\":\"%s\"", name);
-	return strstr(text, needle);
 }
 
 static void check_group(const char *text, const char *name, const pid_t *pids)

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "fakeutil.h"
-#include "list_json.h"
+#include "list.h"
 #include "listing.h"
 #include "runcases.h"
 #include "stranger.h"
@@ -76,7 +76,7 @@ static void utf8(void)
 	snprintf(shown, sizeof(shown), "ls-utf8-%d-\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd-end",
 		 (int)getpid());
 	stranger_start(&h);
-	text = listing();
+	text = listing_now();
 	CHECK(valid_utf8((const unsigned char *)text, strlen(text)));
 	CHECK(segment_of(text, shown)); /* each bad byte is U+FFFD */
 	CHECK(strstr(text, "\"comm\":\"ls-\xef\xbf\xbd\xef\xbf\xbd-comm\""));
@@ -208,7 +208,7 @@ static void long_line(void)
 	CHECK(write(f.info[1], &v, sizeof(v)) == sizeof(v));
 	close(f.info[1]);
 	stranger_ready(&h);
-	text = listing();
+	text = listing_now();
 	seg = segment_of(text, v.name);
 	CHECK(seg);
 	if (getenv("SSEG_TEST_VERBOSE"))
@@ -307,7 +307,7 @@ static void driver_claim(void)
 		CHECK(read(ready[0], &c, 1) == 1);
 	tag_of(pids[0], name, tag, sizeof(tag));
 	stranger_start(&h);
-	text = listing();
+	text = listing_now();
 	for (seg = segment_of(text, name); seg && !has_pid(seg, pids[0]);)
 		seg = segment_of(seg + 1, name);
 	CHECK(seg);
@@ -354,7 +354,7 @@ static void two_groups(void)
 	close(ready[1]);
 	for (int i = 0; i < 2 * RANKS; i++)
 		CHECK(read(ready[0], &c, 1) == 1);
-	text = listing();
+	text = listing_now();
 	for (int g = 0; g < 2; g++) {
 		for (seg = segment_of(text, name); seg && !has_pid(seg, pids[g][0]);)
 			seg = segment_of(seg + 1, name);
@@ -407,7 +407,7 @@ static int peak_main(void)
 	char *text;
 
 	getrusage(RUSAGE_SELF, &before);
-	text = listing();
+	text = listing_now();
 	getrusage(RUSAGE_SELF, &after);
 	for (const char *p = strstr(text, "{\"name\":"); p; p = strstr(p + 1, "{\"name\":"))
 		segments++;
@@ -433,34 +433,16 @@ static long listing_peak(int *segments)
 	return peak;
 }
 
+static char prefix_of_many[64];
+
 static void scale(void)
 {
-	char prefix[64], late[64], small[16], *text;
-	struct stranger h = { .act = many, .arg = prefix, .fds = MANY };
-	sseg_t *seg;
+	struct stranger h = { .act = many, .arg = prefix_of_many, .fds = MANY };
 	long peak;
 	int n;
 
-	tu_name(prefix, sizeof(prefix), "ls-many");
+	tu_name(prefix_of_many, sizeof(prefix_of_many), "ls-many");
 	stranger_start(&h);
-	/* One scan per document: asked for its length, then for the text, the
-	 * library gives the document it found the first time. */
-	n = sseg_list_json(small, sizeof(small));
-	CHECK(n > MANY * 100);
-	tu_name(late, sizeof(late), "ls-late");
-	seg = tu_one_rank(late, SSEG_BACKEND_MEMFD);
-	text = malloc((size_t)n + 1);
-	CHECK(text && sseg_list_json(text, (size_t)n + 1) == n);
-	CHECK(!segment_of(text, late));
-	free(text);
-	/* Asked again with no larger buffer, it looks again. */
-	CHECK(sseg_list_json(small, sizeof(small)) > MANY * 100);
-	CHECK_RC(sseg_destroy(seg), 0);
-	n = sseg_list_json(small, sizeof(small));
-	text = malloc((size_t)n + 1);
-	CHECK(text && sseg_list_json(text, (size_t)n + 1) == n);
-	CHECK(!segment_of(text, late));
-	free(text);
 	/* Holders stored compactly: a few hundred bytes a segment, not 16 KiB. */
 	peak = listing_peak(&n);
 	if (getenv("SSEG_TEST_VERBOSE"))
@@ -483,16 +465,13 @@ static void exited(void)
 	struct stranger h = { .act = leaving, .arg = label };
 	struct sseg_list l;
 	const char *seg;
-	int n;
 
 	tu_name(name, sizeof(name), "ls-gone");
 	snprintf(label, sizeof(label), "sseg:%s", name);
 	stranger_start(&h);
 	CHECK_RC(sseg_list_scan(&l), 0);
 	stranger_stop(&h); /* gone, and reaped: its pid may be anyone's now */
-	n = sseg_list_render(&l, NULL, 0);
-	CHECK(n > 0 && (text = malloc((size_t)n + 1)));
-	CHECK(sseg_list_render(&l, text, (size_t)n + 1) == n);
+	text = listing_of(&l);
 	sseg_list_free(&l);
 	seg = segment_of(text, name);
 	CHECK(seg);
@@ -533,7 +512,7 @@ static void users(void)
 	tu_name(name, sizeof(name), "ls-user");
 	stranger_start(&h);
 	seg_h = tu_one_rank(name, SSEG_BACKEND_MEMFD);
-	text = listing();
+	text = listing_now();
 	for (seg = segment_of(text, name); seg; seg = segment_of(seg + 1, name)) {
 		snprintf(needle, sizeof(needle), "{\"name\":\"%s\",\"uid\":", name);
 		CHECK(!strncmp(seg, needle, strlen(needle)));
@@ -583,7 +562,7 @@ static void declared_only(void)
 
 	tu_name(name, sizeof(name), "ls-fake-tag");
 	stranger_start(&h);
-	text = listing();
+	text = listing_now();
 	seg = segment_of(text, name);
 	CHECK(seg && has_pid(seg, h.pid));
 	if (getenv("SSEG_TEST_VERBOSE"))

@@ -88,17 +88,10 @@ int cli_parse_numa(const char *cmd, const char *text, enum sseg_numa *numa, int 
 void cli_format_size(uint64_t bytes, char *buf, size_t len);
 double cli_now(void); /* CLOCK_MONOTONIC seconds */
 
-/* ---- JSON output: the library's writer (src/json.h) ---- */
+/* ---- JSON: the helper library's one writer (tools/lib/json.h) ---- */
 
-/* Writes a JSON text the library made (compact) indented, with a newline. */
-void json_pretty(FILE *out, const char *text);
-/* The JSON text a library call writes snprintf-style (write(ctx, buf, len)
- * returns the length it needed, or a negative errno), asked with a buffer
- * that grows until the text fits, so the facts are gathered once when the
- * first guess is big enough. NULL with errno set on failure; free() it. */
-char *json_library_text(int (*write)(const void *ctx, char *buf, size_t len), const void *ctx);
-
-/* ---- JSON reader (json_read.c): the library's documents ---- */
+/* ---- JSON reader (json_read.c): what other processes wrote (a demo's
+ * ranks, the bench's) ---- */
 
 enum jtype { JSON_NULL, JSON_BOOL, JSON_NUMBER, JSON_STRING, JSON_ARRAY, JSON_OBJECT };
 

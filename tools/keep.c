@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "cli.h"
+#include "keeper_serve.h"
 
 enum { OPT_NAME = 1 };
 

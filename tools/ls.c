@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* sharedseg ls: the segments live on this host, from /proc (the library's
- * sseg_list_json), as a table or as the JSON itself. */
-#include <errno.h>
+/* sharedseg ls: the segments live on this host, from /proc (the helper
+ * library's scan, tools/lib/list.c), as a table or as its document. */
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "list_doc.h"
 
 enum { OPT_JSON = 1 };
 
@@ -55,33 +55,20 @@ void ls_help(FILE *out)
 		"  sharedseg ls --json | python3 -m json.tool\n");
 }
 
-/* The library's document at its exact size: one scan of /proc (the
- * library keeps the text the first, sizing call found too long). */
-static char *list_text(void)
+/* A name or command another process chose, for the table: as the JSON
+ * holds it (each ill-formed byte as U+FFFD), then every control escaped. */
+static const char *shown(const char *raw, char *buf, size_t len)
 {
-	char *text = NULL;
-	int n = sseg_list_json(NULL, 0), m;
+	char text[1024];
 
-	while (n >= 0) {
-		free(text);
-		text = malloc((size_t)n + 1);
-		if (!text)
-			return NULL;
-		m = sseg_list_json(text, (size_t)n + 1);
-		if (m >= 0 && m <= n)
-			return text;
-		n = m; /* it grew in between */
-	}
-	free(text);
-	errno = -n;
-	return NULL;
+	sseg_json_utf8(raw, text, sizeof(text));
+	return cli_visible(text, buf, len);
 }
 
-/* "user NAME" for obj's uid ("user 1234" without a passwd entry, "user ?"
+/* "user NAME" for a uid ("user 1234" without a passwd entry, "user ?"
  * unknown): another user's segment of a name must not read as one's own. */
-static const char *user_of(const struct jval *obj, char *buf, size_t len)
+static const char *user_of(int64_t uid, char *buf, size_t len)
 {
-	double uid = json_num(obj, "uid", -1);
 	struct passwd pw, *found = NULL;
 	char text[1024], name[128];
 
@@ -90,103 +77,97 @@ static const char *user_of(const struct jval *obj, char *buf, size_t len)
 		return buf;
 	}
 	if (getpwuid_r((uid_t)uid, &pw, text, sizeof(text), &found) || !found)
-		snprintf(buf, len, "user %.0f", uid);
+		snprintf(buf, len, "user %lld", (long long)uid);
 	else
 		snprintf(buf, len, "user %s", cli_visible(found->pw_name, name, sizeof(name)));
 	return buf;
 }
 
-/* obj's key as a size; "?" when it is unknown (null). */
-static void known_size(const struct jval *obj, const char *key, char *buf, size_t len)
+/* bytes as a size, when known; "?" when not (driver memory). */
+static void known_size(bool known, uint64_t bytes, char *buf, size_t len)
 {
-	if (json_num(obj, key, -1) >= 0)
-		cli_format_size((uint64_t)json_num(obj, key, 0), buf, len);
+	if (known)
+		cli_format_size(bytes, buf, len);
 	else
 		snprintf(buf, len, "?");
 }
 
-/* A process that is not the segment's user says whose it is. */
-static void print_process(const struct jval *p, const char *seg_user)
+/* A process that is not the segment's user says whose it is. seen: its
+ * mappings are in /proc (a memfd's). */
+static void print_process(const struct sseg_list *l, const struct sseg_holder *h, bool seen,
+			  const char *seg_user)
 {
+	const struct sseg_listed_process *p = &l->procs[h->process];
 	char mapped[32], resident[32], rank[16] = "?", comm[128], user[160];
 
-	if (json_get(p, "rank") && json_get(p, "rank")->type == JSON_NUMBER)
-		snprintf(rank, sizeof(rank), "%.0f", json_num(p, "rank", -1));
-	else if (json_str(p, "keeper")[0])
+	if (h->rank >= 0)
+		snprintf(rank, sizeof(rank), "%d", h->rank);
+	else if (p->keeper[0] && h->fd)
 		snprintf(rank, sizeof(rank), "keeper");
-	known_size(p, "mapped_bytes", mapped, sizeof(mapped));
-	known_size(p, "resident_bytes", resident, sizeof(resident));
-	user_of(p, user, sizeof(user));
-	printf("    pid %-8.0f rank %-4s %-16s mapped %-11s resident %-11s%s%s%s%s\n",
-	       json_num(p, "pid", 0), rank, cli_visible(json_str(p, "comm"), comm, sizeof(comm)),
-	       mapped, resident,
-	       json_num(p, "holds_fd", 0) ? " holds fd" : "",
-	       json_num(p, "readonly", 0) ? " read-only" : "",
-	       strcmp(user, seg_user) ? " " : "", strcmp(user, seg_user) ? user : "");
+	known_size(seen, h->mapped, mapped, sizeof(mapped));
+	known_size(seen, h->resident, resident, sizeof(resident));
+	user_of(p->uid, user, sizeof(user));
+	printf("    pid %-8d rank %-4s %-16s mapped %-11s resident %-11s%s%s%s%s\n", p->pid, rank,
+	       shown(p->comm, comm, sizeof(comm)), mapped, resident, h->fd ? " holds fd" : "",
+	       h->mapped && h->readonly ? " read-only" : "", strcmp(user, seg_user) ? " " : "",
+	       strcmp(user, seg_user) ? user : "");
 }
 
-static void print_segment(const struct jval *s)
+static void print_segment(const struct sseg_list *l, const struct sseg_listed *s)
 {
-	const struct jval *procs = json_get(s, "processes"), *nodes = json_get(s, "numa_nodes");
 	char size[48], resident[96], owner[64] = "owner gone or unknown";
 	char name[512], pages[128], backend[128], user[160];
+	struct sseg_list_facts f;
+	bool nodes = false;
 
-	cli_format_size((uint64_t)json_num(s, "size", 0), size, sizeof(size));
-	if (json_num(s, "declared", 0)) /* what its tags say: /proc shows none of it */
+	sseg_list_facts(l, s, &f);
+	cli_format_size(f.size, size, sizeof(size));
+	if (!s->ino) /* driver memory: what its tags say; /proc shows none of it */
 		strcat(size, " declared");
-	if (json_num(s, "resident_bytes", -1) >= 0)
-		cli_format_size((uint64_t)json_num(s, "resident_bytes", 0), resident,
-				sizeof(resident));
-	else /* a driver's memory: /proc does not show it */
-		snprintf(resident, sizeof(resident), "? (%s driver memory)",
-			 cli_visible(json_str(s, "backend"), backend, sizeof(backend)));
-	if (json_num(s, "owner_pid", -1) >= 0)
-		snprintf(owner, sizeof(owner), "owner rank %.0f pid %.0f", json_num(s, "owner_rank", 0),
-			 json_num(s, "owner_pid", 0));
-	printf("%s  %s, %s, %s pages, %s resident, nodes",
-	       cli_visible(json_str(s, "name"), name, sizeof(name)), user_of(s, user, sizeof(user)),
-	       size, cli_visible(json_str(s, "pages"), pages, sizeof(pages)), resident);
-	for (int i = 0; nodes && i < nodes->n; i++)
-		printf("%s%.0f", i ? "," : " ", nodes->items[i]->num);
-	if (json_str(s, "kept_by")[0])
-		printf("%s, %s, kept by keeper %s%s\n", nodes && nodes->n ? "" : " ?", owner,
-		       cli_visible(json_str(s, "kept_by"), name, sizeof(name)),
-		       json_num(s, "unmapped", 0) ? " (no group maps it)" : "");
+	if (s->ino)
+		cli_format_size(f.resident, resident, sizeof(resident));
 	else
-		printf("%s, %s%s\n", nodes && nodes->n ? "" : " ?", owner,
-		       json_num(s, "unmapped", 0) ? ", UNMAPPED (held by a descriptor only)" : "");
-	for (int i = 0; procs && i < procs->n; i++)
-		print_process(procs->items[i], user);
+		snprintf(resident, sizeof(resident), "? (%s driver memory)",
+			 shown(s->backend, backend, sizeof(backend)));
+	if (f.owner_pid >= 0)
+		snprintf(owner, sizeof(owner), "owner rank %d pid %d", s->owner_rank, f.owner_pid);
+	printf("%s  %s, %s, %s pages, %s resident, nodes", shown(s->name, name, sizeof(name)),
+	       user_of(f.uid, user, sizeof(user)), size, shown(f.kind, pages, sizeof(pages)),
+	       resident);
+	for (int n = 0; n < 64; n++)
+		if (s->numa_nodes & (1ull << n)) {
+			printf("%s%d", nodes ? "," : " ", n);
+			nodes = true;
+		}
+	if (f.kept_by)
+		printf("%s, %s, kept by keeper %s%s\n", nodes ? "" : " ?", owner,
+		       shown(f.kept_by, name, sizeof(name)),
+		       s->ino && !f.mapped ? " (no group maps it)" : "");
+	else
+		printf("%s, %s%s\n", nodes ? "" : " ?", owner,
+		       s->ino && !f.mapped ? ", UNMAPPED (held by a descriptor only)" : "");
+	for (int i = s->first; i >= 0; i = l->holders[i].next)
+		print_process(l, &l->holders[i], s->ino != 0, user);
 }
 
-static int print_table(const char *text)
+static void print_table(const struct sseg_list *l)
 {
-	struct jval *doc = json_parse(text);
-	const struct jval *segs = json_get(doc, "segments");
-
-	if (!segs) {
-		json_value_free(doc);
-		fprintf(stderr, "sharedseg ls: the library's list is not JSON\n");
-		return CLI_FAIL;
-	}
-	if (segs->n == 0)
+	if (l->n == 0)
 		printf("no sharedseg segment is live on this host (that this user can see)\n");
-	for (int i = 0; i < segs->n; i++)
-		print_segment(segs->items[i]);
-	if (json_num(doc, "truncated", 0))
+	for (int i = 0; i < l->n; i++)
+		print_segment(l, &l->segs[i]);
+	if (l->truncated)
 		printf("(truncated: this host has more segments or holdings than one listing "
 		       "holds; the rest are left out)\n");
-	json_value_free(doc);
-	return CLI_OK;
 }
 
 int ls_main(int argc, char **argv)
 {
 	struct cli_args a = { "ls", argc, argv, 1 };
+	struct sseg_list l;
 	bool as_json = false;
 	const char *v;
-	char *text;
-	int id, rc;
+	int id;
 
 	while ((id = cli_next(&a, ls_opts, &v)) != CLI_OPT_END) {
 		if (id == CLI_OPT_HELP) {
@@ -197,17 +178,19 @@ int ls_main(int argc, char **argv)
 			return CLI_USAGE;
 		as_json = id == OPT_JSON;
 	}
-	text = list_text();
-	if (!text) {
+	if (sseg_list_scan(&l)) {
 		fprintf(stderr, "sharedseg ls: %s\n", sseg_last_error());
 		return CLI_FAIL;
 	}
 	if (as_json) {
-		json_pretty(stdout, text);
-		rc = CLI_OK;
+		struct sseg_json j;
+
+		sseg_json_init(&j, stdout, SSEG_JSON_PRETTY);
+		sseg_list_document(&j, &l);
+		sseg_json_finish(&j);
 	} else {
-		rc = print_table(text);
+		print_table(&l);
 	}
-	free(text);
-	return rc;
+	sseg_list_free(&l);
+	return CLI_OK;
 }

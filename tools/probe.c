@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "probe_doc.h"
 
 enum { OPT_JSON = 1, OPT_SIZE };
 
@@ -171,21 +172,18 @@ static void print_table(const struct sseg_probe *p)
 		print_advice(p->advice);
 }
 
-/* The library writes the JSON: one schema for the CLI and Python. */
-static int write_probe(const void *ctx, char *buf, size_t len)
-{
-	return sseg_probe_json(*(const uint64_t *)ctx, buf, len);
-}
-
+/* The helper library writes the document: one schema for the CLI and
+ * Python, from the library's structs. */
 static int print_json(uint64_t size)
 {
-	char *text = json_library_text(write_probe, &size);
+	struct sseg_json j;
+	int rc;
 
-	if (!text)
-		return -errno;
-	json_pretty(stdout, text);
-	free(text);
-	return 0;
+	sseg_json_init(&j, stdout, SSEG_JSON_PRETTY);
+	rc = sseg_probe_document(&j, size);
+	if (!rc)
+		sseg_json_finish(&j);
+	return rc;
 }
 
 int probe_main(int argc, char **argv)

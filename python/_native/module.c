@@ -232,67 +232,11 @@ PyObject *sseg_py_node_list(uint64_t mask)
 	return nodes;
 }
 
-PyDoc_STRVAR(probe_json_doc, "probe_json(size=0) -> str: sseg_probe_json, the schema of\n"
-			     "`sharedseg probe --json`; size is the segment size pages=auto is\n"
-			     "decided for (0: 1 GiB).");
-
-/* A library call that writes JSON snprintf-style, asked again at the size
- * it gave until the text fits (the facts can change between two calls).
- * The library writes UTF-8 only; were a byte not, it would read as U+FFFD
- * rather than fail the whole listing. */
-static PyObject *json_text(int (*write)(const void *ctx, char *buf, size_t len),
-			   const void *ctx)
-{
-	PyObject *out = NULL;
-	char *text = NULL;
-	int n = 65535, need;
-
-	do {
-		free(text);
-		need = n + 1;
-		text = malloc((size_t)need);
-		if (!text)
-			return PyErr_NoMemory();
-		Py_BEGIN_ALLOW_THREADS
-		n = write(ctx, text, (size_t)need);
-		Py_END_ALLOW_THREADS
-	} while (n >= need);
-	if (n < 0)
-		sseg_py_raise(sseg_py_error, n);
-	else
-		out = PyUnicode_DecodeUTF8(text, n, "replace");
-	free(text);
-	sseg_py_log_drain();
-	return out;
-}
-
-static int write_probe(const void *ctx, char *buf, size_t len)
-{
-	return sseg_probe_json(*(const uint64_t *)ctx, buf, len);
-}
-
-static PyObject *py_probe_json(PyObject *self, PyObject *args)
-{
-	uint64_t size = 0;
-
-	if (!PyArg_ParseTuple(args, "|O&:probe_json", sseg_py_u64, &size))
-		return NULL;
-	return json_text(write_probe, &size);
-}
-
-PyDoc_STRVAR(list_json_doc, "list_json() -> str: sseg_list_json, the schema of `sharedseg ls --json`:\n"
-			    "every segment live on this host that this user may see.");
-
-static int write_list(const void *ctx, char *buf, size_t len)
-{
-	(void)ctx;
-	return sseg_list_json(buf, len);
-}
-
-static PyObject *py_list_json(PyObject *self, PyObject *unused)
-{
-	return json_text(write_list, NULL);
-}
+PyDoc_STRVAR(probe_doc, "probe(size=0) -> dict: the document `sharedseg probe --json` prints\n"
+			"(its schema); size is the segment size pages=auto is decided for\n"
+			"(0: 1 GiB).");
+PyDoc_STRVAR(list_segments_doc, "list_segments() -> dict: the document `sharedseg ls --json` prints:\n"
+				"every segment live on this host that this user may see.");
 
 PyDoc_STRVAR(supported_doc, "supported(backend, pages) -> (bool, reason): whether this system\n"
 			    "can create segments of that backend and page kind (enum values).");
@@ -406,8 +350,8 @@ static PyMethodDef module_methods[] = {
 	{ "name", py_name, METH_VARARGS, name_doc },
 	{ "host_identity", py_host_identity, METH_NOARGS, host_identity_doc },
 	{ "host_owner", py_host_owner, METH_VARARGS, host_owner_doc },
-	{ "probe_json", py_probe_json, METH_VARARGS, probe_json_doc },
-	{ "list_json", py_list_json, METH_NOARGS, list_json_doc },
+	{ "probe", sseg_py_probe, METH_VARARGS, probe_doc },
+	{ "list_segments", sseg_py_list_segments, METH_NOARGS, list_segments_doc },
 	{ "supported", py_supported, METH_VARARGS, supported_doc },
 	{ "probe_backend", py_probe_backend, METH_VARARGS, probe_backend_doc },
 	{ "keeper_lend", py_keeper_lend, METH_VARARGS, keeper_lend_doc },

@@ -56,6 +56,11 @@ PyObject *sseg_py_create(PyObject *module, PyObject *args, PyObject *kwargs);
 /* _native.lookup(addr, length): the registry's exact-range lookup. */
 PyObject *sseg_py_lookup(PyObject *module, PyObject *args);
 
+/* _native.probe(size) and _native.list_segments(): the helper library's
+ * documents as objects (doc.c). */
+PyObject *sseg_py_probe(PyObject *module, PyObject *args);
+PyObject *sseg_py_list_segments(PyObject *module, PyObject *unused);
+
 /* _native.cli(args) and _native.cli_c_tool_only(command) (cli.c). */
 PyObject *sseg_py_cli(PyObject *module, PyObject *args);
 PyObject *sseg_py_cli_c_tool_only(PyObject *module, PyObject *arg);

@@ -10,7 +10,6 @@ every rank of a group (a tensor-parallel group, an MPI job, ...).
 Importing this package needs neither torch nor numpy. The C library's
 messages go to logging.getLogger("sharedseg").
 """
-import json
 from typing import Any, Dict, List, Tuple, Union
 
 from . import _log, _native
@@ -33,18 +32,18 @@ _log.install()
 
 def probe(size: Union[int, str] = 0) -> Dict[str, Any]:
     """What this host can do, as the C library sees it: the object that
-    `sharedseg probe --json` prints (sseg_probe_json), parsed. Its "schema"
+    `sharedseg probe --json` prints (one document, written once). Its "schema"
     field is the version of this layout; docs/python.md ("Host facts,
     messages") lists the keys. size: the segment size pages="auto" is decided for, in bytes or
     as text ("64GiB"); 0: 1 GiB."""
     if isinstance(size, str):
         size = _native.parse("size", size)
-    return json.loads(_native.probe_json(size))
+    return _native.probe(size)
 
 
 def list_segments() -> List[Dict[str, Any]]:
     """Every segment live on this host that this user may see (root: all),
-    as `sharedseg ls --json` lists them (sseg_list_json), read from /proc:
+    as `sharedseg ls --json` lists them (one document), read from /proc:
     each a dict with name, uid (whose it is: the user its owner runs as),
     inode (the memfd's inode, which tells apart two segments of one name),
     backend ("memfd", "cuda", "ascend"), size, pages,
@@ -57,7 +56,7 @@ def list_segments() -> List[Dict[str, Any]]:
     seen from each rank's tag page, declared (size, pages and rank are what
     the tags say), with inode, resident_bytes and each process's
     mapped_bytes None."""
-    return json.loads(_native.list_json())["segments"]
+    return _native.list_segments()["segments"]
 
 
 def supported(backend: str = "auto", pages: str = "auto") -> Tuple[bool, str]:

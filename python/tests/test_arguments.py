@@ -104,7 +104,7 @@ def test_the_extension_refuses_what_64_bits_cannot_hold():
     with pytest.raises(ValueError, match="outside 0..2"):
         _native.create("x", 1, 0, 0, size=2**64)
     with pytest.raises(ValueError, match="outside 0..2"):
-        _native.probe_json(2**64)
+        _native.probe(2**64)
     # The C layout builder refuses a product that overflows.
     with pytest.raises(ValueError) as info:
         _native.Layout([("k", 2**62, 8, 0, None)])

@@ -68,13 +68,14 @@ def numbers_masked(value):
     return 0 if isinstance(value, (int, float)) and not isinstance(value, bool) else value
 
 
-def test_probe_json_is_the_library_document_indented():
-    """What `probe --json` prints (the library's text, indented by the
-    tool) reads as the library's document, string for string."""
+def test_probe_json_is_the_document_python_gets():
+    """What `probe --json` prints (the helper library's document, indented)
+    reads as the object sharedseg.probe() gives, key for key and string for
+    string: one document, written once."""
     for out in both("probe", "--json", "--size", "64MiB"):
         assert out.returncode == 0, out.stderr
         printed = json.loads(out.stdout)
-        assert numbers_masked(printed) == numbers_masked(json.loads(_native.probe_json(64 << 20)))
+        assert numbers_masked(printed) == numbers_masked(sharedseg.probe(64 << 20))
         assert out.stdout.startswith('{\n  "schema": 1,\n')
 
 

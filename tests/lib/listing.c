@@ -4,17 +4,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "list_doc.h"
 #include "listing.h"
 #include "testutil.h"
 
-char *listing(void)
+char *listing_of(const struct sseg_list *l)
 {
-	int n = sseg_list_json(NULL, 0);
+	struct sseg_json j;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	CHECK(f != NULL);
+	sseg_json_init(&j, f, SSEG_JSON_COMPACT);
+	sseg_list_document(&j, l);
+	CHECK(fclose(f) == 0 && text);
+	return text;
+}
+
+char *listing_now(void)
+{
+	struct sseg_list l;
 	char *text;
 
-	CHECK(n > 0);
-	text = malloc((size_t)n + 1);
-	CHECK(text && sseg_list_json(text, (size_t)n + 1) == n);
+	CHECK_RC(sseg_list_scan(&l), 0);
+	text = listing_of(&l);
+	sseg_list_free(&l);
 	return text;
 }
 

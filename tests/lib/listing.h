@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What `sharedseg ls` shows, for its tests (listing.c): the library's
- * compact document and the built tool's output. */
+/* What `sharedseg ls` shows, for its tests (listing.c): the helper
+ * library's document, compact, and the built tool's output. */
 #ifndef SSEG_LISTING_H
 #define SSEG_LISTING_H
 
@@ -8,8 +8,11 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* sseg_list_json's whole document; free() it. */
-char *listing(void);
+struct sseg_list;
+
+/* The document of a scan made now, or of l; free() it. */
+char *listing_now(void);
+char *listing_of(const struct sseg_list *l);
 /* The JSON object of the first segment named name at or after from. */
 const char *segment_of(const char *from, const char *name);
 /* Whether needle occurs in the segment object at seg (up to the next). */

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* sseg_probe_json: the probe's facts as one JSON document, the schema of
+/* The probe's facts (the library's structs) as one document, the schema of
  * `sharedseg probe --json` and of Python's sharedseg.probe(). Bump
  * PROBE_SCHEMA when a key changes meaning or goes away. */
 #include <string.h>
 
 #include "backend/backend.h"
-#include "json_doc.h"
+#include "probe_doc.h"
 
 #define PROBE_SCHEMA 1
 
@@ -105,10 +105,8 @@ static void advice(struct sseg_json *j, const char *text)
 	sseg_json_end(j, ']');
 }
 
-static void document(struct sseg_json *j, const void *ctx)
+static void document(struct sseg_json *j, const struct sseg_probe *p)
 {
-	const struct sseg_probe *p = ctx;
-
 	sseg_json_begin(j, NULL, '{');
 	sseg_json_int(j, "schema", PROBE_SCHEMA);
 	host_facts(j, p);
@@ -124,18 +122,14 @@ static void document(struct sseg_json *j, const void *ctx)
 	sseg_json_end(j, '}');
 }
 
-int sseg_probe_json(uint64_t size, char *buf, size_t len)
+int sseg_probe_document(struct sseg_json *j, uint64_t size)
 {
 	struct sseg_probe p = { .sz = sizeof(p) };
-	int rc;
+	int rc = sseg_probe(size, &p);
 
-	if (!buf && len)
-		return sseg_err(-EINVAL, "sseg_probe_json: buf is NULL but len is %zu", len);
-	rc = sseg_probe(size, &p);
 	if (rc)
 		return rc;
-	rc = sseg_json_render(document, &p, buf, len);
-	if (rc >= 0)
-		sseg_err_clear();
-	return rc;
+	document(j, &p);
+	sseg_err_clear();
+	return 0;
 }

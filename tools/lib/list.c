@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The scan behind sseg_list_json (list_json.c): every live segment on this
- * host, as the kernel shows it, for operators (`sharedseg ls`, Python's list_segments()). No daemon and
+/* The scan behind `sharedseg ls` and Python's list_segments() (list_doc.c
+ * renders it): every live segment on this host, as the kernel shows it,
+ * for operators. No daemon and
  * no registry file: memfd mappings named "/memfd:sseg:NAME" in each
  * process's smaps, the "/memfd:sseg-tag:NAME rank=R world=W owner=O" page
  * every rank's window ends with, memfds still held as descriptors, and

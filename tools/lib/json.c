@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The one JSON writer (json.h): compact, one line, or indented. */
+/* The one JSON writer (json.h): compact, one line, or indented; or the
+ * same values, to a sink. */
 #include <math.h>
 #include <string.h>
 
@@ -11,6 +12,12 @@ void sseg_json_init(struct sseg_json *j, FILE *out, enum sseg_json_style style)
 	j->out = out;
 	j->style = style;
 	j->first[0] = true;
+}
+
+void sseg_json_init_sink(struct sseg_json *j, const struct sseg_json_sink *sink)
+{
+	sseg_json_init(j, NULL, SSEG_JSON_COMPACT);
+	j->sink = sink;
 }
 
 /* How long the UTF-8 sequence a lead byte starts is; 0 for no lead byte. */
@@ -43,6 +50,26 @@ static int utf8_sequence(const unsigned char *p, unsigned *cp)
 	if (len > 1 && (*cp < least[len] || *cp > 0x10ffff || (*cp >= 0xd800 && *cp <= 0xdfff)))
 		return 0;
 	return len;
+}
+
+size_t sseg_json_utf8(const char *s, char *out, size_t len)
+{
+	size_t n = 0;
+
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		unsigned cp;
+		int seq = utf8_sequence(p, &cp);
+		const char *bytes = seq ? (const char *)p : "\xef\xbf\xbd";
+		size_t take = seq ? (size_t)seq : 3;
+
+		for (size_t i = 0; i < take; i++, n++)
+			if (n + 1 < len)
+				out[n] = bytes[i];
+		p += seq ? seq : 1;
+	}
+	if (len)
+		out[n < len ? n : len - 1] = '\0';
+	return n;
 }
 
 /* Always valid UTF-8 out, whatever the bytes in: C0, DEL and C1 controls
@@ -109,8 +136,23 @@ static void open_container(struct sseg_json *j, char bracket)
 	j->first[j->depth] = true;
 }
 
+static bool sunk(struct sseg_json *j, const char *k, struct sseg_json_value v)
+{
+	if (!j->sink)
+		return false;
+	j->sink->value(j->sink->ctx, k, &v);
+	return true;
+}
+
+#define VALUE(kind_, field, x) ((struct sseg_json_value){ .kind = (kind_), .field = (x) })
+#define NULL_VALUE ((struct sseg_json_value){ .kind = SSEG_JSON_NULL })
+
 void sseg_json_begin(struct sseg_json *j, const char *k, char bracket)
 {
+	if (j->sink) {
+		j->sink->begin(j->sink->ctx, k, bracket);
+		return;
+	}
 	key(j, k);
 	open_container(j, bracket);
 }
@@ -119,6 +161,10 @@ void sseg_json_end(struct sseg_json *j, char bracket)
 {
 	bool empty = j->first[j->depth];
 
+	if (j->sink) {
+		j->sink->end(j->sink->ctx, bracket);
+		return;
+	}
 	if (j->depth > 0)
 		j->depth--;
 	if (j->style == SSEG_JSON_PRETTY && !empty)
@@ -128,6 +174,8 @@ void sseg_json_end(struct sseg_json *j, char bracket)
 
 void sseg_json_str(struct sseg_json *j, const char *k, const char *value)
 {
+	if (sunk(j, k, value ? VALUE(SSEG_JSON_STRING, s, value) : NULL_VALUE))
+		return;
 	key(j, k);
 	if (value)
 		put_string(j->out, value);
@@ -137,18 +185,24 @@ void sseg_json_str(struct sseg_json *j, const char *k, const char *value)
 
 void sseg_json_int(struct sseg_json *j, const char *k, long long value)
 {
+	if (sunk(j, k, VALUE(SSEG_JSON_INT, i, value)))
+		return;
 	key(j, k);
 	fprintf(j->out, "%lld", value);
 }
 
 void sseg_json_u64(struct sseg_json *j, const char *k, uint64_t value)
 {
+	if (sunk(j, k, VALUE(SSEG_JSON_U64, u, value)))
+		return;
 	key(j, k);
 	fprintf(j->out, "%llu", (unsigned long long)value);
 }
 
 void sseg_json_double(struct sseg_json *j, const char *k, double value)
 {
+	if (sunk(j, k, isfinite(value) ? VALUE(SSEG_JSON_DOUBLE, d, value) : NULL_VALUE))
+		return;
 	key(j, k);
 	if (isfinite(value))
 		fprintf(j->out, "%.9g", value);
@@ -158,18 +212,24 @@ void sseg_json_double(struct sseg_json *j, const char *k, double value)
 
 void sseg_json_bool(struct sseg_json *j, const char *k, bool value)
 {
+	if (sunk(j, k, VALUE(SSEG_JSON_BOOL, b, value)))
+		return;
 	key(j, k);
 	fputs(value ? "true" : "false", j->out);
 }
 
 void sseg_json_tristate(struct sseg_json *j, const char *k, int value)
 {
+	if (sunk(j, k, value < 0 ? NULL_VALUE : VALUE(SSEG_JSON_BOOL, b, value != 0)))
+		return;
 	key(j, k);
 	fputs(value < 0 ? "null" : value ? "true" : "false", j->out);
 }
 
 void sseg_json_opt_int(struct sseg_json *j, const char *k, long long value)
 {
+	if (sunk(j, k, value < 0 ? NULL_VALUE : VALUE(SSEG_JSON_INT, i, value)))
+		return;
 	key(j, k);
 	if (value < 0)
 		fputs("null", j->out);
@@ -177,51 +237,8 @@ void sseg_json_opt_int(struct sseg_json *j, const char *k, long long value)
 		fprintf(j->out, "%lld", value);
 }
 
-/* Past the string token at p (its opening quote): a backslash escapes the
- * next byte, whatever it is. */
-static const char *string_end(const char *p)
-{
-	for (p++; *p && *p != '"'; p++)
-		if (*p == '\\' && p[1])
-			p++;
-	return *p ? p + 1 : p;
-}
-
-void sseg_json_copy(struct sseg_json *j, const char *k, const char *text)
-{
-	bool keyed = k != NULL; /* the next value follows its key */
-	const char *p = text, *end;
-
-	if (k)
-		key(j, k);
-	while (*p) {
-		if (*p == ',' || *p == ' ' || *p == '\n' || *p == '\t' || *p == '\r') {
-			p++; /* the writer puts its own separators */
-			continue;
-		}
-		if (*p == '}' || *p == ']') {
-			sseg_json_end(j, *p++);
-			continue;
-		}
-		if (!keyed)
-			item(j);
-		keyed = false;
-		if (*p == '{' || *p == '[') {
-			open_container(j, *p++);
-			continue;
-		}
-		end = *p == '"' ? string_end(p) : p + strcspn(p, ",:]} \n\t\r");
-		fwrite(p, 1, (size_t)(end - p), j->out);
-		p = end;
-		if (*p == ':') {
-			colon(j);
-			keyed = true;
-			p++;
-		}
-	}
-}
-
 void sseg_json_finish(struct sseg_json *j)
 {
-	fputc('\n', j->out);
+	if (!j->sink)
+		fputc('\n', j->out);
 }

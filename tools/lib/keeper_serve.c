@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "keeper_serve.h"
 #include "keeper_wire.h"
 #include "log.h"
 #include "os/claim.h"
