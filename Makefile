@@ -9,7 +9,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE ?= cmake
 CTEST ?= ctest
 
-.PHONY: all demo test test-c test-asan test-tsan test-host-states install clean deps
+.PHONY: all demo check test test-c test-asan test-tsan test-host-states install clean deps
 
 all: $(BUILD)/CMakeCache.txt
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
@@ -37,7 +37,7 @@ demo:
 	@mkdir -p $(BUILD)
 	@echo "building sharedseg (log: $(BUILD)/make-demo.log)"
 	@{ test -f $(BUILD)/CMakeCache.txt || $(CONFIGURE); } >$(BUILD)/make-demo.log 2>&1 && \
-		$(CMAKE) --build $(BUILD) -j $(JOBS) >>$(BUILD)/make-demo.log 2>&1 || \
+		$(CMAKE) --build $(BUILD) -j $(JOBS) --target sseg_cli >>$(BUILD)/make-demo.log 2>&1 || \
 		{ cat $(BUILD)/make-demo.log; echo "make demo: the build failed (its log is above)" >&2; \
 		exit 1; }
 	@$(BUILD)/sharedseg demo --ranks 4 --size 256MiB
@@ -63,6 +63,16 @@ test-tsan: $(TSAN_BUILD)/CMakeCache.txt
 # The Python package first: the bench's smoke test runs its Python half.
 test-c: all $(if $(wildcard python/python.mk),python)
 	$(CTEST) --test-dir $(BUILD) --output-on-failure -j 2
+
+# The loop for a change (docs/testing.md): one build, the C tests but the
+# slow ones (labelled slow: they change the host's knobs at length, or run
+# the benchmark), and the Python tests that need neither the engines'
+# environment nor a wheel build, on Debian's interpreter. make test is the
+# whole matrix.
+check: all python
+	$(CTEST) --test-dir $(BUILD) -j $(JOBS) -LE slow --output-on-failure
+	SSEG_BUILD_DIR=$(abspath $(BUILD)) SSEG_TEST_LEG=debian $(PYTHON) -m pytest -q \
+		-p no:cacheprovider python/tests -m "not engine and not build"
 
 # The Python package's targets (python, test-python) live beside it.
 -include python/python.mk

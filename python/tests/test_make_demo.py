@@ -37,3 +37,14 @@ def test_a_failed_build_shows_its_log(tmp_path):
     assert done.returncode != 0
     assert "make demo: the build failed (its log is above)" in done.stderr
     assert "the configure step went wrong" in done.stdout  # the log, shown
+
+
+def test_make_demo_builds_the_tool_alone(tmp_path):
+    """A fresh build directory: the demo builds what it runs (the library
+    and the tool), none of the test programs."""
+    build = tmp_path / "b"
+    done = make_demo(str(build))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (build / "sharedseg").exists()
+    assert not (build / "tests" / "test_keeper").exists()
+    assert "Building C object tests/" not in (build / "make-demo.log").read_text()
