@@ -5,9 +5,6 @@
  * (c) sequential reads of a peer's mapping against a private buffer. Each
  * figure is the row of one driver case; with a driver command (case,
  * limits, ...) it runs the driver itself (bench_driver.c). */
-#define _GNU_SOURCE /* open_memstream */
-#include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
@@ -118,49 +115,46 @@ static void command_of(const struct bench_case *bc, char *buf, size_t len)
 		 bc->bandwidth ? " --bandwidth" : "");
 }
 
-static bool row_is(const struct jval *row, const struct bench_figure *f)
+static bool row_is(const struct row_taken *row, const struct bench_figure *f)
 {
-	return !strcmp(json_str(row, "bench"), f->bench) &&
-	       !strcmp(json_str(row, "mechanism"), f->mechanism) &&
-	       (!f->role || !strcmp(json_str(row, "role"), f->role));
+	return !strcmp(row->row.bench, f->bench) && !strcmp(row->row.mechanism, f->mechanism) &&
+	       (!f->role || !strcmp(row_taken_str(row, "role"), f->role));
 }
 
-static void take_row(const struct jval *row, struct bench_figure *f)
+/* The figures a case fills, each from the first row it names. */
+struct figures {
+	struct bench_figure **figs;
+	int n;
+};
+
+static void take_row(const struct row_taken *row, void *ctx)
 {
-	f->found = true;
-	f->min = json_num(row, "min", 0);
-	f->median = json_num(row, "median", 0);
-	snprintf(f->unit, sizeof(f->unit), "%s", json_str(row, "unit"));
-	snprintf(f->pages, sizeof(f->pages), "%s", json_str(row, "pages_obtained"));
+	const struct figures *want = ctx;
+
+	for (int i = 0; i < want->n; i++) {
+		struct bench_figure *f = want->figs[i];
+
+		if (f->found || !row_is(row, f))
+			continue;
+		f->found = true;
+		f->min = row->min;
+		f->median = row->median;
+		snprintf(f->unit, sizeof(f->unit), "%s", row->row.unit);
+		snprintf(f->pages, sizeof(f->pages), "%s", row->row.pages_obtained);
+	}
 }
 
-/* Runs the driver's case bc with its rows captured, and fills each of the
- * n figures from the row it names. */
+/* Runs the driver's case bc with its rows taken as structs, and fills each
+ * of the n figures from the row it names. */
 static int run_case(const struct bench_case *bc, struct bench_figure **figs, int n)
 {
-	char *text = NULL, *save = NULL;
-	size_t len = 0;
-	FILE *out = open_memstream(&text, &len);
+	struct figures want = { figs, n };
 	int rc;
 
-	if (!out) {
-		fprintf(stderr, "sharedseg bench: open_memstream: %s\n", strerror(errno));
-		return CLI_FAIL;
-	}
 	fflush(stdout); /* the case forks its ranks */
-	rows_to(out);
+	rows_take(take_row, &want);
 	rc = case_run(bc);
-	rows_to(NULL);
-	fclose(out);
-	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		struct jval *row = json_parse(line);
-
-		for (int i = 0; row && i < n; i++)
-			if (!figs[i]->found && row_is(row, figs[i]))
-				take_row(row, figs[i]);
-		json_value_free(row);
-	}
-	free(text);
+	rows_take(NULL, NULL);
 	for (int i = 0; i < n; i++) {
 		command_of(bc, figs[i]->command, sizeof(figs[i]->command));
 		if (!rc && !figs[i]->found) {
