@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* sharedseg bench: a summary of the benchmarks' driver (bench/), in one run
- * on one page kind: (a) a one-rank segment populated by its owner against a
+/* sharedseg bench: a summary of the benchmarks' driver, in one run on one
+ * page kind: (a) a one-rank segment populated by its owner against a
  * private buffer made resident, (b) a peer's attach with lazy population,
  * (c) sequential reads of a peer's mapping against a private buffer. Each
- * figure is the row of one driver case; with a driver command (case,
- * limits, ...) it runs the driver itself (bench_driver.c). */
+ * figure is the row of one driver case, taken as a struct (rows_take);
+ * with a driver command (case, limits, ...) it runs the driver (driver.c). */
 #include <string.h>
 
-#include "bench.h"
+#include "driver.h"
+#include "summary.h"
 
 enum { OPT_SIZE = 1, OPT_PAGES, OPT_REPS, OPT_JSON };
 
