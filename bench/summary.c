@@ -3,8 +3,7 @@
  * page kind: (a) a one-rank segment populated by its owner against a
  * private buffer made resident, (b) a peer's attach with lazy population,
  * (c) sequential reads of a peer's mapping against a private buffer. Each
- * figure is the row of one driver case, taken as a struct (rows_take);
- * with a driver command (case, limits, ...) it runs the driver (driver.c). */
+ * figure is the row of one driver case, taken as a struct (rows_take). */
 #include <string.h>
 
 #include "driver.h"
@@ -18,7 +17,7 @@ static const struct cli_opt bench_opts[] = {
 	{ NULL, false, 0 },
 };
 
-void bench_help(FILE *out)
+void bench_summary_help(FILE *out)
 {
 	fprintf(out,
 		"usage: sharedseg bench [--size SIZE] [--pages P] [--reps R] [--json]\n"
@@ -37,6 +36,8 @@ void bench_help(FILE *out)
 		"      same page kind (2 processes)\n"
 		"The page kind of every number is printed. A page kind this machine does\n"
 		"not offer is reported and the exit status is 2; bench changes no knobs.\n"
+		"The benchmarks are a program of their own beside the tool, sharedseg-bench:\n"
+		"sharedseg bench ARGS runs sharedseg-bench ARGS.\n"
 		"\n"
 		"options:\n"
 		"  --size SIZE  bytes per segment: 4096, 256MiB, 4G (default 256MiB)\n"
@@ -66,7 +67,7 @@ static int parse_args(int argc, char **argv, struct bench_config *b)
 	b->reps = 5;
 	while (!rc && (id = cli_next(&a, bench_opts, &v)) != CLI_OPT_END) {
 		if (id == CLI_OPT_HELP) {
-			bench_help(stdout);
+			bench_summary_help(stdout);
 			return -1;
 		}
 		if (id == CLI_OPT_BAD)
@@ -212,14 +213,12 @@ static int measure(const struct bench_config *b, struct bench_results *r)
 								&r->private_read }, 2);
 }
 
-int bench_main(int argc, char **argv)
+int bench_summary_main(int argc, char **argv)
 {
 	struct bench_results r;
 	struct bench_config b;
 	int rc;
 
-	if (argc > 1 && bench_driver_command(argv[1]))
-		return bench_driver_main(argc - 1, argv + 1);
 	rc = parse_args(argc, argv, &b);
 	if (rc)
 		return rc < 0 ? CLI_OK : rc;

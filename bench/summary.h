@@ -36,6 +36,11 @@ struct bench_results {
 	struct bench_figure shared_read, private_read; /* seq_read, GB/s */
 };
 
+/* argv[0] is the program; the exit status (0, 1, 2) */
+int bench_summary_main(int argc, char **argv);
+/* The summary's help and the driver's: the program's --help. */
+void bench_summary_help(FILE *out);
+
 void bench_print_text(const struct bench_config *b, const struct bench_results *r);
 void bench_print_json(const struct bench_config *b, const struct bench_results *r);
 
