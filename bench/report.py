@@ -59,10 +59,11 @@ at most {peak:.1f} GiB of memory in use above what was in use when it started.
 The rows behind every number: `bench/results/latest.json` (one object a row:
 bench, mechanism, ranks, size, pages requested and obtained, unit, min /
 median / max over the repetitions after an untimed warm-up). The C
-mechanisms' rows are the benchmarks' driver's, part of the tool: `sharedseg
-bench case --mechanism M --ranks N --size S --pages P` reruns one case
-(`sharedseg bench --help` lists its commands and options), and `sharedseg
-bench` alone is a summary of five of its cases.
+mechanisms' rows are the benchmarks' driver's, in a program of their own
+beside the tool (`sharedseg-bench`, which `sharedseg bench` runs; nothing
+links it): `sharedseg bench case --mechanism M --ranks N --size S --pages P`
+reruns one case (`sharedseg bench --help` lists its commands and options),
+and `sharedseg bench` alone is a summary of five of its cases.
 
 **Every number names its page kind**, as obtained and verified (HugeTLB from
 the pool and smaps, THP from smaps' AnonHugePages / ShmemPmdMapped), never as

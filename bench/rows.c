@@ -6,29 +6,46 @@
 
 #include "rows.h"
 
-/* The row being written: rows go to stdout (or rows_out) one at a time,
- * through the library's JSON writer (src/json.c). */
+/* The row being written: rows go to stdout one at a time, through the
+ * library's JSON writer (src/json.c), or to take as structs. */
 static struct sseg_json row;
-static FILE *rows_out;
+static void (*take)(const struct row_taken *row, void *ctx);
+static void *take_ctx;
+static struct row_taken taken;
 
-void rows_to(FILE *out)
+void rows_take(void (*fn)(const struct row_taken *row, void *ctx), void *ctx)
 {
-	rows_out = out;
+	take = fn;
+	take_ctx = ctx;
+}
+
+const char *row_taken_str(const struct row_taken *r, const char *key)
+{
+	for (int i = 0; i < r->nstrs; i++)
+		if (!strcmp(r->strs[i].key, key))
+			return r->strs[i].value;
+	return "";
 }
 
 void row_str(const char *key, const char *value)
 {
-	sseg_json_str(&row, key, value ? value : "");
+	value = value ? value : "";
+	if (!take)
+		sseg_json_str(&row, key, value);
+	else if (taken.nstrs < ROW_MAX_STRS)
+		taken.strs[taken.nstrs++] = (struct row_extra){ key, value };
 }
 
 void row_num(const char *key, double value)
 {
-	sseg_json_double(&row, key, value);
+	if (!take)
+		sseg_json_double(&row, key, value);
 }
 
 void row_u64(const char *key, uint64_t value)
 {
-	sseg_json_u64(&row, key, value);
+	if (!take)
+		sseg_json_u64(&row, key, value);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -65,7 +82,12 @@ void row_begin(const struct row *r, const double *samples, int n)
 	double min, median, max;
 
 	stats_of(samples, n, &min, &median, &max);
-	sseg_json_init(&row, rows_out ? rows_out : stdout, SSEG_JSON_LINE);
+	if (take) {
+		taken = (struct row_taken){ .row = *r, .min = min, .median = median, .max = max,
+					    .reps = n };
+		return;
+	}
+	sseg_json_init(&row, stdout, SSEG_JSON_LINE);
 	sseg_json_begin(&row, NULL, '{');
 	sseg_json_int(&row, "schema", 1);
 	row_str("bench", r->bench);
@@ -83,6 +105,10 @@ void row_begin(const struct row *r, const double *samples, int n)
 
 void row_end(void)
 {
+	if (take) {
+		take(&taken, take_ctx);
+		return;
+	}
 	sseg_json_end(&row, '}');
 	sseg_json_finish(&row);
 	fflush(row.out); /* a row is read as it comes, and cases fork */

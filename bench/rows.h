@@ -11,6 +11,7 @@
 #include "json.h"
 
 #define ROW_MAX_REPS 64
+#define ROW_MAX_STRS 16 /* more string extras than any row has */
 
 struct row {
 	const char *bench;
@@ -22,9 +23,29 @@ struct row {
 	const char *unit;
 };
 
-/* Where rows go: stdout until set, and again after rows_to(NULL) (the
- * tool's summary reads the rows of the cases it runs). */
-void rows_to(FILE *out);
+struct row_extra {
+	const char *key;
+	const char *value;
+};
+
+/* A row as its writer gave it, for a reader in the same process (the
+ * summary): the fixed keys, the statistics and the string extras ("role",
+ * "pair", ...; not the numbers). The strings are the writer's, valid
+ * during the call that receives it. */
+struct row_taken {
+	struct row row;
+	double min, median, max;
+	int reps;
+	int nstrs;
+	struct row_extra strs[ROW_MAX_STRS];
+};
+
+/* Rows go to stdout until take is set: then each goes to take(row, ctx)
+ * instead, as a struct, never written; rows_take(NULL, NULL) puts stdout
+ * back. */
+void rows_take(void (*take)(const struct row_taken *row, void *ctx), void *ctx);
+/* An extra of the row by key, "" when it has none. */
+const char *row_taken_str(const struct row_taken *row, const char *key);
 /* Writes the fixed keys and the statistics of n samples; extras follow,
  * then row_end. One row at a time. */
 void row_begin(const struct row *r, const double *samples, int n);

@@ -3,7 +3,8 @@
 run, on one machine, page kind by page kind.
 
 Runs the matrix (quick by default, --full for the bigger one) through the C
-driver (`build/sharedseg bench case ...`) and the Python mechanisms (bench/pybench.py),
+driver, the benchmarks' program (`build/sharedseg-bench case ...`, which
+`sharedseg bench case ...` runs), and the Python mechanisms (bench/pybench.py),
 writes bench/results/latest.json, then docs/benchmarks.md and its plots
 (bench/report.py). As root it sets the THP knobs and the HugeTLB pool that a
 case needs and puts back what it found, also on Ctrl-C, SIGTERM and failure.
@@ -189,10 +190,10 @@ def main(argv=None):
     ap.add_argument("--note", default="", help="a line the report shows at its top")
     args = ap.parse_args(argv)
 
-    tool = os.path.join(os.path.abspath(args.build), "sharedseg")
-    if not os.access(tool, os.X_OK):
-        sys.exit(f"bench: {tool} is missing: build first (make)")
-    env = dict(driver=[tool, "bench"], python=sys.executable, root=ROOT,
+    program = os.path.join(os.path.abspath(args.build), "sharedseg-bench")
+    if not os.access(program, os.X_OK):
+        sys.exit(f"bench: {program} is missing: build first (make)")
+    env = dict(driver=[program], python=sys.executable, root=ROOT,
                pybench=os.path.join(HERE, "pybench.py"), vllm_python=vllmbench.venv_python(),
                vllmbench=os.path.join(HERE, "vllmbench.py"))
     facts = machine.facts()

@@ -1,241 +1,64 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* sharedseg bench: a summary of the benchmarks' driver (bench/), in one run
- * on one page kind: (a) a one-rank segment populated by its owner against a
- * private buffer made resident, (b) a peer's attach with lazy population,
- * (c) sequential reads of a peer's mapping against a private buffer. Each
- * figure is the row of one driver case; with a driver command (case,
- * limits, ...) it runs the driver itself (bench_driver.c). */
-#define _GNU_SOURCE /* open_memstream */
+/* sharedseg bench: the benchmarks are a program of their own (bench/),
+ * sharedseg-bench, which lies beside this tool wherever the tool is: the
+ * build directory, the installed bin/, the wheel's sharedseg/_tool/. This
+ * command runs it with its own arguments; nothing of it is linked here. */
 #include <errno.h>
-#include <stdlib.h>
+#include <limits.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "bench.h"
+#include "cli.h"
 
-enum { OPT_SIZE = 1, OPT_PAGES, OPT_REPS, OPT_JSON };
-
-static const struct cli_opt bench_opts[] = {
-	{ "size", true, OPT_SIZE }, { "pages", true, OPT_PAGES },
-	{ "reps", true, OPT_REPS }, { "json", false, OPT_JSON },
-	{ NULL, false, 0 },
-};
+#define BENCH_PROGRAM "sharedseg-bench"
 
 void bench_help(FILE *out)
 {
 	fprintf(out,
-		"usage: sharedseg bench [--size SIZE] [--pages P] [--reps R] [--json]\n"
-		"       sharedseg bench case|limits|retouch|alternatives [OPTIONS]\n"
+		"usage: sharedseg bench [OPTIONS]\n"
 		"\n"
-		"Measures, in one run and on one page kind, R repetitions of each (after\n"
-		"one untimed), through the benchmarks' driver below, and prints the\n"
-		"minimum, the median, the ratios and the driver command of each figure:\n"
-		"  (a) owner population: a one-rank segment populated by its owner\n"
-		"      (populate=owner, 1 and 2 threads) against a private buffer of the\n"
-		"      same page kind made resident, what serving stacks allocate today;\n"
-		"      ratio = private time / sharedseg time (above 1: the library is faster)\n"
-		"  (b) a peer's attach with populate=lazy (2 processes): the cost of\n"
-		"      receiving the fd and mapping it\n"
-		"  (c) sequential read of a peer's mapping against a private buffer of the\n"
-		"      same page kind (2 processes)\n"
-		"The page kind of every number is printed. A page kind this machine does\n"
-		"not offer is reported and the exit status is 2; bench changes no knobs.\n"
-		"\n"
-		"options:\n"
-		"  --size SIZE  bytes per segment: 4096, 256MiB, 4G (default 256MiB)\n"
-		"  --pages P    %s (hugetlb: 2 MiB)\n"
-		"               (default auto: what the library picks for SIZE)\n"
-		"  --reps R     repetitions, 1..%d (default 5)\n"
-		"  --json       one JSON object instead of the text\n"
-		"  -h, --help   this text\n"
-		"\n"
-		"examples:\n"
-		"  sharedseg bench\n"
-		"  sharedseg bench --size 1GiB --pages thp --reps 9 --json\n"
-		"  sharedseg bench case --mechanism devshm --ranks 4 --size 1GiB\n"
-		"\n",
-		cli_names(CLI_PAGES), ROW_MAX_REPS);
-	bench_driver_help(out);
+		"Population rate, a peer's attach time and read bandwidth against private\n"
+		"buffers, and the benchmarks' driver (case, limits, retouch, alternatives).\n"
+		"The benchmarks are a program of their own beside the tool, " BENCH_PROGRAM ":\n"
+		"sharedseg bench ARGS runs " BENCH_PROGRAM " ARGS; sharedseg bench --help\n"
+		"lists its options.\n");
 }
 
-static int parse_args(int argc, char **argv, struct bench_config *b)
+/* The benchmarks' program in path: this program's folder (symbolic links
+ * resolved) and BENCH_PROGRAM. 0, or CLI_USAGE after a sentence. */
+static int bench_program(char *path, size_t len)
 {
-	struct cli_args a = { "bench", argc, argv, 1 };
-	const char *v;
-	int id, rc = 0;
+	ssize_t n = readlink("/proc/self/exe", path, len - 1);
+	char *slash;
 
-	memset(b, 0, sizeof(*b));
-	b->size = 256ull << 20;
-	b->reps = 5;
-	while (!rc && (id = cli_next(&a, bench_opts, &v)) != CLI_OPT_END) {
-		if (id == CLI_OPT_HELP) {
-			bench_help(stdout);
-			return -1;
-		}
-		if (id == CLI_OPT_BAD)
-			rc = CLI_USAGE;
-		else if (id == OPT_SIZE)
-			rc = cli_parse_size("bench", "--size", v, &b->size);
-		else if (id == OPT_PAGES)
-			rc = cli_parse_pages("bench", v, &b->pages_asked);
-		else if (id == OPT_REPS)
-			rc = cli_parse_int("bench", "--reps", v, 1, ROW_MAX_REPS, &b->reps);
-		else if (id == OPT_JSON)
-			b->json = true;
-	}
-	if (!rc && b->size < 4096)
-		rc = cli_usage_error("bench", "--size: at least 4096 bytes are needed");
-	return rc;
-}
-
-/* auto becomes what the library would pick; a kind the machine does not
- * offer is CLI_USAGE with the library's reason. */
-static int resolve_pages(struct bench_config *b)
-{
-	struct sseg_probe p = { .sz = sizeof(p) };
-
-	b->pages = b->pages_asked;
-	if (b->pages == SSEG_PAGES_AUTO) {
-		if (sseg_probe(b->size, &p)) {
-			fprintf(stderr, "sharedseg bench: %s\n", sseg_last_error());
-			return CLI_FAIL;
-		}
-		b->pages = p.auto_pages;
-	}
-	if (sseg_check_support_size(SSEG_BACKEND_MEMFD, b->pages, b->size)) {
-		fprintf(stderr, "sharedseg bench: %s (bench changes no knobs)\n", sseg_last_error());
-		return CLI_USAGE;
-	}
+	if (n < 0)
+		return cli_usage_error("bench", "cannot read /proc/self/exe (%s), which says where "
+				       "this tool lies and " BENCH_PROGRAM " beside it",
+				       strerror(errno));
+	path[n] = '\0';
+	slash = strrchr(path, '/');
+	if (!slash || (size_t)(slash + 1 - path) + sizeof(BENCH_PROGRAM) > len)
+		return cli_usage_error("bench", "this tool's folder is too long a path to name "
+				       BENCH_PROGRAM " in");
+	memcpy(slash + 1, BENCH_PROGRAM, sizeof(BENCH_PROGRAM));
 	return 0;
-}
-
-/* Writes the driver command that case bc is, for the reader to run alone. */
-static void command_of(const struct bench_case *bc, char *buf, size_t len)
-{
-	snprintf(buf, len, "sharedseg bench case --mechanism %s --ranks %d --size %llu --pages %s "
-		 "--populate %s --threads %d --reps %d%s", bc->mech->name, bc->ranks,
-		 (unsigned long long)bc->size, sseg_pages_name(bc->pages),
-		 sseg_populate_name(bc->populate), bc->threads, bc->reps,
-		 bc->bandwidth ? " --bandwidth" : "");
-}
-
-static bool row_is(const struct jval *row, const struct bench_figure *f)
-{
-	return !strcmp(json_str(row, "bench"), f->bench) &&
-	       !strcmp(json_str(row, "mechanism"), f->mechanism) &&
-	       (!f->role || !strcmp(json_str(row, "role"), f->role));
-}
-
-static void take_row(const struct jval *row, struct bench_figure *f)
-{
-	f->found = true;
-	f->min = json_num(row, "min", 0);
-	f->median = json_num(row, "median", 0);
-	snprintf(f->unit, sizeof(f->unit), "%s", json_str(row, "unit"));
-	snprintf(f->pages, sizeof(f->pages), "%s", json_str(row, "pages_obtained"));
-}
-
-/* Runs the driver's case bc with its rows captured, and fills each of the
- * n figures from the row it names. */
-static int run_case(const struct bench_case *bc, struct bench_figure **figs, int n)
-{
-	char *text = NULL, *save = NULL;
-	size_t len = 0;
-	FILE *out = open_memstream(&text, &len);
-	int rc;
-
-	if (!out) {
-		fprintf(stderr, "sharedseg bench: open_memstream: %s\n", strerror(errno));
-		return CLI_FAIL;
-	}
-	fflush(stdout); /* the case forks its ranks */
-	rows_to(out);
-	rc = case_run(bc);
-	rows_to(NULL);
-	fclose(out);
-	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		struct jval *row = json_parse(line);
-
-		for (int i = 0; row && i < n; i++)
-			if (!figs[i]->found && row_is(row, figs[i]))
-				take_row(row, figs[i]);
-		json_value_free(row);
-	}
-	free(text);
-	for (int i = 0; i < n; i++) {
-		command_of(bc, figs[i]->command, sizeof(figs[i]->command));
-		if (!rc && !figs[i]->found) {
-			fprintf(stderr, "sharedseg bench: %s wrote no %s row of %s\n",
-				figs[i]->command, figs[i]->bench, figs[i]->mechanism);
-			rc = CLI_FAIL;
-		}
-	}
-	return rc == 2 ? CLI_USAGE : rc ? CLI_FAIL : CLI_OK;
-}
-
-/* One case of the driver over b's size, page kind and repetitions. */
-static void case_of(const struct bench_config *b, const struct mech_ops *mech, int ranks,
-		    enum sseg_populate populate, int threads, struct bench_case *bc)
-{
-	bench_case_defaults(bc);
-	bc->mech = mech;
-	bc->ranks = ranks;
-	bc->size = b->size;
-	bc->pages = b->pages;
-	bc->populate = populate;
-	bc->threads = threads;
-	bc->reps = b->reps;
-	memset(bc->blocks, 0, sizeof(bc->blocks)); /* no KV-block gathers */
-}
-
-static int measure(const struct bench_config *b, struct bench_results *r)
-{
-	struct bench_case bc;
-	int rc;
-
-	*r = (struct bench_results){
-		.pop1 = { .bench = "owner_create", .mechanism = "sharedseg" },
-		.pop2 = { .bench = "owner_create", .mechanism = "sharedseg" },
-		.private_pop = { .bench = "owner_create", .mechanism = "private-malloc" },
-		.attach = { .bench = "peer_attach", .mechanism = "sharedseg" },
-		.shared_read = { .bench = "seq_read", .mechanism = "sharedseg", .role = "peer" },
-		.private_read = { .bench = "seq_read", .mechanism = "private-malloc", .role = "private" },
-	};
-	/* (a) */
-	case_of(b, &mech_sharedseg, 1, SSEG_POPULATE_OWNER, 1, &bc);
-	rc = run_case(&bc, (struct bench_figure *[]){ &r->pop1 }, 1);
-	case_of(b, &mech_sharedseg, 1, SSEG_POPULATE_OWNER, 2, &bc);
-	rc = rc ? rc : run_case(&bc, (struct bench_figure *[]){ &r->pop2 }, 1);
-	case_of(b, &mech_private, 1, SSEG_POPULATE_OWNER, 0, &bc);
-	rc = rc ? rc : run_case(&bc, (struct bench_figure *[]){ &r->private_pop }, 1);
-	/* (b) */
-	case_of(b, &mech_sharedseg, 2, SSEG_POPULATE_LAZY, 0, &bc);
-	rc = rc ? rc : run_case(&bc, (struct bench_figure *[]){ &r->attach }, 1);
-	/* (c) */
-	case_of(b, &mech_sharedseg, 2, SSEG_POPULATE_OWNER, 0, &bc);
-	bc.bandwidth = true;
-	return rc ? rc : run_case(&bc, (struct bench_figure *[]){ &r->shared_read,
-								&r->private_read }, 2);
 }
 
 int bench_main(int argc, char **argv)
 {
-	struct bench_results r;
-	struct bench_config b;
-	int rc;
+	char path[PATH_MAX], shown[CLI_SHOWN];
+	int rc = bench_program(path, sizeof(path));
 
-	if (argc > 1 && bench_driver_command(argv[1]))
-		return bench_driver_main(argc - 1, argv + 1);
-	rc = parse_args(argc, argv, &b);
-	if (rc)
-		return rc < 0 ? CLI_OK : rc;
-	rc = resolve_pages(&b);
-	if (!rc)
-		rc = measure(&b, &r);
 	if (rc)
 		return rc;
-	if (b.json)
-		bench_print_json(&b, &r);
-	else
-		bench_print_text(&b, &r);
-	return CLI_OK;
+	cli_visible(path, shown, sizeof(shown));
+	if (access(path, X_OK))
+		return cli_usage_error("bench", "the benchmarks' program is not beside this tool "
+				       "(no executable %s): build it with the tool (make) or "
+				       "install both (make install)", shown);
+	fflush(stdout);
+	argv[0] = path;
+	execv(path, argv);
+	fprintf(stderr, "sharedseg bench: cannot run %s: %s\n", shown, strerror(errno));
+	return CLI_FAIL;
 }

@@ -90,27 +90,6 @@ double cli_now(void); /* CLOCK_MONOTONIC seconds */
 
 /* ---- JSON: the helper library's one writer (tools/lib/json.h) ---- */
 
-/* ---- JSON reader (json_read.c): what other processes wrote (a demo's
- * ranks, the bench's) ---- */
-
-enum jtype { JSON_NULL, JSON_BOOL, JSON_NUMBER, JSON_STRING, JSON_ARRAY, JSON_OBJECT };
-
-struct jval {
-	enum jtype type;
-	char *key;   /* inside an object */
-	char *str;   /* JSON_STRING */
-	double num;  /* JSON_NUMBER, JSON_BOOL (1 true) */
-	int n;       /* JSON_ARRAY, JSON_OBJECT */
-	struct jval **items;
-};
-
-/* NULL when text is not one JSON value. */
-struct jval *json_parse(const char *text);
-void json_value_free(struct jval *v);
-const struct jval *json_get(const struct jval *obj, const char *key);
-double json_num(const struct jval *obj, const char *key, double fallback); /* null: fallback */
-const char *json_str(const struct jval *obj, const char *key);           /* "" when absent */
-
 /* ---- host memory (meminfo.c) ---- */
 
 /* Shared memory in use host-wide: tmpfs/shmem pages plus HugeTLB pages in

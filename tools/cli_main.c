@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The `sharedseg` command line: the commands, the help and the dispatch.
  * The C tool's main() and sharedseg._native.cli call sseg_cli_main. */
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 #include "cli_main.h"
+#include "output.h"
 
 static const struct cli_command commands[] = {
 	{ "probe", "what this host can do: memfd, THP, HugeTLB pools, NUMA, backends",
@@ -98,24 +98,6 @@ bool sseg_cli_c_tool_only(const char *command)
 	return c && c->c_tool_only;
 }
 
-/* Output a full disk or a closed stdout refused is a failure, as in
- * coreutils: the command did not do its job (EBADF counts too). errno is
- * the flush's; a write that failed earlier may have left none. */
-static int output_written(int rc)
-{
-	int err;
-
-	errno = 0;
-	if (fflush(stdout) == 0 && !ferror(stdout))
-		return rc;
-	err = errno;
-	if (err)
-		fprintf(stderr, "sharedseg: write error: %s\n", strerror(err));
-	else
-		fprintf(stderr, "sharedseg: write error\n");
-	return rc == CLI_OK ? CLI_FAIL : rc;
-}
-
 static int run(int argc, char **argv)
 {
 	const struct cli_command *c;
@@ -145,5 +127,5 @@ static int run(int argc, char **argv)
 
 int sseg_cli_main(int argc, char **argv)
 {
-	return output_written(run(argc, argv));
+	return cli_output_written(run(argc, argv));
 }

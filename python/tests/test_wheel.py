@@ -107,7 +107,7 @@ def test_each_wheel_is_manylinux_2_28_for_its_architecture(dist):
         natives = [n for n in zipped.namelist() if n.startswith("sharedseg/_native.")]
         if arch == "aarch64":
             assert natives == ["sharedseg/_native.abi3.so"], natives
-        for name in natives + ["sharedseg/_tool/sharedseg"]:
+        for name in natives + ["sharedseg/_tool/sharedseg", "sharedseg/_tool/sharedseg-bench"]:
             assert elf_machine(zipped.read(name)) == arch, (wheel.name, name)
 
 
@@ -194,8 +194,10 @@ def check_contents(wheel):
     assert len(natives) == 1, names
     assert not [n for n in names if n.endswith(".c") or "/tests/" in n], names
     assert "sharedseg/py.typed" in names and "sharedseg/cli.py" in names
-    tool = wheel.getinfo("sharedseg/_tool/sharedseg")  # demo and bench run it
-    assert (tool.external_attr >> 16) & 0o111, oct(tool.external_attr >> 16)
+    # demo and bench run the tool; bench runs the benchmarks' program beside it
+    for name in ("sharedseg/_tool/sharedseg", "sharedseg/_tool/sharedseg-bench"):
+        program = wheel.getinfo(name)
+        assert (program.external_attr >> 16) & 0o111, (name, oct(program.external_attr >> 16))
     check_metadata(wheel)
 
 
@@ -264,6 +266,11 @@ def check_demo(site):
         rows = [line.split() for line in lines[header + 1:header + 3]]
         assert [r[:2] for r in rows] == [["0", "owner"], ["1", "peer"]], out
         assert "2 private copies would use: 32.0 MiB" in lines, out
+        # the benchmarks' program, found beside the wheel's tool: its own sentence
+        bench = subprocess.run(argv + ["bench", "case", "--mechanism", "nope"], env=env, cwd="/",
+                               capture_output=True, text=True)
+        assert (bench.returncode, bench.stdout) == (2, "") and bench.stderr.startswith(
+            "sharedseg bench: --mechanism nope: one of sharedseg, "), bench
         for bad in (["demo", "--bogus"], ["demo", "--ranks", "0"]):
             ours = subprocess.run(argv + bad, env=env, cwd="/", capture_output=True, text=True)
             c = subprocess.run([tool] + bad, env=env, cwd="/", capture_output=True, text=True)

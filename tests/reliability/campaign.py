@@ -184,6 +184,9 @@ REGRESSIONS = [
      "distribution's of that name; the switch unset, JSON, malformed; another release; "
      "python -m sharedseg.sglang --check against SGLang's own load_plugins() in each",
      "pypi:test_sglang.py"),
+    ("the tool without the benchmarks' program beside it", "sharedseg bench from a copy of "
+     "the tool alone; the bench's functions looked for in the tool and the extension",
+     "bench_leaf"),
 ]
 
 

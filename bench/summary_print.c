@@ -4,7 +4,7 @@
  * that measures it alone. */
 #include <string.h>
 
-#include "bench.h"
+#include "summary.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 

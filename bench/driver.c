@@ -4,8 +4,8 @@
  * `make bench` runs through bench/run.py; this file parses its options. */
 #include <string.h>
 
-#include "bench.h"
-#include "case.h"
+#include "cli.h"
+#include "driver.h"
 #include "report.h"
 
 enum {

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* sharedseg bench: what its files share. Every figure is measured by the
- * benchmarks' driver (bench/); the summary (bench.c, bench_report.c) runs
- * its cases and reads their rows. */
-#ifndef SSEG_CLI_BENCH_H
-#define SSEG_CLI_BENCH_H
+/* `sharedseg bench` without a driver command: a summary of five of the
+ * driver's cases (summary.c), printed as text or JSON (summary_print.c). */
+#ifndef BENCH_SUMMARY_H
+#define BENCH_SUMMARY_H
 
 #include "case.h"
 #include "cli.h"
@@ -37,17 +36,12 @@ struct bench_results {
 	struct bench_figure shared_read, private_read; /* seq_read, GB/s */
 };
 
+/* argv[0] is the program; the exit status (0, 1, 2) */
+int bench_summary_main(int argc, char **argv);
+/* The summary's help and the driver's: the program's --help. */
+void bench_summary_help(FILE *out);
+
 void bench_print_text(const struct bench_config *b, const struct bench_results *r);
 void bench_print_json(const struct bench_config *b, const struct bench_results *r);
-
-/* ---- the benchmarks' driver, bench/ (bench_driver.c) ---- */
-
-/* Whether name is one of the driver's commands: case, limits, ... */
-bool bench_driver_command(const char *name);
-/* argv[0] is the driver's command */
-int bench_driver_main(int argc, char **argv);
-void bench_driver_help(FILE *out);
-/* The driver's defaults for a case (those of `sharedseg bench case`). */
-void bench_case_defaults(struct bench_case *bc);
 
 #endif
