@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* /proc/meminfo, the HugeTLB pools in sysfs, and /proc/self/smaps. */
+/* /proc/meminfo (the OS layer's one reader), the HugeTLB pools in sysfs, and
+ * /proc/self/smaps. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include "hostmem.h"
 #include "kernels.h"
 #include "os/hugetlb_use.h"
+#include "os/memory.h"
 
 #define KIB 1024ull
 
@@ -30,28 +32,17 @@ static double steal_seconds(void)
 
 int hostmem_read(struct hostmem *m)
 {
-	FILE *f = fopen("/proc/meminfo", "re");
-	char key[64];
-	unsigned long long kb;
-	int found = 0, rc;
+	const struct sseg_os_meminfo_key keys[] = {
+		{ "Shmem", &m->shmem }, { "AnonPages", &m->anon }, { "PageTables", &m->page_tables },
+	};
+	int rc;
 
 	memset(m, 0, sizeof(*m));
-	if (!f)
-		return -errno;
-	while (fscanf(f, "%63s %llu%*[^\n]", key, &kb) == 2) {
-		uint64_t *slot = !strcmp(key, "Shmem:")      ? &m->shmem :
-				 !strcmp(key, "AnonPages:")  ? &m->anon :
-				 !strcmp(key, "PageTables:") ? &m->page_tables : NULL;
-
-		if (slot) {
-			*slot = kb * KIB;
-			found++;
-		}
-	}
-	fclose(f);
-	rc = sseg_os_hugetlb_in_use(SSEG_OS_HUGETLB_DIR, &m->hugetlb);
+	rc = sseg_os_meminfo_keys("/proc/meminfo", keys, 3);
+	if (!rc)
+		rc = sseg_os_hugetlb_in_use(SSEG_OS_HUGETLB_DIR, &m->hugetlb);
 	m->steal_s = steal_seconds();
-	return found == 3 ? rc : -ENOENT;
+	return rc;
 }
 
 uint64_t hostmem_total(const struct hostmem *m)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Host-wide shared-memory use (/proc/meminfo, the HugeTLB pools in sysfs),
+/* Host-wide shared-memory use (the OS layer's one /proc/meminfo reader),
  * for the demo's progress line, and one process's use of a mapping
  * (/proc/self/smaps): how the demo shows that N ranks hold one copy, not N. */
 #include <errno.h>
@@ -7,36 +7,12 @@
 #include <string.h>
 
 #include "cli.h"
-#include "os/hugetlb_use.h"
-
-/* /proc/meminfo's Shmem. */
-static int read_shmem(uint64_t *shmem)
-{
-	FILE *f = fopen("/proc/meminfo", "re");
-	unsigned long long v;
-	char line[256];
-	int rc = -ENOENT;
-
-	if (!f)
-		return -errno;
-	while (rc && fgets(line, sizeof(line), f))
-		if (sscanf(line, "Shmem: %llu kB", &v) == 1) {
-			*shmem = v * 1024;
-			rc = 0;
-		}
-	fclose(f);
-	return rc;
-}
+#include "os/memory.h"
 
 int host_mem_read(struct host_mem *m)
 {
-	int rc;
-
 	memset(m, 0, sizeof(*m));
-	rc = read_shmem(&m->shmem);
-	if (!rc)
-		rc = sseg_os_hugetlb_in_use(SSEG_OS_HUGETLB_DIR, &m->hugetlb_used);
-	return rc;
+	return sseg_os_meminfo(&m->shmem, &m->hugetlb_used);
 }
 
 /* "7f12a0000000-7f12b0000000 rw-s ..." starts a VMA; fields follow. */

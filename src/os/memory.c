@@ -18,25 +18,34 @@
 /* Limits at or above this mean "none" (v1 writes 2^63 rounded down to a page). */
 #define NO_LIMIT (1ull << 62)
 
-static int meminfo_available(const char *path, uint64_t *bytes)
+int sseg_os_meminfo_keys(const char *path, const struct sseg_os_meminfo_key *keys, int n)
 {
-	char line[256];
+	unsigned long long v;
+	char line[256], key[64], unit[4] = "";
+	int found = 0;
 	FILE *f = fopen(path, "re");
-	int rc = -ENOENT;
 
 	if (!f)
 		return sseg_err(-errno, "cannot open %s: %s", path, strerror(errno));
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long kib;
-
-		if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) {
-			*bytes = (uint64_t)kib << 10;
-			rc = 0;
-			break;
-		}
+	for (int i = 0; i < n; i++)
+		*keys[i].value = UINT64_MAX;
+	while (found < n && fgets(line, sizeof(line), f)) {
+		unit[0] = '\0';
+		if (sscanf(line, "%63[^:]: %llu %3s", key, &v, unit) < 2)
+			continue;
+		for (int i = 0; i < n; i++)
+			if (*keys[i].value == UINT64_MAX && !strcmp(key, keys[i].key)) {
+				*keys[i].value = strcmp(unit, "kB") ? (uint64_t)v : (uint64_t)v << 10;
+				found++;
+			}
 	}
 	fclose(f);
-	return rc ? sseg_err(rc, "%s has no MemAvailable line", path) : 0;
+	for (int i = 0; i < n; i++)
+		if (*keys[i].value == UINT64_MAX) {
+			*keys[i].value = 0;
+			return sseg_err(-ENOENT, "%s has no %s line", path, keys[i].key);
+		}
+	return 0;
 }
 
 /* "max" (v2) or a number; 0 for no limit. */
@@ -119,7 +128,8 @@ int sseg_os_memory_at(const char *proc_cgroup, const char *root, const char *mem
 	int rc;
 
 	memset(m, 0, sizeof(*m));
-	rc = meminfo_available(meminfo, &m->available);
+	rc = sseg_os_meminfo_keys(meminfo,
+				  &(struct sseg_os_meminfo_key){ "MemAvailable", &m->available }, 1);
 	if (rc)
 		return rc;
 	if (!sseg_os_read_text(proc_cgroup, text, sizeof(text)))
@@ -135,25 +145,11 @@ int sseg_os_memory(struct sseg_os_memory *m)
 
 int sseg_os_meminfo(uint64_t *shmem, uint64_t *hugetlb)
 {
-	char line[256];
-	unsigned long long kb;
-	bool found = false;
-	FILE *f;
-	int rc;
+	int rc = sseg_os_meminfo_keys("/proc/meminfo",
+				      &(struct sseg_os_meminfo_key){ "Shmem", shmem }, 1);
 
-	f = fopen("/proc/meminfo", "re");
-	if (!f)
-		return sseg_err(-errno, "cannot open /proc/meminfo: %s", strerror(errno));
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "Shmem: %llu kB", &kb) == 1) {
-			*shmem = (uint64_t)kb << 10;
-			found = true;
-			break;
-		}
-	}
-	fclose(f);
-	if (!found)
-		return sseg_err(-ENOENT, "/proc/meminfo has no Shmem: line");
+	if (rc)
+		return rc;
 	rc = sseg_os_hugetlb_in_use(SSEG_OS_HUGETLB_DIR, hugetlb);
 	if (rc)
 		return sseg_err(rc, "cannot read the HugeTLB pools in " SSEG_OS_HUGETLB_DIR ": %s",

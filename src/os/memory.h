@@ -23,6 +23,19 @@ SSEG_HIDDEN int sseg_os_memory(struct sseg_os_memory *m);
 SSEG_HIDDEN int sseg_os_memory_at(const char *proc_cgroup, const char *root,
 				  const char *meminfo, struct sseg_os_memory *m);
 
+/* One /proc/meminfo key ("Shmem", without the colon) and where its value
+ * goes: bytes for a line in kB, else the number as it is (HugePages_Free). */
+struct sseg_os_meminfo_key {
+	const char *key;
+	uint64_t *value;
+};
+
+/* The one reader of /proc/meminfo (the library's checks, the demo's and
+ * the bench's figures): path (normally /proc/meminfo) read once, each
+ * key's value into its place. -ENOENT, with a sentence naming the first
+ * key the file lacks (its place 0). */
+SSEG_HIDDEN int sseg_os_meminfo_keys(const char *path, const struct sseg_os_meminfo_key *keys,
+				     int n);
 /* Shmem and HugeTLB bytes in use host-wide (/proc/meminfo, the pools). */
 SSEG_HIDDEN int sseg_os_meminfo(uint64_t *shmem, uint64_t *hugetlb);
 

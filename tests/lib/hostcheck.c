@@ -11,30 +11,18 @@
 #include <unistd.h>
 
 #include "hostcheck.h"
+#include "os/memory.h"
 #include "testutil.h"
-
-static uint64_t meminfo_field(const char *text, const char *key)
-{
-	const char *at = strstr(text, key);
-
-	return at ? strtoull(at + strlen(key), NULL, 10) : 0;
-}
 
 struct hc_host hc_host(void)
 {
 	struct hc_host h = { 0, 0, 0 };
-	char text[8192];
-	FILE *f = fopen("/proc/meminfo", "r");
-	size_t n;
+	const struct sseg_os_meminfo_key keys[] = {
+		{ "Shmem", &h.shmem }, { "HugePages_Free", &h.huge_free },
+		{ "HugePages_Rsvd", &h.huge_rsvd },
+	};
 
-	if (!f)
-		return h;
-	n = fread(text, 1, sizeof(text) - 1, f);
-	fclose(f);
-	text[n] = '\0';
-	h.shmem = meminfo_field(text, "\nShmem:") * 1024;
-	h.huge_free = meminfo_field(text, "\nHugePages_Free:");
-	h.huge_rsvd = meminfo_field(text, "\nHugePages_Rsvd:");
+	CHECK_RC(sseg_os_meminfo_keys("/proc/meminfo", keys, 3), 0);
 	return h;
 }
 
