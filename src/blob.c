@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Blob encoding. Offsets (bytes, little-endian):
  *   0 magic u32      4 version u16     6 blob size u16    8 status i32
- *  12 rank u32      16 world size u32 20 owner rank u32  24 size u64
- *  32 pages u32     36 backend u32    40 flags u32       44 populate u32
- *  48 layout hash   56 name hash      64 fingerprint     (u64 each)
- *  72 boot id[16]   88 netns u64      96 pidns u64      104 uid u32
- * 108 pid u32      112 name[64]
- * 176 handle section (owner): kind u32, pages u32, page size u64,
+ *  12 rank u32      16 fingerprint u64
+ *  24 boot id[16]   40 netns u64      48 pidns u64       56 uid u32
+ *  60 pid u32
+ *  64 the declaration (decl.h: the name[64], then each number as a u64, in
+ *     the table's order; SSEG_DECL_WIRE bytes)
+ * 256 handle section (owner): kind u32, pages u32, page size u64,
  *     mapped size u64, socket name[48], token[16], backend data[128]
- * 400 a failure blob's error message[320]
+ * 480 a failure blob's error message[320]
  * 1024 layout description: length u16, text (at most 3060 bytes)
  * 4088 nonce u32 (random per create)
  * 4092 checksum u32 (FNV-1a over bytes 0..4091, folded to 32 bits) */
@@ -17,13 +17,15 @@
 
 #include "blob.h"
 
-#define OFF_HANDLE 176
-#define OFF_ERROR 400
+#define OFF_DECL 64
+#define OFF_HANDLE 256
+#define OFF_ERROR 480
 #define OFF_LAYOUT 1024
 #define OFF_NONCE 4088
 #define OFF_CHECKSUM 4092
 
 _Static_assert(OFF_CHECKSUM + 4 == SSEG_BLOB_SIZE, "the blob ends with its checksum");
+_Static_assert(OFF_DECL + SSEG_DECL_WIRE <= OFF_HANDLE, "the declaration overflows the blob");
 _Static_assert(OFF_LAYOUT + 2 + SSEG_BLOB_LAYOUT_MAX <= OFF_NONCE, "layout overflows the blob");
 
 _Static_assert(OFF_HANDLE + 8 + 16 + SSEG_SOCK_NAME_MAX + 1 + SSEG_TOKEN_LEN +
@@ -40,18 +42,7 @@ static uint32_t checksum(const uint8_t *p)
 
 uint64_t sseg_blob_fingerprint(const struct sseg_blob *b)
 {
-	uint8_t decl[48];
-
-	sseg_put64(decl + 0, b->size);
-	sseg_put32(decl + 8, b->world_size);
-	sseg_put32(decl + 12, b->pages);
-	sseg_put32(decl + 16, b->backend);
-	sseg_put32(decl + 20, b->flags);
-	sseg_put32(decl + 24, b->populate);
-	sseg_put32(decl + 28, SSEG_BLOB_VERSION);
-	sseg_put64(decl + 32, b->layout_hash);
-	sseg_put64(decl + 40, b->name_hash);
-	return sseg_hash64(decl, sizeof(decl), 0x46505254);
+	return sseg_decl_fingerprint(&b->decl, SSEG_DECL_GROUP) ^ SSEG_BLOB_VERSION;
 }
 
 static void encode_handle(const struct sseg_blob_handle *h, uint8_t *p)
@@ -101,22 +92,13 @@ void sseg_blob_encode(const struct sseg_blob *b, void *out)
 	p[7] = SSEG_BLOB_SIZE >> 8;
 	sseg_put32(p + 8, (uint32_t)b->status);
 	sseg_put32(p + 12, b->rank);
-	sseg_put32(p + 16, b->world_size);
-	sseg_put32(p + 20, b->owner_rank);
-	sseg_put64(p + 24, b->size);
-	sseg_put32(p + 32, b->pages);
-	sseg_put32(p + 36, b->backend);
-	sseg_put32(p + 40, b->flags);
-	sseg_put32(p + 44, b->populate);
-	sseg_put64(p + 48, b->layout_hash);
-	sseg_put64(p + 56, b->name_hash);
-	sseg_put64(p + 64, b->fingerprint);
-	memcpy(p + 72, b->host.boot_id, 16);
-	sseg_put64(p + 88, b->host.netns);
-	sseg_put64(p + 96, b->host.pidns);
-	sseg_put32(p + 104, b->host.uid);
-	sseg_put32(p + 108, b->pid);
-	memcpy(p + 112, b->name, sizeof(b->name));
+	sseg_put64(p + 16, b->fingerprint);
+	memcpy(p + 24, b->host.boot_id, 16);
+	sseg_put64(p + 40, b->host.netns);
+	sseg_put64(p + 48, b->host.pidns);
+	sseg_put32(p + 56, b->host.uid);
+	sseg_put32(p + 60, b->pid);
+	sseg_decl_encode(&b->decl, p + OFF_DECL);
 	if (b->status)
 		memcpy(p + OFF_ERROR, b->error, sizeof(b->error));
 	else
@@ -155,24 +137,14 @@ int sseg_blob_decode(const void *in, int index, struct sseg_blob *b)
 				index, sum, checksum(p));
 	b->status = (int32_t)sseg_get32(p + 8);
 	b->rank = sseg_get32(p + 12);
-	b->world_size = sseg_get32(p + 16);
-	b->owner_rank = sseg_get32(p + 20);
-	b->size = sseg_get64(p + 24);
-	b->pages = sseg_get32(p + 32);
-	b->backend = sseg_get32(p + 36);
-	b->flags = sseg_get32(p + 40);
-	b->populate = sseg_get32(p + 44);
-	b->layout_hash = sseg_get64(p + 48);
-	b->name_hash = sseg_get64(p + 56);
-	b->fingerprint = sseg_get64(p + 64);
-	memcpy(b->host.boot_id, p + 72, 16);
-	b->host.netns = sseg_get64(p + 88);
-	b->host.pidns = sseg_get64(p + 96);
-	b->host.uid = sseg_get32(p + 104);
-	b->pid = sseg_get32(p + 108);
+	b->fingerprint = sseg_get64(p + 16);
+	memcpy(b->host.boot_id, p + 24, 16);
+	b->host.netns = sseg_get64(p + 40);
+	b->host.pidns = sseg_get64(p + 48);
+	b->host.uid = sseg_get32(p + 56);
+	b->pid = sseg_get32(p + 60);
 	b->nonce = sseg_get32(p + OFF_NONCE);
-	memcpy(b->name, p + 112, sizeof(b->name));
-	b->name[sizeof(b->name) - 1] = '\0';
+	sseg_decl_decode(p + OFF_DECL, &b->decl);
 	b->layout_len = p[OFF_LAYOUT] | (unsigned)p[OFF_LAYOUT + 1] << 8;
 	if (b->layout_len > SSEG_BLOB_LAYOUT_MAX)
 		return sseg_err(-EBADMSG, "blob at index %d declares a layout description of %u "
@@ -195,9 +167,9 @@ void sseg_blob_failure(void *out, const struct sseg_opts *opts, int err, const c
 	b.status = err ? err : -EIO;
 	if (opts && opts->sz >= offsetof(struct sseg_opts, owner_rank)) {
 		b.rank = opts->rank >= 0 ? (uint32_t)opts->rank : UINT32_MAX;
-		b.world_size = opts->world_size >= 0 ? (uint32_t)opts->world_size : 0;
+		b.decl.world_size = opts->world_size >= 0 ? (uint64_t)opts->world_size : 0;
 		if (opts->name)
-			snprintf(b.name, sizeof(b.name), "%s", opts->name);
+			snprintf(b.decl.name, sizeof(b.decl.name), "%s", opts->name);
 	}
 	snprintf(b.error, sizeof(b.error), "%s", message);
 	sseg_blob_encode(&b, out);

@@ -7,11 +7,12 @@
 
 #include <string.h>
 
+#include "decl.h"
 #include "internal.h"
 #include "os/host.h"
 
 #define SSEG_BLOB_MAGIC 0x47455353u /* "SSEG" */
-#define SSEG_BLOB_VERSION 2u
+#define SSEG_BLOB_VERSION 3u
 #define SSEG_TOKEN_LEN 16
 #define SSEG_SOCK_NAME_MAX 47
 #define SSEG_HANDLE_DATA_LEN 128
@@ -40,18 +41,10 @@ struct sseg_blob_handle {
 struct sseg_blob {
 	int32_t status; /* 0, or the negative errno of a rank whose create failed */
 	uint32_t rank;
-	uint32_t world_size;
-	uint32_t owner_rank;
-	/* the declaration: what every rank must agree on */
-	uint64_t size;
-	uint32_t pages;    /* requested */
-	uint32_t backend;  /* requested */
-	uint32_t flags;
-	uint32_t populate;
-	uint64_t layout_hash;
-	uint64_t name_hash;
+	/* the declaration (decl.h): what every rank must agree on, and the
+	 * rank's owner; the fingerprint over its GROUP fields */
+	struct sseg_decl decl;
 	uint64_t fingerprint;
-	char name[SSEG_NAME_MAX + 1];
 	/* where this rank runs */
 	struct sseg_os_host_id host;
 	uint32_t pid;
@@ -74,7 +67,8 @@ static inline bool sseg_blob_same_host(const struct sseg_blob *a, const struct s
 	       a->host.netns == b->host.netns;
 }
 
-/* Fingerprint over the declaration fields; rank and owner do not enter it. */
+/* Fingerprint over the declaration's GROUP fields (decl.h) and the blob's
+ * format: rank and owner do not enter it. */
 SSEG_HIDDEN uint64_t sseg_blob_fingerprint(const struct sseg_blob *b);
 /* Writes SSEG_BLOB_SIZE bytes, checksum included; b->layout (NUL-ended or
  * NULL) is cut to SSEG_BLOB_LAYOUT_MAX bytes. */

@@ -76,7 +76,7 @@ void sseg_channel_describe(const struct sseg *seg, struct sseg_blob_handle *h)
  * host (ranks on other hosts import a fabric handle straight from the blob). */
 static bool local_peer(const struct sseg *seg, const struct sseg_blob *blobs, int r)
 {
-	return r != seg->opts.rank && blobs[r].owner_rank == (uint32_t)seg->opts.rank &&
+	return r != seg->opts.rank && blobs[r].decl.owner_rank == (uint64_t)seg->opts.rank &&
 	       sseg_blob_same_host(&blobs[r], &blobs[seg->opts.rank]);
 }
 

@@ -8,6 +8,7 @@
 
 #include "keeper.h"
 #include "log.h"
+#include "options.h"
 #include "os/claim.h"
 #include "os/named.h"
 #include "os/sock.h"
@@ -23,18 +24,9 @@
 static void declare(const struct sseg *seg, struct sseg_keep_decl *d)
 {
 	memset(d, 0, sizeof(*d));
-	snprintf(d->name, sizeof(d->name), "%s", seg->name);
+	sseg_decl_of(seg, &d->d);
 	snprintf(d->version, sizeof(d->version), "%d.%d.%d", SSEG_VERSION_MAJOR,
 		 SSEG_VERSION_MINOR, SSEG_VERSION_PATCH);
-	d->size = seg->size;
-	d->layout_hash = seg->layout ? sseg_layout_hash(seg->layout) : 0;
-	d->pages_asked = seg->opts.pages;
-	d->backend = seg->backend;
-	d->flags = seg->opts.flags;
-	d->world_size = (uint32_t)seg->opts.world_size;
-	d->owner_rank = (uint32_t)seg->opts.owner_rank;
-	d->numa = seg->opts.numa;
-	d->numa_node = seg->opts.numa == SSEG_NUMA_NODE ? (uint32_t)seg->opts.numa_node : 0;
 }
 
 /* 0 connected to a keeper of this user; -ECONNREFUSED when none runs,
@@ -192,7 +184,7 @@ int sseg_keeper_lend(const char *keeper, const char *name, int *fd, uint64_t *si
 		rc = dial(keeper, deadline, &sock);
 	if (rc)
 		return rc;
-	snprintf(q.decl.name, sizeof(q.decl.name), "%s", name);
+	snprintf(q.decl.d.name, sizeof(q.decl.d.name), "%s", name);
 	rc = ask(sock, &q, -1, &a, deadline);
 	if (rc)
 		rc = sseg_err_wrap(rc, "keeper '%s' did not answer", keeper);

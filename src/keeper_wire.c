@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The keeper's frames: magic, format version, op, the declaration, a
+/* The keeper's frames: magic, format version, op, flags, the library's
+ * version, what the owner obtained, the declaration (decl.h's encoding), a
  * sentence; every field at its own offset, little-endian. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -10,32 +11,23 @@
 #include "util.h"
 
 #define KEEP_MAGIC 0x5045454bu /* "KEEP" */
-#define KEEP_FORMAT 2u
+#define KEEP_FORMAT 3u
 
 /* Offsets in the frame. */
 enum {
 	AT_MAGIC = 0,
 	AT_FORMAT = 4,
 	AT_OP = 8,
-	AT_NAME = 12,                       /* SSEG_NAME_MAX + 1 */
-	AT_VERSION = AT_NAME + SSEG_NAME_MAX + 1, /* 16 */
-	AT_SIZE = AT_VERSION + 16,
-	AT_LAYOUT = AT_SIZE + 8,
-	AT_MAPPED = AT_LAYOUT + 8,
+	AT_FLAGS = 12,
+	AT_VERSION = 16,                    /* 16 */
+	AT_MAPPED = AT_VERSION + 16,
 	AT_PAGE = AT_MAPPED + 8,
-	AT_U32S = AT_PAGE + 8,              /* the 8 uint32 fields below */
-	AT_FLAGS = AT_U32S + 8 * 4,
-	AT_WHY = AT_FLAGS + 4,
+	AT_PAGES = AT_PAGE + 8,
+	AT_DECL = AT_PAGES + 4,             /* SSEG_DECL_WIRE */
+	AT_WHY = AT_DECL + SSEG_DECL_WIRE,
 	AT_END = AT_WHY + SSEG_KEEP_WHY,
 };
 _Static_assert(AT_END <= SSEG_KEEP_FRAME, "a keeper frame holds its fields");
-
-static uint32_t *u32_field(struct sseg_keep_decl *d, int i)
-{
-	uint32_t *f[] = { &d->pages_asked, &d->backend,	 &d->flags, &d->world_size,
-			  &d->owner_rank,  &d->numa,	 &d->numa_node, &d->pages };
-	return f[i];
-}
 
 static void put_text(uint8_t *at, const char *s, size_t len)
 {
@@ -53,28 +45,21 @@ static void get_text(char *s, const uint8_t *at, size_t len)
 
 void sseg_keep_encode(const struct sseg_keep_msg *m, uint8_t out[SSEG_KEEP_FRAME])
 {
-	struct sseg_keep_decl d = m->decl;
-
 	memset(out, 0, SSEG_KEEP_FRAME);
 	sseg_put32(out + AT_MAGIC, KEEP_MAGIC);
 	sseg_put32(out + AT_FORMAT, KEEP_FORMAT);
 	sseg_put32(out + AT_OP, m->op);
 	sseg_put32(out + AT_FLAGS, m->flags);
-	put_text(out + AT_NAME, d.name, sizeof(d.name));
-	put_text(out + AT_VERSION, d.version, sizeof(d.version));
-	sseg_put64(out + AT_SIZE, d.size);
-	sseg_put64(out + AT_LAYOUT, d.layout_hash);
-	sseg_put64(out + AT_MAPPED, d.mapped_size);
-	sseg_put64(out + AT_PAGE, d.page_size);
-	for (int i = 0; i < 8; i++)
-		sseg_put32(out + AT_U32S + 4 * i, *u32_field(&d, i));
+	put_text(out + AT_VERSION, m->decl.version, sizeof(m->decl.version));
+	sseg_put64(out + AT_MAPPED, m->decl.mapped_size);
+	sseg_put64(out + AT_PAGE, m->decl.page_size);
+	sseg_put32(out + AT_PAGES, m->decl.pages);
+	sseg_decl_encode(&m->decl.d, out + AT_DECL);
 	put_text(out + AT_WHY, m->why, sizeof(m->why));
 }
 
 int sseg_keep_decode(const uint8_t in[SSEG_KEEP_FRAME], struct sseg_keep_msg *m)
 {
-	struct sseg_keep_decl *d = &m->decl;
-
 	memset(m, 0, sizeof(*m));
 	if (sseg_get32(in + AT_MAGIC) != KEEP_MAGIC)
 		return sseg_err(-EPROTO, "not a keeper's frame");
@@ -83,69 +68,29 @@ int sseg_keep_decode(const uint8_t in[SSEG_KEEP_FRAME], struct sseg_keep_msg *m)
 				sseg_get32(in + AT_FORMAT), KEEP_FORMAT);
 	m->op = sseg_get32(in + AT_OP);
 	m->flags = sseg_get32(in + AT_FLAGS);
-	get_text(d->name, in + AT_NAME, sizeof(d->name));
-	get_text(d->version, in + AT_VERSION, sizeof(d->version));
-	d->size = sseg_get64(in + AT_SIZE);
-	d->layout_hash = sseg_get64(in + AT_LAYOUT);
-	d->mapped_size = sseg_get64(in + AT_MAPPED);
-	d->page_size = sseg_get64(in + AT_PAGE);
-	for (int i = 0; i < 8; i++)
-		*u32_field(d, i) = sseg_get32(in + AT_U32S + 4 * i);
+	get_text(m->decl.version, in + AT_VERSION, sizeof(m->decl.version));
+	m->decl.mapped_size = sseg_get64(in + AT_MAPPED);
+	m->decl.page_size = sseg_get64(in + AT_PAGE);
+	m->decl.pages = sseg_get32(in + AT_PAGES);
+	sseg_decl_decode(in + AT_DECL, &m->decl.d);
 	get_text(m->why, in + AT_WHY, sizeof(m->why));
 	return 0;
-}
-
-static bool differs_u64(const char *field, uint64_t kept, uint64_t asked, bool bytes, char *why,
-			size_t len)
-{
-	char a[32], b[32];
-
-	if (kept == asked)
-		return false;
-	if (bytes) {
-		sseg_format_size(kept, a, sizeof(a));
-		sseg_format_size(asked, b, sizeof(b));
-	} else {
-		snprintf(a, sizeof(a), "%#" PRIx64, kept);
-		snprintf(b, sizeof(b), "%#" PRIx64, asked);
-	}
-	snprintf(why, len, "%s: kept %s, declared now %s", field, a, b);
-	return true;
-}
-
-static bool differs_named(const char *field, const char *kept, const char *asked, char *why,
-			  size_t len)
-{
-	if (!strcmp(kept, asked))
-		return false;
-	snprintf(why, len, "%s: kept %s, declared now %s", field, kept, asked);
-	return true;
-}
-
-static bool differs_int(const char *field, uint32_t kept, uint32_t asked, char *why, size_t len)
-{
-	if (kept == asked)
-		return false;
-	snprintf(why, len, "%s: kept %" PRIu32 ", declared now %" PRIu32, field, kept, asked);
-	return true;
 }
 
 bool sseg_keep_differs(const struct sseg_keep_decl *k, const struct sseg_keep_decl *a, char *why,
 		       size_t len)
 {
-	return differs_named("sharedseg version", k->version, a->version, why, len) ||
-	       differs_u64("size", k->size, a->size, true, why, len) ||
-	       differs_u64("layout (its hash)", k->layout_hash, a->layout_hash, false, why, len) ||
-	       differs_named("pages", sseg_pages_name((enum sseg_pages)k->pages_asked),
-			     sseg_pages_name((enum sseg_pages)a->pages_asked), why, len) ||
-	       differs_named("backend", sseg_backend_name((enum sseg_backend)k->backend),
-			     sseg_backend_name((enum sseg_backend)a->backend), why, len) ||
-	       differs_u64("flags", k->flags, a->flags, false, why, len) ||
-	       differs_int("world_size", k->world_size, a->world_size, why, len) ||
-	       differs_int("owner_rank", k->owner_rank, a->owner_rank, why, len) ||
-	       differs_named("numa", sseg_numa_name((enum sseg_numa)k->numa),
-			     sseg_numa_name((enum sseg_numa)a->numa), why, len) ||
-	       differs_int("numa_node", k->numa_node, a->numa_node, why, len);
+	struct sseg_decl_diff d;
+
+	if (strcmp(k->version, a->version)) {
+		snprintf(why, len, "sharedseg version: kept %s, declared now %s", k->version,
+			 a->version);
+		return true;
+	}
+	if (!sseg_decl_differs(&k->d, &a->d, SSEG_DECL_KEPT, &d))
+		return false;
+	snprintf(why, len, "%s: kept %s, declared now %s", d.name, d.a, d.b);
+	return true;
 }
 
 void sseg_keep_socket(const char *keeper, char *buf, size_t len)

@@ -9,9 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "decl.h"
 #include "internal.h"
 
-#define SSEG_KEEP_FRAME 512
+#define SSEG_KEEP_FRAME 1024
 #define SSEG_KEEP_WHY 320
 
 enum sseg_keep_op {
@@ -33,13 +34,12 @@ enum sseg_keep_flag {
 	SSEG_KEEP_REPLACE = 1u << 0,
 };
 
-/* What a segment was declared with, and what its owner obtained. A kept
- * segment is given only to a declaration equal in every declared field. */
+/* What a segment was declared with (decl.h), and what its owner obtained.
+ * A kept segment is given only to a declaration equal in every KEPT field,
+ * and of this library's version. */
 struct sseg_keep_decl {
-	char name[SSEG_NAME_MAX + 1];
+	struct sseg_decl d;
 	char version[16];           /* the library's, "0.2.0": a layout may change with it */
-	uint64_t size, layout_hash;
-	uint32_t pages_asked, backend, flags, world_size, owner_rank, numa, numa_node;
 	/* obtained (HOLD, KEPT) */
 	uint64_t mapped_size, page_size;
 	uint32_t pages;
@@ -55,8 +55,9 @@ struct sseg_keep_msg {
 SSEG_HIDDEN void sseg_keep_encode(const struct sseg_keep_msg *m, uint8_t out[SSEG_KEEP_FRAME]);
 /* -EPROTO (with the sentence) for a frame of another kind or version. */
 SSEG_HIDDEN int sseg_keep_decode(const uint8_t in[SSEG_KEEP_FRAME], struct sseg_keep_msg *m);
-/* false when every declared field is equal; else true, and why says the
- * first that differs ("size: kept 1 GiB, declared 2 GiB"). */
+/* false when the version and every KEPT field (decl.h) are equal; else
+ * true, and why says the first that differs ("size: kept 1 GiB, declared
+ * now 2 GiB"). */
 SSEG_HIDDEN bool sseg_keep_differs(const struct sseg_keep_decl *kept,
 				   const struct sseg_keep_decl *asked, char *why, size_t len);
 /* The file name of the socket a keeper listens on, in this user's runtime

@@ -168,3 +168,19 @@ int sseg_opts_load(struct sseg *seg, const struct sseg_opts *o)
 	seg->readonly = !seg->is_owner && (o->flags & SSEG_F_READONLY_PEERS);
 	return 0;
 }
+
+void sseg_decl_of(const struct sseg *seg, struct sseg_decl *d)
+{
+	memset(d, 0, sizeof(*d));
+	snprintf(d->name, sizeof(d->name), "%s", seg->name);
+	d->layout = seg->layout ? sseg_layout_hash(seg->layout) : 0;
+	d->size = seg->size;
+	d->pages = (uint64_t)seg->opts.pages;
+	d->backend = (uint64_t)seg->backend;
+	d->flags = seg->opts.flags;
+	d->populate = (uint64_t)seg->opts.populate;
+	d->world_size = (uint64_t)seg->opts.world_size;
+	d->owner_rank = (uint64_t)seg->opts.owner_rank;
+	d->numa = (uint64_t)seg->opts.numa;
+	d->numa_node = seg->opts.numa == SSEG_NUMA_NODE ? (uint64_t)seg->opts.numa_node : 0;
+}

@@ -23,17 +23,8 @@ static void fill_blob(const struct sseg *seg, struct sseg_blob *b)
 {
 	memset(b, 0, sizeof(*b));
 	b->rank = (uint32_t)seg->opts.rank;
-	b->world_size = (uint32_t)seg->opts.world_size;
-	b->owner_rank = (uint32_t)seg->opts.owner_rank;
-	b->size = seg->size;
-	b->pages = seg->opts.pages;
-	b->backend = seg->backend;
-	b->flags = seg->opts.flags;
-	b->populate = seg->opts.populate;
-	b->layout_hash = seg->layout ? sseg_layout_hash(seg->layout) : 0;
+	sseg_decl_of(seg, &b->decl);
 	b->layout = seg->layout ? sseg_layout_describe(seg->layout) : NULL;
-	b->name_hash = sseg_hash64(seg->name, strlen(seg->name), 0);
-	snprintf(b->name, sizeof(b->name), "%s", seg->name);
 	b->host = seg->host;
 	b->pid = (uint32_t)getpid();
 	if (sseg_os_random(&b->nonce, sizeof(b->nonce)))
@@ -150,7 +141,7 @@ static int populate_spread(struct sseg *seg, const struct sseg_blob *blobs)
 	if (seg->opts.populate != SSEG_POPULATE_SPREAD)
 		return 0;
 	for (int r = 0; r < seg->opts.world_size; r++) {
-		if (blobs[r].owner_rank != (uint32_t)seg->opts.owner_rank)
+		if (blobs[r].decl.owner_rank != (uint64_t)seg->opts.owner_rank)
 			continue;
 		if (r < seg->opts.rank)
 			slice++;

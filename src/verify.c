@@ -14,16 +14,6 @@
 #include "segment_types.h"
 #include "verify.h"
 
-static const char *flag_text(uint32_t flags, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s%s%s", flags & SSEG_F_READONLY_PEERS ? "readonly-peers" : "",
-		 (flags & SSEG_F_READONLY_PEERS) && (flags & SSEG_F_HOST_REGISTER) ? "|" : "",
-		 flags & SSEG_F_HOST_REGISTER ? "host-register" : "");
-	if (!buf[0])
-		snprintf(buf, len, "none");
-	return buf;
-}
-
 /* Names the first block and field that differ, with both values, from the
  * descriptions the blobs carry. */
 static int layout_mismatch(const struct sseg_blob *b, const struct sseg_blob *ref, int r)
@@ -39,38 +29,23 @@ static int layout_mismatch(const struct sseg_blob *b, const struct sseg_blob *re
 		return sseg_err(-EINVAL,
 				"%s declared layout=%016" PRIx64 ", rank 0 declared layout=%016" PRIx64
 				": they differ beyond the part of the description a blob carries",
-				la, b->layout_hash, ref->layout_hash);
+				la, b->decl.layout, ref->decl.layout);
 	return sseg_err(-EINVAL, "the layouts differ: %s", diff);
 }
 
-/* Compares one declared field of rank r with rank 0. The layout comes
- * before the size: a different shape changes both, and names the cause. */
+/* Compares the declared fields of rank r with rank 0's (decl.h's GROUP
+ * rows, in the table's order: the layout comes before the size, since a
+ * different shape changes both, and names the cause). */
 static int check_declaration(const struct sseg_blob *b, const struct sseg_blob *ref, int r)
 {
-	char x[64], y[64];
+	struct sseg_decl_diff d;
 
-	if (strcmp(b->name, ref->name))
-		return sseg_err(-EINVAL, "rank %d declared name=\"%s\", rank 0 declared name=\"%s\"",
-				r, b->name, ref->name);
-	if (b->layout_hash != ref->layout_hash)
-		return layout_mismatch(b, ref, r);
-	if (b->size != ref->size)
-		return sseg_err(-EINVAL,
-				"rank %d declared size=%" PRIu64 ", rank 0 declared size=%" PRIu64, r,
-				b->size, ref->size);
-	if (b->pages != ref->pages)
-		return sseg_err(-EINVAL, "rank %d declared pages=%s, rank 0 declared pages=%s", r,
-				sseg_pages_name(b->pages), sseg_pages_name(ref->pages));
-	if (b->backend != ref->backend)
-		return sseg_err(-EINVAL, "rank %d declared backend=%s, rank 0 declared backend=%s", r,
-				sseg_backend_name(b->backend), sseg_backend_name(ref->backend));
-	if (b->flags != ref->flags)
-		return sseg_err(-EINVAL, "rank %d declared flags=%s, rank 0 declared flags=%s", r,
-				flag_text(b->flags, x, sizeof(x)),
-				flag_text(ref->flags, y, sizeof(y)));
-	if (b->populate != ref->populate)
-		return sseg_err(-EINVAL, "rank %d declared populate=%s, rank 0 declared populate=%s",
-				r, sseg_populate_name(b->populate), sseg_populate_name(ref->populate));
+	if (sseg_decl_differs(&b->decl, &ref->decl, SSEG_DECL_GROUP, &d)) {
+		if (d.field == SSEG_DECL_layout)
+			return layout_mismatch(b, ref, r);
+		return sseg_err(-EINVAL, "rank %d declared %s=%s, rank 0 declared %s=%s", r, d.name,
+				d.a, d.name, d.b);
+	}
 	if (b->fingerprint != sseg_blob_fingerprint(b))
 		return sseg_err(-EPROTO,
 				"rank %d's fingerprint does not match its declaration (a blob from "
@@ -78,7 +53,6 @@ static int check_declaration(const struct sseg_blob *b, const struct sseg_blob *
 				r);
 	return 0;
 }
-
 
 static void host_text(const struct sseg_os_host_id *h, char *buf, size_t len)
 {
@@ -136,11 +110,11 @@ static int check_handle(const struct sseg *seg, const struct sseg_blob *b)
 	rc = check_page_kind(seg, b);
 	if (rc)
 		return rc;
-	if (sseg_round_up(b->size, h->page_size, &ceiling) || h->mapped_size != ceiling)
+	if (sseg_round_up(b->decl.size, h->page_size, &ceiling) || h->mapped_size != ceiling)
 		return sseg_err(-EPROTO,
 				"owner rank %u maps %llu bytes for a declared size of %llu in %llu-byte "
 				"pages",
-				b->rank, (unsigned long long)h->mapped_size, (unsigned long long)b->size,
+				b->rank, (unsigned long long)h->mapped_size, (unsigned long long)b->decl.size,
 				(unsigned long long)h->page_size);
 	return 0;
 }
@@ -158,7 +132,8 @@ static int two_owners(const struct sseg_blob *blobs, int s, int r)
 	return sseg_err(-EINVAL,
 			"ranks %d and %d run on one host but name different owners (%u and %u): "
 			"there must be exactly one owner per host",
-			s, r, blobs[s].owner_rank, blobs[r].owner_rank);
+			s, r, (unsigned)blobs[s].decl.owner_rank,
+			(unsigned)blobs[r].decl.owner_rank);
 }
 
 /* Every rank's owner is an owner, on the rank's host; one owner per host. */
@@ -168,15 +143,16 @@ static int check_owners(const struct sseg *seg, const struct sseg_blob *blobs, i
 	bool local;
 
 	for (int r = 0; r < world; r++) {
-		uint32_t o = blobs[r].owner_rank;
+		uint64_t o64 = blobs[r].decl.owner_rank;
+		uint32_t o = o64 > UINT32_MAX ? UINT32_MAX : (uint32_t)o64;
 
 		if (o >= (uint32_t)world)
 			return sseg_err(-EINVAL, "rank %d names owner rank %u, outside the group of %d",
 					r, o, world);
-		if (blobs[o].owner_rank != o)
+		if (blobs[o].decl.owner_rank != o)
 			return sseg_err(-EINVAL,
 					"rank %d names rank %u as its owner, but rank %u names rank %u",
-					r, o, o, blobs[o].owner_rank);
+					r, o, o, (unsigned)blobs[o].decl.owner_rank);
 		/* Only a fabric handle reaches a rank on another host (one
 		 * NVLink domain); an fd never leaves its host. */
 		local = sseg_blob_same_host(&blobs[r], &blobs[o]);
@@ -202,7 +178,7 @@ static int check_owners(const struct sseg *seg, const struct sseg_blob *blobs, i
 					r, blobs[r].host.uid, o, blobs[o].host.uid);
 		for (int s = 0; s < r; s++)
 			if (sseg_blob_same_host(&blobs[r], &blobs[s]) &&
-			    blobs[s].owner_rank != o)
+			    blobs[s].decl.owner_rank != o)
 				return two_owners(blobs, s, r);
 	}
 	return 0;
@@ -222,10 +198,10 @@ static int check_identity(const struct sseg_blob *blobs, int world)
 						j, i, blobs[i].rank);
 	}
 	for (int i = 0; i < world; i++) {
-		if (blobs[i].world_size != (uint32_t)world)
+		if (blobs[i].decl.world_size != (uint64_t)world)
 			return sseg_err(-EINVAL,
-					"rank %d declared world_size=%u, this rank declared world_size=%d",
-					i, blobs[i].world_size, world);
+					"rank %d declared world_size=%llu, this rank declared world_size=%d",
+					i, (unsigned long long)blobs[i].decl.world_size, world);
 		if (blobs[i].rank != (uint32_t)i)
 			return sseg_err(-EINVAL,
 					"blob at index %d carries rank %u: the all-gather must return "

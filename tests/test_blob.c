@@ -12,16 +12,17 @@ static struct sseg_blob sample(void)
 
 	memset(&b, 0, sizeof(b));
 	b.rank = 3;
-	b.world_size = 8;
-	b.owner_rank = 0;
-	b.size = 0x123456789ull;
-	b.pages = SSEG_PAGES_THP;
-	b.backend = SSEG_BACKEND_MEMFD;
-	b.flags = SSEG_F_READONLY_PEERS;
-	b.populate = SSEG_POPULATE_SPREAD;
-	b.layout_hash = 0x1122334455667788ull;
-	b.name_hash = 0x99aabbccddeeff00ull;
-	snprintf(b.name, sizeof(b.name), "kv-cache");
+	b.decl.world_size = 8;
+	b.decl.owner_rank = 0;
+	b.decl.size = 0x123456789ull;
+	b.decl.pages = SSEG_PAGES_THP;
+	b.decl.backend = SSEG_BACKEND_MEMFD;
+	b.decl.flags = SSEG_F_READONLY_PEERS;
+	b.decl.populate = SSEG_POPULATE_SPREAD;
+	b.decl.layout = 0x1122334455667788ull;
+	b.decl.numa = SSEG_NUMA_NODE;
+	b.decl.numa_node = 1;
+	snprintf(b.decl.name, sizeof(b.decl.name), "kv-cache");
 	for (int i = 0; i < 16; i++)
 		b.host.boot_id[i] = (uint8_t)(i * 17);
 	b.host.netns = 4026531840ull;
@@ -80,6 +81,7 @@ static void corruptions(void)
 	corrupt_and_check(4, 9, -EPROTO, "format version 9");
 	corrupt_and_check(7, 5, -EBADMSG, "declares 1280 bytes");
 	corrupt_and_check(200, 0x5a, -EBADMSG, "checksum");
+	corrupt_and_check(70, 0x5a, -EBADMSG, "checksum"); /* the declaration */
 	corrupt_and_check(SSEG_BLOB_SIZE - 1, 0x00, -EBADMSG, "checksum");
 	/* A blob cut short: zeroes where its tail should be. */
 	{
@@ -110,16 +112,19 @@ static void fingerprint_follows_declaration(void)
 		b.field = value;                              \
 		CHECK(sseg_blob_fingerprint(&b) == fp);       \
 	} while (0)
-	DIFFERS(size, base.size + 1);
-	DIFFERS(world_size, 4);
-	DIFFERS(pages, SSEG_PAGES_HUGETLB_2M);
-	DIFFERS(backend, SSEG_BACKEND_CUDA);
-	DIFFERS(flags, 0);
-	DIFFERS(populate, SSEG_POPULATE_LAZY);
-	DIFFERS(layout_hash, base.layout_hash ^ 1);
-	DIFFERS(name_hash, base.name_hash ^ 1);
+	/* decl.h's GROUP rows, and nothing else */
+	DIFFERS(decl.size, base.decl.size + 1);
+	DIFFERS(decl.world_size, 4);
+	DIFFERS(decl.pages, SSEG_PAGES_HUGETLB_2M);
+	DIFFERS(decl.backend, SSEG_BACKEND_CUDA);
+	DIFFERS(decl.flags, 0);
+	DIFFERS(decl.populate, SSEG_POPULATE_LAZY);
+	DIFFERS(decl.layout, base.decl.layout ^ 1);
+	DIFFERS(decl.name[0], 'K');
 	SAME(rank, 5);
-	SAME(owner_rank, 4);
+	SAME(decl.owner_rank, 4);
+	SAME(decl.numa, SSEG_NUMA_INTERLEAVE);
+	SAME(decl.numa_node, 0);
 	SAME(pid, 1);
 	SAME(nonce, 7);
 	SAME(host.uid, 0);
@@ -136,7 +141,7 @@ static void failure_blob(void)
 	sseg_blob_failure(raw, &o, -ENOMEM, "the pool is empty");
 	CHECK_RC(sseg_blob_decode(raw, 2, &out), 0);
 	CHECK(out.status == -ENOMEM);
-	CHECK(out.rank == 2 && out.world_size == 4);
+	CHECK(out.rank == 2 && out.decl.world_size == 4);
 	CHECK(!strcmp(out.error, "the pool is empty"));
 }
 

@@ -37,20 +37,22 @@ struct field {
  * layout text and padding carry nothing. */
 static const struct field fields[] = {
 	{ 0, 8, "magic, version, size", 1 },   { 8, 12, "status", 1 },
-	{ 12, 16, "rank", 1 },                 { 16, 20, "world size", 1 },
-	{ 20, 24, "owner rank", 1 },           { 24, 32, "size", 1 },
-	{ 32, 36, "pages", 1 },                { 36, 40, "backend", 1 },
-	{ 40, 44, "flags", 1 },                { 44, 48, "populate", 1 },
-	{ 48, 56, "layout hash", 1 },          { 56, 64, "name hash", 1 },
-	{ 64, 72, "fingerprint", 1 },          { 72, 88, "boot id", 1 },
-	{ 88, 96, "network namespace", 1 },    { 96, 104, "pid namespace", 0 },
-	{ 104, 108, "uid", 1 },                { 108, 112, "pid", 0 },
-	{ 112, 176, "name", 1 },               { 176, 184, "handle kind, pages", 2 },
-	{ 184, 200, "page size, mapped size", 2 }, { 200, 248, "socket name", 0 },
-	{ 248, 264, "token", 0 },              { 264, 400, "backend handle data", 0 },
-	{ 400, 1024, "error text", 0 },        { 1024, 1026, "layout length", 0 },
-	{ 1026, 4088, "layout text", 0 },      { 4088, 4092, "nonce", 0 },
-	{ 4092, 4096, "checksum", 1 },
+	{ 12, 16, "rank", 1 },                 { 16, 24, "fingerprint", 1 },
+	{ 24, 40, "boot id", 1 },              { 40, 48, "network namespace", 1 },
+	{ 48, 56, "pid namespace", 0 },        { 56, 60, "uid", 1 },
+	{ 60, 64, "pid", 0 },
+	/* the declaration (decl.h): its GROUP rows, and the owner rank */
+	{ 64, 128, "name", 1 },                { 128, 136, "layout hash", 1 },
+	{ 136, 144, "size", 1 },               { 144, 152, "pages", 1 },
+	{ 152, 160, "backend", 1 },            { 160, 168, "flags", 1 },
+	{ 168, 176, "populate", 1 },           { 176, 184, "world size", 1 },
+	{ 184, 192, "owner rank", 1 },         { 192, 208, "numa, numa node", 0 },
+	{ 208, 256, "padding", 0 },
+	{ 256, 264, "handle kind, pages", 2 }, { 264, 280, "page size, mapped size", 2 },
+	{ 280, 328, "socket name", 0 },        { 328, 344, "token", 0 },
+	{ 344, 472, "backend handle data", 0 }, { 472, 1024, "error text", 0 },
+	{ 1024, 1026, "layout length", 0 },    { 1026, 4088, "layout text", 0 },
+	{ 4088, 4092, "nonce", 0 },            { 4092, 4096, "checksum", 1 },
 };
 
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
@@ -78,8 +80,8 @@ static int decisive(int r, unsigned byte)
 {
 	const struct field *f = &fields[field_of(byte)];
 
-	if (f->begin == 112)
-		return byte - 112 <= name_len;
+	if (f->begin == 64) /* the name */
+		return byte - 64 <= name_len;
 	return f->decisive == 1 || (f->decisive == 2 && r == 0);
 }
 

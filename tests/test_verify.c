@@ -55,7 +55,7 @@ static void declared_fields(void)
 
 	base_ranks(r, 3, "verify-size");
 	r[2].opts.size = SZ * 2;
-	expect_mismatch(r, 3, 1, -EINVAL, "rank 2 declared size=8388608, rank 0 declared size=4194304");
+	expect_mismatch(r, 3, 1, -EINVAL, "rank 2 declared size=8 MiB, rank 0 declared size=4 MiB");
 
 	base_ranks(r, 3, "verify-pages");
 	r[1].opts.pages = SSEG_PAGES_AUTO;
@@ -91,13 +91,13 @@ static void declared_fields(void)
 		/* No second backend runs here: forge rank 1's declaration the
 		 * way a rank that asked for cuda would send it. */
 		CHECK_RC(sseg_blob_decode(blobs + SSEG_BLOB_SIZE, 1, &b), 0);
-		b.backend = SSEG_BACKEND_CUDA;
+		b.decl.backend = SSEG_BACKEND_CUDA;
 		b.fingerprint = sseg_blob_fingerprint(&b);
 		sseg_blob_encode(&b, blobs + SSEG_BLOB_SIZE);
 		CHECK_RC(sseg_complete(r[0].seg, blobs), -EINVAL);
 		CHECK_ERR_HAS("rank 1 declared backend=cuda, rank 0 declared backend=memfd");
 		/* A fingerprint that does not match its declaration. */
-		b.backend = SSEG_BACKEND_MEMFD;
+		b.decl.backend = SSEG_BACKEND_MEMFD;
 		sseg_blob_encode(&b, blobs + SSEG_BLOB_SIZE);
 		CHECK_RC(sseg_complete(r[0].seg, blobs), -EPROTO);
 		CHECK_ERR_HAS("rank 1's fingerprint does not match");

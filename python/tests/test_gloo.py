@@ -197,8 +197,8 @@ def test_the_store_host_leaving_at_once_after_an_agreed_error_leaves_it_to_the_o
     error: rank 1 still reads the same error, never a broken pipe."""
     for got in store_host_exits("error"):
         assert got == {"ok": False, "error": "SharedSegmentValueError: segment 'py-store-exit': "
-                       "ranks 0-1 failed in complete: rank 1 declared size=8192, rank 0 "
-                       "declared size=4096"}, got
+                       "ranks 0-1 failed in complete: rank 1 declared size=8 KiB, rank 0 "
+                       "declared size=4 KiB"}, got
 
 
 def test_the_store_host_leaving_at_once_after_a_segment_leaves_the_others_theirs():

@@ -212,7 +212,7 @@ def test_a_rank_that_refuses_fails_both_and_the_next_engine_pairs(ranks):
 def test_ranks_that_disagree_on_the_size_get_the_same_error(ranks):
     for s in (r["disagree"] for r in ranks):
         assert s["is_sharedseg"]
-        assert "rank 1 declared size=8388608, rank 0 declared size=4194304" in s["error"]
+        assert "rank 1 declared size=8 MiB, rank 0 declared size=4 MiB" in s["error"]
 
 
 # ---- in one process ----

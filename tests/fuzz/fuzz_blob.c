@@ -77,18 +77,20 @@ static void apply_edits(struct fz *in, uint8_t *raw)
 static void check_accepted(const struct sseg *seg, const struct sseg_blob *blobs)
 {
 	for (int r = 0; r < WORLD; r++) {
-		const struct sseg_blob *owner = &blobs[blobs[r].owner_rank];
+		const struct sseg_decl *d = &blobs[r].decl;
+		const struct sseg_blob *owner;
 
+		FUZZ_CHECK(d->owner_rank < WORLD);
+		owner = &blobs[d->owner_rank];
 		FUZZ_CHECK(blobs[r].rank == (uint32_t)r && blobs[r].status == 0);
-		FUZZ_CHECK(blobs[r].world_size == WORLD);
-		FUZZ_CHECK(blobs[r].owner_rank < WORLD);
-		FUZZ_CHECK(blobs[r].size == blobs[0].size && blobs[r].pages == blobs[0].pages);
+		FUZZ_CHECK(d->world_size == WORLD);
+		FUZZ_CHECK(d->size == blobs[0].decl.size && d->pages == blobs[0].decl.pages);
 		FUZZ_CHECK(owner->handle.kind != SSEG_HANDLE_NONE);
 		FUZZ_CHECK(owner->handle.page_size >= 4096 &&
-			   owner->handle.mapped_size >= owner->size);
+			   owner->handle.mapped_size >= owner->decl.size);
 		FUZZ_CHECK(strlen(owner->handle.sock) < sizeof(owner->handle.sock));
 	}
-	FUZZ_CHECK(!memcmp(blobs[seg->opts.rank].name, seg->name, strlen(seg->name) + 1));
+	FUZZ_CHECK(!memcmp(blobs[seg->opts.rank].decl.name, seg->name, strlen(seg->name) + 1));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "keeper_wire.h"
@@ -67,9 +66,8 @@ void hear(struct keeper_proc *k, const char *needle)
 	}
 }
 
-void keeper_spawn_limited(struct keeper_proc *k, const char *name, unsigned nofile)
+void keeper_spawn(struct keeper_proc *k, const char *name)
 {
-	struct rlimit limit = { nofile, nofile };
 	int fds[2];
 
 	memset(k, 0, sizeof(*k));
@@ -80,18 +78,11 @@ void keeper_spawn_limited(struct keeper_proc *k, const char *name, unsigned nofi
 		prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed test leaves no keeper */
 		dup2(fds[1], STDERR_FILENO);
 		close(fds[0]);
-		if (nofile && setrlimit(RLIMIT_NOFILE, &limit))
-			_exit(126);
 		execl(tu_build_file("sharedseg"), "sharedseg", "keep", "--name", name, (char *)NULL);
 		_exit(127);
 	}
 	close(fds[1]);
 	k->err = fds[0];
-}
-
-void keeper_spawn(struct keeper_proc *k, const char *name)
-{
-	keeper_spawn_limited(k, name, 0);
 }
 
 void keeper_start(struct keeper_proc *k, const char *name)

@@ -31,10 +31,8 @@ void keeper_socket_path(const char *keeper, char *buf, size_t len);
 /* Reads its stderr until needle shows. */
 void hear(struct keeper_proc *k, const char *needle);
 /* `sharedseg keep --name NAME`, its stderr to k->err; keeper_start also
- * waits for its word that it runs; keeper_spawn_limited runs it with at
- * most nofile open files (0: as this process). */
+ * waits for its word that it runs. */
 void keeper_spawn(struct keeper_proc *k, const char *name);
-void keeper_spawn_limited(struct keeper_proc *k, const char *name, unsigned nofile);
 void keeper_start(struct keeper_proc *k, const char *name);
 /* SIGTERM: its exit status; SIGKILL: 128 + 9. */
 int keeper_stop(struct keeper_proc *k, int sig);

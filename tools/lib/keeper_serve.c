@@ -7,6 +7,7 @@
  * what it holds is freed when it stops or is killed (the kernel closes its
  * descriptors). */
 #define _GNU_SOURCE /* accept4 */
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,9 @@
 #define KEEPER_SLICE_S 0.1      /* how often stop is asked */
 #define KEEPER_PEER_S 2.0       /* one connection's bound */
 #define REFUSAL_LOG_S 10.0
+/* Descriptors kept free past a hold: to take the next connection and give
+ * back what it holds (the owner's TAKE), whatever else is refused. */
+#define KEEPER_FD_RESERVE 3
 
 struct kept {
 	struct sseg_keep_decl decl;
@@ -49,7 +53,7 @@ static struct sseg_ratelimit refused_user, refused_frame, fd_limit;
 static struct kept *find(struct keeper *k, const char *name)
 {
 	for (int i = 0; i < k->n; i++)
-		if (!strcmp(k->held[i].decl.name, name))
+		if (!strcmp(k->held[i].decl.d.name, name))
 			return &k->held[i];
 	return NULL;
 }
@@ -59,7 +63,7 @@ static void drop(struct keeper *k, struct kept *x, const char *why)
 	char size[32];
 
 	sseg_format_size(x->decl.mapped_size, size, sizeof(size));
-	sseg_log(SSEG_LOG_INFO, "keeper '%s': segment '%s' (%s) freed: %s", k->name, x->decl.name,
+	sseg_log(SSEG_LOG_INFO, "keeper '%s': segment '%s' (%s) freed: %s", k->name, x->decl.d.name,
 		 size, why);
 	close(x->fd);
 	*x = k->held[--k->n];
@@ -106,12 +110,12 @@ static void give(struct keeper *k, int sock, const struct kept *x)
 
 	if (sseg_os_memfd_reopen(x->fd, &lent) || sseg_os_memfd_claim(lent)) {
 		sseg_log(SSEG_LOG_WARN, "keeper '%s': segment '%s' not given: %s", k->name,
-			 x->decl.name, sseg_last_error());
+			 x->decl.d.name, sseg_last_error());
 		reply(sock, SSEG_KEEP_REFUSED, NULL, sseg_last_error());
 	} else if (!reply(sock, SSEG_KEEP_KEPT, &x->decl, NULL) &&
 		   !sseg_os_send_fd(sock, lent, &one, 1, sseg_now() + KEEPER_PEER_S)) {
 		sseg_log(SSEG_LOG_INFO, "keeper '%s': segment '%s' given to a new owner", k->name,
-			 x->decl.name);
+			 x->decl.d.name);
 	}
 	if (lent >= 0)
 		close(lent);
@@ -119,7 +123,7 @@ static void give(struct keeper *k, int sock, const struct kept *x)
 
 static void take(struct keeper *k, int sock, const struct sseg_keep_decl *asked)
 {
-	struct kept *x = find(k, asked->name);
+	struct kept *x = find(k, asked->d.name);
 	char why[SSEG_KEEP_WHY], differs[SSEG_KEEP_WHY];
 	bool other;
 
@@ -179,14 +183,14 @@ static const char *keeps_earlier(const struct kept *x, uint32_t flags, char *why
 
 	if (mapped(x, state, sizeof(state))) {
 		snprintf(why, len, "it holds segment '%s' that a live group maps now%s%s: it keeps "
-			 "that one, and this one is kept by no one", x->decl.name,
+			 "that one, and this one is kept by no one", x->decl.d.name,
 			 state[0] ? "; " : "", state);
 		return why;
 	}
 	if (!(flags & SSEG_KEEP_REPLACE)) {
 		snprintf(why, len, "it keeps the segment '%s' an earlier group left (an owner that "
 			 "could not take it allocated anew), and this one is kept by no one",
-			 x->decl.name);
+			 x->decl.d.name);
 		return why;
 	}
 	return NULL;
@@ -212,29 +216,58 @@ static void refuse_hold(struct keeper *k, int sock, const char *name, const char
 	reply(sock, SSEG_KEEP_REFUSED, NULL, why);
 }
 
+/* Whether one more held segment leaves room to serve: a keeper out of
+ * descriptors could give back none of what it holds. */
+static bool room_for_one_more(const struct keeper *k, char *why, size_t len)
+{
+	struct rlimit rl = { 0, 0 };
+	DIR *dir = opendir("/proc/self/fd");
+	long open_fds = -1; /* the directory's own */
+	struct dirent *e;
+
+	if (!dir || getrlimit(RLIMIT_NOFILE, &rl)) {
+		if (dir)
+			closedir(dir);
+		return true; /* cannot tell: the limit answers for itself */
+	}
+	while ((e = readdir(dir)))
+		open_fds += e->d_name[0] != '.';
+	closedir(dir);
+	if (rl.rlim_cur == RLIM_INFINITY || open_fds + KEEPER_FD_RESERVE < (long)rl.rlim_cur)
+		return true;
+	snprintf(why, len, "the keeper is at its limit of open files (RLIMIT_NOFILE %llu, %d "
+		 "segments held) and keeps room to give back what it holds: raise ulimit -n",
+		 (unsigned long long)rl.rlim_cur, k->n);
+	return false;
+}
+
 static void hold_fd(struct keeper *k, int sock, const struct sseg_keep_msg *m, int fd)
 {
 	const struct sseg_keep_decl *d = &m->decl;
-	struct kept *x = find(k, d->name);
+	struct kept *x = find(k, d->d.name);
 	char why[SSEG_KEEP_WHY], size[32];
 	int own, rc;
 
 	if (acceptable(fd, d, why, sizeof(why)) ||
 	    (x && keeps_earlier(x, m->flags, why, sizeof(why)))) {
-		refuse_hold(k, sock, d->name, why);
+		refuse_hold(k, sock, d->d.name, why);
+		return;
+	}
+	if (!room_for_one_more(k, why, sizeof(why))) {
+		refuse_hold(k, sock, d->d.name, why);
 		return;
 	}
 	/* Its own description: the group's lock is on the group's, and only a
 	 * lock on another description tells the keeper that a group maps it. */
 	if (sseg_os_memfd_reopen(fd, &own)) {
-		refuse_hold(k, sock, d->name, sseg_last_error());
+		refuse_hold(k, sock, d->d.name, sseg_last_error());
 		return;
 	}
 	if (x)
 		drop(k, x, m->why[0] ? m->why : "its owner found it unusable");
 	rc = room(k);
 	if (rc) {
-		refuse_hold(k, sock, d->name,
+		refuse_hold(k, sock, d->d.name,
 			    rc == -ENOSPC ? "the keeper holds as many segments as it can"
 					  : "out of memory");
 		close(own);
@@ -242,7 +275,7 @@ static void hold_fd(struct keeper *k, int sock, const struct sseg_keep_msg *m, i
 	}
 	k->held[k->n++] = (struct kept){ .decl = *d, .fd = own };
 	sseg_format_size(d->mapped_size, size, sizeof(size));
-	sseg_log(SSEG_LOG_INFO, "keeper '%s': holds segment '%s' (%s, pages=%s)", k->name, d->name,
+	sseg_log(SSEG_LOG_INFO, "keeper '%s': holds segment '%s' (%s, pages=%s)", k->name, d->d.name,
 		 size, sseg_pages_name((enum sseg_pages)d->pages));
 	reply(sock, SSEG_KEEP_HELD, d, NULL);
 }
@@ -254,7 +287,7 @@ static void hold(struct keeper *k, int sock, const struct sseg_keep_msg *m)
 
 	rc = sseg_os_recv_fd(sock, &fd, &one, 1, sseg_now() + KEEPER_PEER_S);
 	if (rc == -EMFILE)
-		refuse_hold(k, sock, m->decl.name, sseg_last_error());
+		refuse_hold(k, sock, m->decl.d.name, sseg_last_error());
 	if (rc)
 		return;
 	hold_fd(k, sock, m, fd);
@@ -278,7 +311,7 @@ static void serve(struct keeper *k, int sock)
 	}
 	if (sseg_os_recv_all(sock, frame, sizeof(frame), sseg_now() + KEEPER_PEER_S))
 		return;
-	if (sseg_keep_decode(frame, &m) || m.decl.name[0] == '\0') {
+	if (sseg_keep_decode(frame, &m) || m.decl.d.name[0] == '\0') {
 		sseg_log_limited(&refused_frame, REFUSAL_LOG_S, SSEG_LOG_WARN,
 				 "keeper '%s': pid %d sent no keeper's question", k->name, (int)pid);
 		return;
@@ -288,7 +321,7 @@ static void serve(struct keeper *k, int sock)
 	else if (m.op == SSEG_KEEP_HOLD)
 		hold(k, sock, &m);
 	else if (m.op == SSEG_KEEP_LEND)
-		lend(k, sock, m.decl.name);
+		lend(k, sock, m.decl.d.name);
 }
 
 /* A connection at the open-file limit: the spare descriptor is given up to
