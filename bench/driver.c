@@ -110,9 +110,9 @@ static int parse_opt(int id, const char *v, struct bench_case *bc)
 		return bc->size >= 4096 ? 0 : cli_usage_error("bench", "--size %s: at least "
 							      "4096 bytes", v);
 	case OPT_PAGES:
-		return cli_parse_pages("bench", v, &bc->pages);
+		return cli_parse_pages("bench", "--pages", v, &bc->pages);
 	case OPT_POPULATE:
-		return cli_parse_populate("bench", v, &bc->populate);
+		return cli_parse_populate("bench", "--populate", v, &bc->populate);
 	case OPT_TOUCH:
 		return parse_touch(v, &bc->touch);
 	case OPT_BLOCKS:

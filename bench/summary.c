@@ -75,7 +75,7 @@ static int parse_args(int argc, char **argv, struct bench_config *b)
 		else if (id == OPT_SIZE)
 			rc = cli_parse_size("bench", "--size", v, &b->size);
 		else if (id == OPT_PAGES)
-			rc = cli_parse_pages("bench", v, &b->pages_asked);
+			rc = cli_parse_pages("bench", "--pages", v, &b->pages_asked);
 		else if (id == OPT_REPS)
 			rc = cli_parse_int("bench", "--reps", v, 1, ROW_MAX_REPS, &b->reps);
 		else if (id == OPT_JSON)

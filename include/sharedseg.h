@@ -536,6 +536,25 @@ SSEG_API int sseg_parse_numa(const char *text, enum sseg_numa *numa, int *node);
  * blanks around the number and the unit are ignored. */
 SSEG_API int sseg_parse_size(const char *text, uint64_t *bytes);
 
+/* ---- what a caller leaves to the operator (added in 0.3) ---- */
+
+/* The operator's default for a setting the caller does not choose:
+ * "pages", "numa" or "populate" give $SHAREDSEG_PAGES, $SHAREDSEG_NUMA or
+ * $SHAREDSEG_POPULATE where set and not blank (trimmed), else the library's
+ * own ("auto", "none", "owner"), as text for the sseg_parse_* functions,
+ * in buf (len bytes); *source is the variable's name or "default". -EINVAL
+ * for another setting. The C tool and the Python package resolve their
+ * defaults here; a C caller that takes operators' defaults does the same. */
+SSEG_API int sseg_setting_default(const char *setting, char *buf, size_t len,
+				  const char **source);
+/* Milliseconds the owner's population of size bytes may take: what the
+ * C tool and the Python package add to timeout_ms, so that the first touch
+ * of a large segment does not count against the peers' wait. 2 s a GiB on
+ * base pages (and auto), 1 s on THP and HugeTLB; 0 for lazy and background
+ * population. */
+SSEG_API uint64_t sseg_population_allowance_ms(uint64_t size, enum sseg_pages pages,
+					       enum sseg_populate populate);
+
 #ifdef __cplusplus
 }
 #endif

@@ -200,9 +200,9 @@ const char *cli_names(enum cli_names kind)
 	return out;
 }
 
-int cli_parse_pages(const char *cmd, const char *text, enum sseg_pages *pages)
+int cli_parse_pages(const char *cmd, const char *opt, const char *text, enum sseg_pages *pages)
 {
-	return choice(sseg_parse_pages(text, pages), cmd, "--pages", text, "a page kind",
+	return choice(sseg_parse_pages(text, pages), cmd, opt, text, "a page kind",
 		      cli_names(CLI_PAGES));
 }
 
@@ -212,15 +212,17 @@ int cli_parse_backend(const char *cmd, const char *text, enum sseg_backend *back
 		      cli_names(CLI_BACKENDS));
 }
 
-int cli_parse_populate(const char *cmd, const char *text, enum sseg_populate *populate)
+int cli_parse_populate(const char *cmd, const char *opt, const char *text,
+		       enum sseg_populate *populate)
 {
-	return choice(sseg_parse_populate(text, populate), cmd, "--populate", text,
-		      "a population mode", cli_names(CLI_POPULATES));
+	return choice(sseg_parse_populate(text, populate), cmd, opt, text, "a population mode",
+		      cli_names(CLI_POPULATES));
 }
 
-int cli_parse_numa(const char *cmd, const char *text, enum sseg_numa *numa, int *node)
+int cli_parse_numa(const char *cmd, const char *opt, const char *text, enum sseg_numa *numa,
+		   int *node)
 {
-	return choice(sseg_parse_numa(text, numa, node), cmd, "--numa", text, "a placement",
+	return choice(sseg_parse_numa(text, numa, node), cmd, opt, text, "a placement",
 		      "none, interleave, device-local or a node number");
 }
 

@@ -79,10 +79,12 @@ int cli_parse_int(const char *cmd, const char *opt, const char *text, int min, i
  * listed without an edit here. DEVICE_BACKENDS: every backend but auto. */
 enum cli_names { CLI_PAGES, CLI_BACKENDS, CLI_DEVICE_BACKENDS, CLI_POPULATES };
 const char *cli_names(enum cli_names kind);
-int cli_parse_pages(const char *cmd, const char *text, enum sseg_pages *pages);
+int cli_parse_pages(const char *cmd, const char *opt, const char *text, enum sseg_pages *pages);
 int cli_parse_backend(const char *cmd, const char *text, enum sseg_backend *backend);
-int cli_parse_populate(const char *cmd, const char *text, enum sseg_populate *populate);
-int cli_parse_numa(const char *cmd, const char *text, enum sseg_numa *numa, int *node);
+int cli_parse_populate(const char *cmd, const char *opt, const char *text,
+		       enum sseg_populate *populate);
+int cli_parse_numa(const char *cmd, const char *opt, const char *text, enum sseg_numa *numa,
+		   int *node);
 
 /* "256.0 MiB", "4.0 KiB", "12 B" */
 void cli_format_size(uint64_t bytes, char *buf, size_t len);

@@ -82,15 +82,20 @@ void demo_help(FILE *out)
 		"  --size SIZE       segment bytes: 4096, 256MiB, 256M, 4G, 1.5GiB (default 256MiB)\n"
 		"  --backend B       %s (default auto: memfd)\n"
 		"  --pages P         %s (hugetlb: 2 MiB)\n"
-		"                    (default auto: HugeTLB if the pool can back SIZE, else THP\n"
-		"                    if shmem_enabled allows it, else base pages)\n"
+		"                    (default $SHAREDSEG_PAGES, else auto: HugeTLB if the pool\n"
+		"                    can back SIZE, else THP if shmem_enabled allows it, else\n"
+		"                    base pages)\n"
 		"  --populate P      owner (the owner faults every page in, with threads),\n"
 		"                    spread (each rank faults its slice), lazy (first touch),\n"
 		"                    background (the owner's threads fault every page in after\n"
-		"                    complete, while the segment is in use) (default owner)\n"
-		"  --numa X          none, interleave, device-local, or a node number (default none)\n"
+		"                    complete, while the segment is in use) (default\n"
+		"                    $SHAREDSEG_POPULATE, else owner)\n"
+		"  --numa X          none, interleave, device-local, or a node number (default\n"
+		"                    $SHAREDSEG_NUMA, else none)\n"
 		"  --threads T       owner population threads, 0..256; 0: up to 4 (default 0)\n"
-		"  --timeout MS      bound on every wait for another rank (default 30000)\n"
+		"  --timeout MS      bound on every wait for another rank (default 30000), and\n"
+		"                    the time the population may take: 2 s a GiB on base\n"
+		"                    pages, 1 s on huge pages (as the Python package waits)\n"
 		"  --name NAME       group name, 1..%u bytes (default sseg-demo-PID)\n"
 		"  --readonly-peers  peers map read-only; the owner writes the marks itself\n"
 		"  --host-register   pin each rank's mapping for device DMA (cuMemHostRegister\n"
@@ -126,11 +131,14 @@ static int parse_value(struct demo_config *c, int id, const char *v)
 	case OPT_BACKEND:
 		return cli_parse_backend("demo", v, &c->backend);
 	case OPT_PAGES:
-		return cli_parse_pages("demo", v, &c->pages);
+		c->given |= 1u << OPT_PAGES;
+		return cli_parse_pages("demo", "--pages", v, &c->pages);
 	case OPT_POPULATE:
-		return cli_parse_populate("demo", v, &c->populate);
+		c->given |= 1u << OPT_POPULATE;
+		return cli_parse_populate("demo", "--populate", v, &c->populate);
 	case OPT_NUMA:
-		return cli_parse_numa("demo", v, &c->numa, &c->numa_node);
+		c->given |= 1u << OPT_NUMA;
+		return cli_parse_numa("demo", "--numa", v, &c->numa, &c->numa_node);
 	case OPT_THREADS:
 		return cli_parse_int("demo", "--threads", v, 0, 256, &c->threads);
 	case OPT_TIMEOUT:
@@ -157,6 +165,36 @@ static int parse_value(struct demo_config *c, int id, const char *v)
 }
 
 /* 0 and a filled config, CLI_USAGE, or -1 when --help was printed. */
+/* What the user did not give: the operator's defaults (SHAREDSEG_PAGES,
+ * SHAREDSEG_NUMA, SHAREDSEG_POPULATE), as the library resolves them for
+ * every caller, and the wait the population may take on top of --timeout. */
+static int operators_defaults(struct demo_config *c)
+{
+	static const struct {
+		const char *setting;
+		int id;
+	} left[] = { { "pages", OPT_PAGES }, { "numa", OPT_NUMA }, { "populate", OPT_POPULATE } };
+	const char *source;
+	char text[128];
+	int rc = 0;
+
+	for (size_t i = 0; !rc && i < sizeof(left) / sizeof(left[0]); i++) {
+		if (c->given & (1u << left[i].id))
+			continue;
+		if (sseg_setting_default(left[i].setting, text, sizeof(text), &source))
+			return cli_usage_error("demo", "%s", sseg_last_error());
+		if (left[i].id == OPT_PAGES)
+			rc = cli_parse_pages("demo", source, text, &c->pages);
+		else if (left[i].id == OPT_NUMA)
+			rc = cli_parse_numa("demo", source, text, &c->numa, &c->numa_node);
+		else
+			rc = cli_parse_populate("demo", source, text, &c->populate);
+	}
+	c->wait_ms = c->timeout_ms +
+		     (int)sseg_population_allowance_ms(c->size, c->pages, c->populate);
+	return rc;
+}
+
 static int parse_args(int argc, char **argv, struct demo_config *c)
 {
 	struct cli_args a = { "demo", argc, argv, 1 };
@@ -180,7 +218,7 @@ static int parse_args(int argc, char **argv, struct demo_config *c)
 	if (c->size / (uint64_t)c->ranks < 8)
 		return cli_usage_error("demo", "--size: %llu bytes leave no 8-byte slice per rank "
 				       "for %d ranks", (unsigned long long)c->size, c->ranks);
-	return 0;
+	return operators_defaults(c);
 }
 
 /* The state of the parent while the ranks run. */
@@ -335,7 +373,7 @@ static void show_progress(struct parent *p)
  * timeout; writing and checking the bytes takes a few seconds per GiB. */
 double demo_run_bound_s(const struct demo_config *c)
 {
-	return c->timeout_ms / 1000.0 + 10.0 + 5.0 * (double)(c->size >> 30);
+	return c->wait_ms / 1000.0 + 10.0 + 5.0 * (double)(c->size >> 30);
 }
 
 static void collect(struct parent *p)

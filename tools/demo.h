@@ -15,7 +15,9 @@ struct demo_config {
 	enum sseg_numa numa;
 	int numa_node;
 	int threads;
-	int timeout_ms;
+	int timeout_ms;       /* --timeout */
+	int wait_ms;          /* every wait's: the timeout and the population's allowance */
+	unsigned given;       /* 1 << OPT_x: options the user gave */
 	bool readonly_peers;
 	bool host_register;
 	int gpus;

@@ -205,7 +205,7 @@ static void wait_resident(const struct demo_config *c, sseg_t *seg, struct rank_
 {
 	double t0 = cli_now();
 
-	if (sseg_populate_wait(seg, c->timeout_ms))
+	if (sseg_populate_wait(seg, c->wait_ms))
 		fail(r, "waiting for the pages: %s", sseg_last_error());
 	r->resident_s = cli_now() - t0;
 }
@@ -216,7 +216,7 @@ static void open_and_exercise(const struct demo_config *c, int rank,
 	SSEG_OPTS(o, .name = c->name, .size = c->size, .world_size = c->ranks, .rank = rank,
 		  .owner_rank = OWNER, .backend = c->backend, .pages = c->pages, .numa = c->numa,
 		  .numa_node = c->numa_node, .populate = c->populate,
-		  .populate_threads = c->threads, .timeout_ms = c->timeout_ms,
+		  .populate_threads = c->threads, .timeout_ms = c->wait_ms,
 		  .flags = (c->readonly_peers ? SSEG_F_READONLY_PEERS : 0) |
 			   (c->host_register ? SSEG_F_HOST_REGISTER : 0),
 		  .device = rank % (c->gpus > 0 ? c->gpus : 1));
@@ -246,7 +246,7 @@ int demo_rank_main(const struct demo_config *c, int rank, int report_fd)
 
 	memset(&r, 0, sizeof(r));
 	r.rank = rank;
-	if (sseg_local_group_open(c->name, rank, c->ranks, c->timeout_ms, &g))
+	if (sseg_local_group_open(c->name, rank, c->ranks, c->wait_ms, &g))
 		fail(&r, "joining the group: %s", sseg_last_error());
 	else
 		open_and_exercise(c, rank, g, &r);
