@@ -73,7 +73,7 @@ def built(name, what):
     """The path of a file the C build made (SSEG_BUILD_DIR/name); a test
     that needs it fails, naming what is missing, where it is not built."""
     build = os.environ.get("SSEG_BUILD_DIR")
-    path = os.path.join(build or "", name)
+    path = os.path.abspath(os.path.join(build or "", name))  # a link to it works anywhere
     if not build or not os.path.exists(path):
         pytest.fail(f"{what} is not built: run make (SSEG_BUILD_DIR unset or {path} missing)")
     return path
