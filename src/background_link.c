@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* populate=background across processes: the owner's word on how its work
  * ended, carried on the fd-channel connections that stay open while the
- * owner populates. One word a connection: magic, result, the owner's
- * sentence; then the owner closes it. A peer reads it between the polls of
- * its wait, or meets the close if the owner died without a word. */
+ * owner populates. One frame a connection (frame.h: its code the result,
+ * its body the owner's sentence); then the owner closes it. A peer reads
+ * it between the polls of its wait, or meets the close if the owner died
+ * without a word. */
 #define _GNU_SOURCE
 #include <poll.h>
 #include <pthread.h>
@@ -14,12 +15,10 @@
 
 #include "background_link.h"
 #include "backend/backend.h"
+#include "frame.h"
 #include "os/sock.h"
 #include "segment_types.h"
 
-#define WORD_MAGIC 0x444e4742u /* "BGND" */
-#define WORD_WHY 256
-#define WORD_LEN (8 + WORD_WHY)
 /* A word is one small write the owner made at once. */
 #define WORD_READ_S 1.0
 #define WORD_SEND_S 0.1
@@ -39,19 +38,17 @@ bool sseg_link_wanted(const struct sseg *seg)
 
 void sseg_link_tell(int *conns, int n, int rc, const char *why)
 {
-	uint8_t word[WORD_LEN] = { 0 };
+	struct sseg_frame word = { .kind = SSEG_FRAME_BACKGROUND,
+				   .code = rc < 0 && rc > -4096 ? rc : rc ? -EIO : 0,
+				   .len = why ? (uint32_t)strnlen(why, SSEG_FRAME_WHY) : 0 };
 	char sentence[SSEG_ERR_MAX];
 	bool refused = false;
 
-	sseg_put32(word, WORD_MAGIC);
-	sseg_put32(word + 4, (uint32_t)rc);
-	snprintf((char *)word + 8, WORD_WHY, "%s", why ? why : "");
 	/* A peer that destroyed its segment already is not waiting; its
 	 * refusal is not this thread's error to report. */
 	snprintf(sentence, sizeof(sentence), "%s", sseg_last_error());
 	for (int i = 0; i < n; i++) {
-		refused |= sseg_os_send_all(conns[i], word, sizeof(word),
-					    sseg_now() + WORD_SEND_S) != 0;
+		refused |= sseg_frame_send(conns[i], &word, why, -1, sseg_now() + WORD_SEND_S) != 0;
 		close(conns[i]);
 		conns[i] = -1;
 	}
@@ -79,23 +76,21 @@ void sseg_link_keep(struct sseg *seg, int owner_sock)
 /* The owner's word, or its absence: the sentence a wait returns. */
 static void read_word(struct sseg *seg, struct sseg_owner_link *link)
 {
-	uint8_t word[WORD_LEN];
+	char why[SSEG_FRAME_WHY + 1], have[32], all[32];
 	uint64_t resident = 0, total = seg->mapped_size;
-	char have[32], all[32];
-	int rc = sseg_os_recv_all(link->fd, word, sizeof(word), sseg_now() + WORD_READ_S);
+	struct sseg_frame word;
+	int rc = sseg_frame_recv(link->fd, SSEG_FRAME_BACKGROUND, &word, why, SSEG_FRAME_WHY, NULL,
+				 sseg_now() + WORD_READ_S);
 
 	sseg_backend_resident(seg, &resident);
 	sseg_format_size(resident < total ? resident : total, have, sizeof(have));
 	sseg_format_size(total, all, sizeof(all));
-	if (!rc && sseg_get32(word) == WORD_MAGIC) {
-		int32_t status = (int32_t)sseg_get32(word + 4);
-
-		word[WORD_LEN - 1] = '\0';
-		link->rc = status ? sseg_errno_or(status, -EPROTO) : 0;
+	if (!rc) {
+		link->rc = word.code;
 		snprintf(link->why, sizeof(link->why),
 			 "segment '%s': owner rank %d stopped populating in the background with %s "
 			 "of %s resident: %s; the pages left are faulted at first touch",
-			 seg->name, seg->opts.owner_rank, have, all, (const char *)word + 8);
+			 seg->name, seg->opts.owner_rank, have, all, why);
 	} else {
 		link->rc = -EOWNERDEAD;
 		snprintf(link->why, sizeof(link->why),

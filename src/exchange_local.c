@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "exchange_wire.h"
+#include "frame.h"
 #include "internal.h"
 #include "os/accept.h"
 #include "os/named.h"
@@ -23,12 +23,14 @@
 #define PEER_GRACE_S 1.0
 /* A member says hello at once: a connection silent this long is dropped. */
 #define HELLO_S 1.0
+/* How long the hub tries to tell a rank why the group failed. */
+#define ABORT_S 0.1
 
 /* The hub's side of one rank's connection. */
 struct peer {
 	int fd;
 	size_t got; /* bytes of the current message received */
-	uint8_t hdr[SSEG_WIRE_FRAME_SIZE];
+	uint8_t hdr[SSEG_FRAME_HEAD];
 };
 
 struct sseg_local_group {
@@ -112,7 +114,8 @@ static int hub_abort(struct sseg_local_group *g, int err)
 	snprintf(why, sizeof(why), "%s", sseg_last_error());
 	for (int r = 1; r < g->world_size; r++)
 		if (g->peers[r].fd >= 0)
-			sseg_wire_send_abort(g->peers[r].fd, err, why);
+			sseg_frame_send_failure(g->peers[r].fd, SSEG_FRAME_GROUP_STATUS, err, why,
+						sseg_now() + ABORT_S);
 	close_peers(g);
 	g->broken = true;
 	return err;
@@ -210,25 +213,28 @@ static int hub_listen(const struct sseg_local_group *g, struct sseg_os_named *li
 }
 
 /* Checks one newcomer's hello; 0 with the connection stored under its rank. */
-static int hub_admit(struct sseg_local_group *g, int fd, const struct sseg_wire_frame *hello)
+static int hub_admit(struct sseg_local_group *g, int fd, const struct sseg_frame *hello)
 {
 	int rc = 0;
 
-	if ((int)hello->world != g->world_size)
+	int rank = hello->arg <= INT32_MAX ? (int)hello->arg : -1;
+
+	if ((int)hello->aux != g->world_size)
 		rc = sseg_err(-EINVAL, "local group '%s': rank %d declared world size %u, rank 0 (hub) %d",
-			      g->name, hello->arg, hello->world, g->world_size);
-	else if (hello->arg < 1 || hello->arg >= g->world_size)
+			      g->name, rank, hello->aux, g->world_size);
+	else if (rank < 1 || rank >= g->world_size)
 		rc = sseg_err(-EINVAL, "local group '%s': a process joined as rank %d, outside 1..%d",
-			      g->name, hello->arg, g->world_size - 1);
-	else if (g->peers[hello->arg].fd >= 0)
+			      g->name, rank, g->world_size - 1);
+	else if (g->peers[rank].fd >= 0)
 		rc = sseg_err(-EINVAL, "local group '%s': two processes joined as rank %d", g->name,
-			      hello->arg);
+			      rank);
 	if (rc) {
-		sseg_wire_send_abort(fd, rc, sseg_last_error());
+		sseg_frame_send_failure(fd, SSEG_FRAME_GROUP_STATUS, rc, sseg_last_error(),
+					sseg_now() + ABORT_S);
 		close(fd);
 		return rc;
 	}
-	g->peers[hello->arg].fd = fd;
+	g->peers[rank].fd = fd;
 	return 0;
 }
 
@@ -238,14 +244,14 @@ static int hub_admit(struct sseg_local_group *g, int fd, const struct sseg_wire_
 static int hub_accept_one(struct sseg_local_group *g, struct sseg_os_acceptor *a,
 			  double deadline)
 {
-	uint8_t hdr[SSEG_WIRE_FRAME_SIZE];
-	struct sseg_wire_frame hello;
+	uint8_t hdr[SSEG_FRAME_HEAD];
+	struct sseg_frame hello;
 	int fd, rc;
 
 	rc = sseg_os_acceptor_next(a, deadline, &fd, hdr);
 	if (rc)
 		return rc;
-	if (!sseg_wire_decode(hdr, SSEG_WIRE_HELLO, &hello)) {
+	if (sseg_frame_decode(hdr, SSEG_FRAME_GROUP_HELLO, &hello)) {
 		close(fd);
 		return 0;
 	}
@@ -277,7 +283,7 @@ static int hub_join(struct sseg_local_group *g)
 		free(a);
 		return rc;
 	}
-	sseg_os_acceptor_init(a, listener.fd, SSEG_WIRE_FRAME_SIZE, getuid(), HELLO_S);
+	sseg_os_acceptor_init(a, listener.fd, SSEG_FRAME_HEAD, getuid(), HELLO_S);
 	while (!rc && joined(g) < g->world_size - 1)
 		rc = hub_accept_one(g, a, deadline);
 	sseg_os_acceptor_dropped(a, dropped, sizeof(dropped));
@@ -294,7 +300,9 @@ static int hub_join(struct sseg_local_group *g)
 		sseg_err(rc, "local group '%s': accept: %s", g->name, strerror(-rc));
 	}
 	for (int r = 1; !rc && r < g->world_size; r++)
-		if (sseg_wire_send_frame(g->peers[r].fd, SSEG_WIRE_STATUS, 0, 0, deadline + PEER_GRACE_S))
+		if (sseg_frame_send(g->peers[r].fd,
+				    &(struct sseg_frame){ .kind = SSEG_FRAME_GROUP_STATUS }, NULL, -1,
+				    deadline + PEER_GRACE_S))
 			rc = io_fail(g, -ECONNRESET, r, "join");
 	return rc ? hub_abort(g, rc) : 0;
 }
@@ -351,66 +359,56 @@ static int peer_connect(struct sseg_local_group *g, double deadline)
 	return 0;
 }
 
-/* The failure the hub reported in f; its sentence becomes this rank's. */
-static int hub_verdict(struct sseg_local_group *g, const struct sseg_wire_frame *f)
-{
-	char why[SSEG_ERR_MAX];
-	size_t n = f->len < sizeof(why) - 1 ? (size_t)f->len : sizeof(why) - 1;
-
-	if (sseg_os_recv_all(g->hub_fd, why, n, sseg_now() + SSEG_WIRE_ABORT_S))
-		n = 0;
-	why[n] = '\0';
-	if (f->arg >= 0 || f->arg < -4095)
-		return sseg_err(-EPROTO, "local group '%s': rank 0 (hub) reported status %d",
-				g->name, f->arg);
-	return sseg_err(f->arg, "%s (reported by rank 0, the hub)", n ? why : strerror(-f->arg));
-}
-
-/* Reads the hub's status frame: 0 with *len set, or the failure. */
+/* Reads the hub's status frame: 0 with *len set, or the failure it
+ * reports, whose sentence becomes this rank's. */
 static int peer_status(struct sseg_local_group *g, double deadline, const char *doing,
 		       uint64_t *len)
 {
-	uint8_t hdr[SSEG_WIRE_FRAME_SIZE];
-	struct sseg_wire_frame f;
-	int rc = sseg_os_recv_all(g->hub_fd, hdr, sizeof(hdr), deadline);
+	uint8_t head[SSEG_FRAME_HEAD], why[SSEG_FRAME_WHY + 1];
+	struct sseg_frame f;
+	int rc = sseg_os_recv_all(g->hub_fd, head, sizeof(head), deadline);
 
 	if (rc)
 		return io_fail(g, rc, 0, doing);
-	if (!sseg_wire_decode(hdr, SSEG_WIRE_STATUS, &f))
-		return sseg_err(-EPROTO, "local group '%s': rank 0 (hub) sent a malformed frame",
-				g->name);
-	if (f.arg)
-		return hub_verdict(g, &f);
-	*len = f.len;
-	return 0;
+	if (sseg_frame_decode(head, SSEG_FRAME_GROUP_STATUS, &f))
+		return sseg_err_wrap(-EPROTO, "local group '%s': rank 0 (hub) sent a malformed frame",
+				     g->name);
+	if (!f.code) {
+		*len = f.len;
+		return 0;
+	}
+	if (f.len > SSEG_FRAME_WHY ||
+	    sseg_os_recv_all(g->hub_fd, why, f.len, sseg_now() + ABORT_S))
+		f.len = 0;
+	why[f.len] = '\0';
+	return sseg_err(f.code, "%s (reported by rank 0, the hub)",
+			f.len ? (const char *)why : strerror(-f.code));
 }
 
 /* A send to the hub failed: the hub may already have said why it closed. */
 static int peer_send_fail(struct sseg_local_group *g, int rc, const char *doing)
 {
-	uint8_t hdr[SSEG_WIRE_FRAME_SIZE];
-	struct sseg_wire_frame f;
+	uint64_t len;
+	int said;
 
-	if ((rc == -ECONNRESET || rc == -EPIPE) &&
-	    !sseg_os_recv_all(g->hub_fd, hdr, sizeof(hdr), sseg_now()) &&
-	    sseg_wire_decode(hdr, SSEG_WIRE_STATUS, &f) && f.arg)
-		return hub_verdict(g, &f);
-	return io_fail(g, rc, 0, doing);
+	if (rc != -ECONNRESET && rc != -EPIPE)
+		return io_fail(g, rc, 0, doing);
+	said = peer_status(g, sseg_now(), doing, &len);
+	return said ? said : io_fail(g, rc, 0, doing);
 }
 
 static int peer_join(struct sseg_local_group *g)
 {
 	double deadline = sseg_os_deadline(g->timeout_ms);
-	struct sseg_wire_frame hello = { .kind = SSEG_WIRE_HELLO, .arg = g->rank, .world = (uint32_t)g->world_size };
-	uint8_t hdr[SSEG_WIRE_FRAME_SIZE];
+	struct sseg_frame hello = { .kind = SSEG_FRAME_GROUP_HELLO, .arg = (uint32_t)g->rank,
+				    .aux = (uint32_t)g->world_size };
 	uint64_t len = 0;
 	int rc;
 
 	rc = peer_connect(g, deadline);
 	if (rc)
 		return rc;
-	sseg_wire_encode(hdr, &hello);
-	rc = sseg_os_send_all(g->hub_fd, hdr, sizeof(hdr), deadline);
+	rc = sseg_frame_send(g->hub_fd, &hello, NULL, -1, deadline);
 	if (rc)
 		return peer_send_fail(g, rc, "answer");
 	/* counted from now: the hub's own deadline ends before this one */
@@ -454,25 +452,25 @@ int sseg_local_group_open(const char *name, int rank, int world_size, int timeou
 static int gather_step(struct sseg_local_group *g, int r, uint8_t *all, size_t len)
 {
 	struct peer *p = &g->peers[r];
-	bool header = p->got < SSEG_WIRE_FRAME_SIZE;
-	struct sseg_wire_frame f;
+	bool header = p->got < SSEG_FRAME_HEAD;
+	struct sseg_frame f;
 	ssize_t n;
 
 	if (header)
-		n = recv(p->fd, p->hdr + p->got, SSEG_WIRE_FRAME_SIZE - p->got, MSG_DONTWAIT);
+		n = recv(p->fd, p->hdr + p->got, SSEG_FRAME_HEAD - p->got, MSG_DONTWAIT);
 	else
-		n = recv(p->fd, all + (size_t)r * len + (p->got - SSEG_WIRE_FRAME_SIZE),
-			 SSEG_WIRE_FRAME_SIZE + len - p->got, MSG_DONTWAIT);
+		n = recv(p->fd, all + (size_t)r * len + (p->got - SSEG_FRAME_HEAD),
+			 SSEG_FRAME_HEAD + len - p->got, MSG_DONTWAIT);
 	if (n == 0)
 		return io_fail(g, -ECONNRESET, r, "send");
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR ? 0 : io_fail(g, -errno, r, "send");
 	p->got += (size_t)n;
-	if (!header || p->got < SSEG_WIRE_FRAME_SIZE)
+	if (!header || p->got < SSEG_FRAME_HEAD)
 		return 0;
-	if (!sseg_wire_decode(p->hdr, SSEG_WIRE_DATA, &f))
-		return sseg_err(-EPROTO, "local group '%s': rank %d sent a malformed frame",
-				g->name, r);
+	if (sseg_frame_decode(p->hdr, SSEG_FRAME_GROUP_DATA, &f))
+		return sseg_err_wrap(-EPROTO, "local group '%s': rank %d sent a malformed frame",
+				     g->name, r);
 	if (f.len != len)
 		return sseg_err(-EINVAL,
 				"local group '%s': rank %d all-gathers %llu bytes, rank 0 (hub) %zu",
@@ -492,7 +490,7 @@ static int hub_gather(struct sseg_local_group *g, uint8_t *all, size_t len, doub
 		int ready;
 
 		for (int r = 1; r < g->world_size; r++) {
-			if (g->peers[r].got == SSEG_WIRE_FRAME_SIZE + len)
+			if (g->peers[r].got == SSEG_FRAME_HEAD + len)
 				continue;
 			g->pfds[n] = (struct pollfd){ .fd = g->peers[r].fd, .events = POLLIN };
 			g->pfd_rank[n++] = r;
@@ -503,7 +501,7 @@ static int hub_gather(struct sseg_local_group *g, uint8_t *all, size_t len, doub
 		if (ready < 0 && ready != -ETIMEDOUT)
 			return sseg_err(ready, "local group '%s': poll: %s", g->name, strerror(-ready));
 		if (ready == -ETIMEDOUT) {
-			list_missing(g, SSEG_WIRE_FRAME_SIZE + len, missing, sizeof(missing));
+			list_missing(g, SSEG_FRAME_HEAD + len, missing, sizeof(missing));
 			return sseg_err(-ETIMEDOUT, "local group '%s': %s of %d did not send within %d ms",
 					g->name, missing, g->world_size, g->timeout_ms);
 		}
@@ -526,9 +524,10 @@ static int hub_round(struct sseg_local_group *g, const void *mine, uint8_t *all,
 		memmove(all, mine, len);
 	rc = hub_gather(g, all, len, deadline);
 	for (int r = 1; !rc && r < g->world_size; r++) {
-		rc = sseg_wire_send_frame(g->peers[r].fd, SSEG_WIRE_STATUS, 0, total, deadline);
-		if (!rc)
-			rc = sseg_os_send_all(g->peers[r].fd, all, total, deadline);
+		rc = sseg_frame_send(g->peers[r].fd,
+				     &(struct sseg_frame){ .kind = SSEG_FRAME_GROUP_STATUS,
+							   .len = (uint32_t)total },
+				     all, -1, deadline);
 		if (rc)
 			rc = io_fail(g, rc, r, "receive");
 	}
@@ -542,9 +541,9 @@ static int peer_round(struct sseg_local_group *g, const void *mine, uint8_t *all
 	uint64_t got = 0;
 	int rc;
 
-	rc = sseg_wire_send_frame(g->hub_fd, SSEG_WIRE_DATA, 0, len, deadline);
-	if (!rc)
-		rc = sseg_os_send_all(g->hub_fd, mine, len, deadline);
+	rc = sseg_frame_send(g->hub_fd,
+			     &(struct sseg_frame){ .kind = SSEG_FRAME_GROUP_DATA, .len = (uint32_t)len },
+			     mine, -1, deadline);
 	if (rc)
 		return peer_fail(g, peer_send_fail(g, rc, "receive"));
 	rc = peer_status(g, deadline + PEER_GRACE_S, "answer", &got);
@@ -569,9 +568,9 @@ int sseg_local_allgather(const void *mine, void *all, size_t len, void *ctx)
 	if (g->broken)
 		return sseg_err(-ENOTCONN, "local group '%s' failed earlier and cannot be used",
 				g->name);
-	if (__builtin_mul_overflow(len, (size_t)g->world_size, &total) ||
-	    total > (size_t)INT64_MAX)
-		return sseg_err(-EOVERFLOW, "local group '%s': %zu bytes from %d ranks is too much",
+	if (__builtin_mul_overflow(len, (size_t)g->world_size, &total) || total > UINT32_MAX)
+		return sseg_err(-EOVERFLOW, "local group '%s': %zu bytes from %d ranks is too much "
+				"(at most 4 GiB in all, a frame's body)",
 				g->name, len, g->world_size);
 	if (len && (!mine || !all))
 		return sseg_err(-EINVAL, "local group '%s': all-gather buffers are NULL", g->name);

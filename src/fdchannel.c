@@ -13,15 +13,13 @@
 
 #include "background_link.h"
 #include "fdchannel.h"
+#include "frame.h"
 #include "os/accept.h"
 #include "os/sock.h"
 #include "segment_types.h"
 
-#define HELLO_MAGIC 0x4f4c4548u /* "HELO" */
-#define REPLY_MAGIC 0x44484546u /* "FEHD" */
-#define ACK_MAGIC 0x4b434153u   /* "SACK" */
-#define HELLO_LEN (8 + SSEG_TOKEN_LEN)
-#define REPLY_LEN 16
+/* A peer's hello: the frame's head and the token. */
+#define HELLO_LEN (SSEG_FRAME_HEAD + SSEG_TOKEN_LEN)
 /* A member says hello as soon as it connects. */
 #define HELLO_S 1.0
 #define REFUSAL_LOG_S 10.0
@@ -94,14 +92,17 @@ static bool token_equal(const uint8_t *a, const uint8_t *b)
 static int judge_hello(struct sseg *seg, const struct sseg_blob *blobs, const uint8_t *hello,
 		       unsigned *refused)
 {
-	uint32_t rank = sseg_get32(hello + 4);
+	struct sseg_frame f;
+	uint32_t rank;
 
-	if (sseg_get32(hello) != HELLO_MAGIC || !token_equal(hello + 8, seg->channel.token)) {
+	if (sseg_frame_decode(hello, SSEG_FRAME_CHANNEL_HELLO, &f) || f.len != SSEG_TOKEN_LEN ||
+	    !token_equal(hello + SSEG_FRAME_HEAD, seg->channel.token)) {
 		sseg_log_limited(&refused_token, REFUSAL_LOG_S, SSEG_LOG_WARN,
 				 "segment '%s': refused a connection with a wrong token", seg->name);
 		(*refused)++;
 		return -1;
 	}
+	rank = f.arg;
 	if (rank >= (uint32_t)seg->opts.world_size || !local_peer(seg, blobs, (int)rank) ||
 	    seg->channel.peer_fds[rank] >= 0) {
 		sseg_log_limited(&refused_rank, REFUSAL_LOG_S, SSEG_LOG_WARN,
@@ -157,14 +158,12 @@ static int serve_failed(struct sseg *seg, const struct sseg_blob *blobs, int rc,
 
 static int send_reply(struct sseg *seg, int conn, int fd, int rank, double deadline)
 {
-	uint8_t reply[REPLY_LEN];
+	struct sseg_frame f = { .kind = SSEG_FRAME_CHANNEL_FD, .len = 8 };
+	uint8_t size[8];
 	int rc;
 
-	sseg_put32(reply, REPLY_MAGIC);
-	sseg_put32(reply + 4, 0);
-	sseg_put64(reply + 8, seg->mapped_size);
-	rc = fd >= 0 ? sseg_os_send_fd(conn, fd, reply, sizeof(reply), deadline)
-		     : sseg_os_send_all(conn, reply, sizeof(reply), deadline);
+	sseg_put64(size, seg->mapped_size);
+	rc = sseg_frame_send(conn, &f, size, fd, deadline);
 	if (rc)
 		return sseg_err_wrap(rc, "owner rank %d could not hand the segment to rank %d",
 				     seg->opts.rank, rank);
@@ -252,19 +251,19 @@ static int collect_acks(struct sseg *seg)
 	int first_err = 0;
 
 	for (int r = 0; r < seg->opts.world_size; r++) {
-		uint8_t ack[8];
+		char why[SSEG_FRAME_WHY + 1], who[64];
+		struct sseg_frame ack;
 		int rc;
 
 		if (seg->channel.peer_fds[r] < 0)
 			continue;
-		rc = sseg_os_recv_all(seg->channel.peer_fds[r], ack, sizeof(ack), deadline);
-		if (!rc && sseg_get32(ack) != ACK_MAGIC)
-			rc = -EPROTO;
-		if (!rc && (int32_t)sseg_get32(ack + 4) != 0) {
-			int status = sseg_errno_or((int32_t)sseg_get32(ack + 4), -EPROTO);
-
-			rc = sseg_err(status, "rank %d could not map the segment it received: %s", r,
-				      strerror(-status));
+		rc = sseg_frame_recv(seg->channel.peer_fds[r], SSEG_FRAME_CHANNEL_ACK, &ack, why,
+				     SSEG_FRAME_WHY, NULL, deadline);
+		if (!rc && ack.code) {
+			snprintf(who, sizeof(who), "rank %d could not map the segment it received", r);
+			rc = sseg_frame_failure(&ack, why, who);
+		} else if (rc == -EPROTO) {
+			rc = sseg_err_wrap(rc, "rank %d answered on the fd channel", r);
 		} else if (rc) {
 			rc = sseg_err(rc,
 				      "rank %d closed the fd channel before confirming its mapping "
@@ -310,13 +309,16 @@ int *sseg_channel_take_peers(struct sseg *seg, int *n)
 	return conns;
 }
 
+/* 0, or the failure as its sentence: the owner's log then says why. */
 static int send_ack(int owner_sock, int status, int timeout_ms)
 {
-	uint8_t ack[8];
-
-	sseg_put32(ack, ACK_MAGIC);
-	sseg_put32(ack + 4, (uint32_t)status);
-	return sseg_os_send_all(owner_sock, ack, sizeof(ack), sseg_os_deadline(timeout_ms));
+	if (status) {
+		sseg_frame_send_failure(owner_sock, SSEG_FRAME_CHANNEL_ACK, status, sseg_last_error(),
+					sseg_os_deadline(timeout_ms));
+		return 0;
+	}
+	return sseg_frame_send(owner_sock, &(struct sseg_frame){ .kind = SSEG_FRAME_CHANNEL_ACK },
+			       NULL, -1, sseg_os_deadline(timeout_ms));
 }
 
 /* A full backlog (EAGAIN) is retried until the deadline, never waited on
@@ -373,24 +375,25 @@ static int fetch_failed(struct sseg *seg, const struct sseg_blob *owner, int rc)
 static int exchange_hello(struct sseg *seg, const struct sseg_blob *owner, int sock, int *fd)
 {
 	double deadline = sseg_os_deadline(sseg_timeout_ms(seg));
-	uint8_t hello[HELLO_LEN], reply[REPLY_LEN];
-	int rc;
+	struct sseg_frame hello = { .kind = SSEG_FRAME_CHANNEL_HELLO,
+				    .arg = (uint32_t)seg->opts.rank, .len = SSEG_TOKEN_LEN };
+	struct sseg_frame reply;
+	uint8_t size[8];
+	int rc, got = -1;
 
-	sseg_put32(hello, HELLO_MAGIC);
-	sseg_put32(hello + 4, (uint32_t)seg->opts.rank);
-	memcpy(hello + 8, owner->handle.token, SSEG_TOKEN_LEN);
-	rc = sseg_os_send_all(sock, hello, sizeof(hello), deadline);
+	rc = sseg_frame_send(sock, &hello, owner->handle.token, -1, deadline);
 	if (!rc)
-		rc = fd ? sseg_os_recv_fd(sock, fd, reply, sizeof(reply), deadline)
-			: sseg_os_recv_all(sock, reply, sizeof(reply), deadline);
+		rc = sseg_frame_recv(sock, SSEG_FRAME_CHANNEL_FD, &reply, size, sizeof(size),
+				     fd ? &got : NULL, deadline);
+	if (rc == -EPROTO)
+		return sseg_err_wrap(rc, "owner rank %u answered on its fd channel", owner->rank);
 	if (rc)
 		return fetch_failed(seg, owner, rc);
-	if (sseg_get32(reply) != REPLY_MAGIC) {
-		if (fd)
-			close(*fd);
-		return sseg_err(-EPROTO, "owner rank %u answered on its fd channel with bad bytes",
-				owner->rank);
-	}
+	if (fd && got < 0)
+		return sseg_err(-EPROTO, "owner rank %u answered on its fd channel without the "
+				"segment's fd", owner->rank);
+	if (fd)
+		*fd = got;
 	return 0;
 }
 

@@ -1,25 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The keeper's frames: magic, format version, op, flags, the library's
- * version, what the owner obtained, the declaration (decl.h's encoding), a
+/* The keeper's frames: the one frame's head (frame.h: kind KEEPER, arg the
+ * op, aux the flags), then a body of fixed size: the library's version,
+ * what the owner obtained, the declaration (decl.h's encoding), a
  * sentence; every field at its own offset, little-endian. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "frame.h"
 #include "keeper_wire.h"
 #include "util.h"
 
-#define KEEP_MAGIC 0x5045454bu /* "KEEP" */
-#define KEEP_FORMAT 3u
-
-/* Offsets in the frame. */
+/* Offsets in the frame, after the head. */
 enum {
-	AT_MAGIC = 0,
-	AT_FORMAT = 4,
-	AT_OP = 8,
-	AT_FLAGS = 12,
-	AT_VERSION = 16,                    /* 16 */
+	AT_VERSION = SSEG_FRAME_HEAD,       /* 16 */
 	AT_MAPPED = AT_VERSION + 16,
 	AT_PAGE = AT_MAPPED + 8,
 	AT_PAGES = AT_PAGE + 8,
@@ -28,6 +23,8 @@ enum {
 	AT_END = AT_WHY + SSEG_KEEP_WHY,
 };
 _Static_assert(AT_END <= SSEG_KEEP_FRAME, "a keeper frame holds its fields");
+_Static_assert(SSEG_KEEP_FRAME - SSEG_FRAME_HEAD == SSEG_FRAME_KEEPER_BODY,
+	       "frame.h bounds a keeper's body at its size");
 
 static void put_text(uint8_t *at, const char *s, size_t len)
 {
@@ -45,11 +42,11 @@ static void get_text(char *s, const uint8_t *at, size_t len)
 
 void sseg_keep_encode(const struct sseg_keep_msg *m, uint8_t out[SSEG_KEEP_FRAME])
 {
+	struct sseg_frame f = { .kind = SSEG_FRAME_KEEPER, .arg = m->op, .aux = m->flags,
+				.len = SSEG_FRAME_KEEPER_BODY };
+
 	memset(out, 0, SSEG_KEEP_FRAME);
-	sseg_put32(out + AT_MAGIC, KEEP_MAGIC);
-	sseg_put32(out + AT_FORMAT, KEEP_FORMAT);
-	sseg_put32(out + AT_OP, m->op);
-	sseg_put32(out + AT_FLAGS, m->flags);
+	sseg_frame_encode(out, &f);
 	put_text(out + AT_VERSION, m->decl.version, sizeof(m->decl.version));
 	sseg_put64(out + AT_MAPPED, m->decl.mapped_size);
 	sseg_put64(out + AT_PAGE, m->decl.page_size);
@@ -60,14 +57,18 @@ void sseg_keep_encode(const struct sseg_keep_msg *m, uint8_t out[SSEG_KEEP_FRAME
 
 int sseg_keep_decode(const uint8_t in[SSEG_KEEP_FRAME], struct sseg_keep_msg *m)
 {
+	struct sseg_frame f;
+	int rc;
+
 	memset(m, 0, sizeof(*m));
-	if (sseg_get32(in + AT_MAGIC) != KEEP_MAGIC)
-		return sseg_err(-EPROTO, "not a keeper's frame");
-	if (sseg_get32(in + AT_FORMAT) != KEEP_FORMAT)
-		return sseg_err(-EPROTO, "a keeper's frame of format %" PRIu32 ", this library's is %u",
-				sseg_get32(in + AT_FORMAT), KEEP_FORMAT);
-	m->op = sseg_get32(in + AT_OP);
-	m->flags = sseg_get32(in + AT_FLAGS);
+	rc = sseg_frame_decode(in, SSEG_FRAME_KEEPER, &f);
+	if (rc)
+		return rc;
+	if (f.len != SSEG_FRAME_KEEPER_BODY)
+		return sseg_err(-EPROTO, "a keeper's message of %" PRIu32 " bytes, %u expected",
+				f.len, (unsigned)SSEG_FRAME_KEEPER_BODY);
+	m->op = f.arg;
+	m->flags = f.aux;
 	get_text(m->decl.version, in + AT_VERSION, sizeof(m->decl.version));
 	m->decl.mapped_size = sseg_get64(in + AT_MAPPED);
 	m->decl.page_size = sseg_get64(in + AT_PAGE);

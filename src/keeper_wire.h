@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What an owner and a keeper say to each other (keeper_wire.c): one frame
- * each way, of a fixed size, in explicit little-endian, over a unix socket
- * of this host, with the memfd attached where one changes hands. */
+ * each way (frame.h's, kind KEEPER, of a fixed size), over a unix socket of
+ * this host, with the memfd attached where one changes hands. */
 #ifndef SSEG_KEEPER_WIRE_H
 #define SSEG_KEEPER_WIRE_H
 

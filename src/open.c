@@ -6,10 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frame.h"
 #include "internal.h"
 
+/* One rank's status in the all-gather: frame.h's record, kind STATUS,
+ * code 0 or the failure's errno, body the sentence. */
 #define STATUS_LEN 256
-#define STATUS_MSG_OFF 8
 
 struct group_status {
 	int first_failed;
@@ -20,31 +22,38 @@ struct group_status {
 
 static void encode_status(uint8_t *rec, int rc)
 {
-	int32_t v = rc;
+	struct sseg_frame f = { .kind = SSEG_FRAME_STATUS, .code = rc };
+	const char *why = rc ? sseg_last_error() : "";
 
-	memset(rec, 0, STATUS_LEN);
-	memcpy(rec, &v, sizeof(v));
-	if (rc)
-		snprintf((char *)rec + STATUS_MSG_OFF, STATUS_LEN - STATUS_MSG_OFF, "%s",
-			 sseg_last_error());
+	f.len = (uint32_t)strlen(why);
+	sseg_frame_record(rec, STATUS_LEN, &f, why);
 }
 
+/* A record that is none (the all-gather returned other bytes than a rank
+ * sent) counts as that rank's failure, with the sentence that says so. */
 static void decode_statuses(const uint8_t *all, int world, struct group_status *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->first_failed = -1;
 	for (int r = 0; r < world; r++) {
-		const uint8_t *rec = all + (size_t)r * STATUS_LEN;
-		int32_t v;
+		const uint8_t *rec = all + (size_t)r * STATUS_LEN, *body;
+		char why[SSEG_ERR_MAX];
+		struct sseg_frame f;
+		int err;
 
-		memcpy(&v, rec, sizeof(v));
-		if (!v)
+		if (sseg_frame_from_record(rec, STATUS_LEN, SSEG_FRAME_STATUS, &f, &body)) {
+			err = -EPROTO;
+			snprintf(why, sizeof(why), "its status record: %s", sseg_last_error());
+		} else if (f.code) {
+			err = f.code;
+			snprintf(why, sizeof(why), "%.*s", (int)f.len, (const char *)body);
+		} else {
 			continue;
+		}
 		if (st->first_failed < 0) {
 			st->first_failed = r;
-			st->err = v;
-			snprintf(st->message, sizeof(st->message), "%.*s",
-				 STATUS_LEN - STATUS_MSG_OFF - 1, (const char *)rec + STATUS_MSG_OFF);
+			st->err = err;
+			snprintf(st->message, sizeof(st->message), "%s", why);
 		}
 		st->nfailed++;
 	}

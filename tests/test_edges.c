@@ -3,7 +3,7 @@
  * another uid squatting the local exchange's name or its directory, fork()
  * between create and complete, an interrupt while complete waits, a peer
  * whose fd table is full, a memfd sealed against writing, two users on one
- * host. */
+ * host, an all-gather that returns other bytes than the ranks sent. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <signal.h>
@@ -486,8 +486,53 @@ static void two_users(void)
 	}
 }
 
+/* ---- an all-gather that mangles the status records ---- */
+
+/* Passes the blobs through, and gives back for the status record (the
+ * second call) what status_bytes holds. */
+static const uint8_t *status_bytes;
+
+static int mangling_gather(const void *mine, void *all, size_t len, void *ctx)
+{
+	int *calls = ctx;
+
+	memcpy(all, ++*calls == 2 ? status_bytes : mine, len);
+	return 0;
+}
+
+static void mangled_status(void)
+{
+	SSEG_OPTS(o, .name = "edges-status", .size = SZ, .world_size = 1);
+	uint8_t junk[256], failed[256];
+	sseg_t *seg = NULL;
+	int calls = 0;
+
+	/* Bytes that are no status record: the rank's failure, said so. */
+	memset(junk, 'x', sizeof(junk));
+	status_bytes = junk;
+	CHECK_RC(sseg_open(&o, mangling_gather, &calls, &seg), -EPROTO);
+	CHECK_ERR_HAS("1 rank(s) failed in sseg_open; rank 0: its status record: expected a "
+		      "rank's status, got bytes that are no frame of this library");
+	CHECK(!seg && calls == 2);
+
+	/* A record of another rank's failure, in the frame: its errno and its
+	 * sentence on this rank. */
+	calls = 0;
+	memset(failed, 0, sizeof(failed));
+	memcpy(failed, (const uint8_t[]){ 'S', 'S', 'G', 'F', 9, 0, 1, 0, 0xf4, 0xff, 0xff, 0xff },
+	       12); /* kind 9 (a status), format 1, code -12 */
+	failed[20] = 7;
+	memcpy(failed + 24, "no room", 7);
+	status_bytes = failed;
+	CHECK_RC(sseg_open(&o, mangling_gather, &calls, &seg), -ENOMEM);
+	CHECK_ERR_HAS("1 rank(s) failed in sseg_open; rank 0: no room");
+	CHECK(!seg);
+	printf("mangled status records: a failure with its sentence\n");
+}
+
 int main(void)
 {
+	mangled_status();
 	squatted_name();
 	squatted_directory();
 	two_users();

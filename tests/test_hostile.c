@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "blob.h"
+#include "frame.h"
 #include "hostcheck.h"
 #include "intruder.h"
 #include "runcases.h"
@@ -33,7 +34,6 @@
 #define SZ (4u << 20)
 #define TIMEOUT_MS 8000
 #define MISSING_TIMEOUT_MS 2500
-#define HELLO_MAGIC 0x4f4c4548u /* the channel's hello, as a peer sends it */
 
 static int scale = 1;
 
@@ -140,12 +140,15 @@ struct hostile_case {
 static void forge_hello(const struct hostile_case *c, const struct sseg_blob *owner,
 			struct intrusion_plan *p)
 {
-	sseg_put32(p->bytes, c->magic_right ? HELLO_MAGIC : 0x6b6e756au);
-	sseg_put32(p->bytes + 4, c->rank);
-	memcpy(p->bytes + 8, owner->handle.token, SSEG_TOKEN_LEN);
+	/* The channel's hello, as a peer sends it (src/frame.h). */
+	sseg_frame_encode(p->bytes, &(struct sseg_frame){ .kind = SSEG_FRAME_CHANNEL_HELLO,
+							  .arg = c->rank, .len = SSEG_TOKEN_LEN });
+	if (!c->magic_right)
+		sseg_put32(p->bytes, 0x6b6e756au);
+	memcpy(p->bytes + SSEG_FRAME_HEAD, owner->handle.token, SSEG_TOKEN_LEN);
 	if (!c->token_right)
-		p->bytes[8 + 5] ^= 0x40;
-	p->len = 8 + SSEG_TOKEN_LEN;
+		p->bytes[SSEG_FRAME_HEAD + 5] ^= 0x40;
+	p->len = SSEG_FRAME_HEAD + SSEG_TOKEN_LEN;
 }
 
 struct measured {

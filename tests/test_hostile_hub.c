@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "exchange_wire.h"
+#include "frame.h"
 #include "hostcheck.h"
 #include "intruder.h"
 #include "member.h"
@@ -56,29 +56,29 @@ struct hub_case {
 static const struct hub_case cases[] = {
 	{ "garbage", INTRUDE_GARBAGE, 200, 0, 0, 0, 0, NULL },
 	{ "silent, held open", INTRUDE_SILENT, 100, 0, 0, 0, 0, NULL },
-	{ "half a hello, then a stall", INTRUDE_HALF, 100, 0, SSEG_WIRE_HELLO, 1, WORLD, NULL },
-	{ "a hello dripped byte by byte", INTRUDE_DRIP, 20, 0, SSEG_WIRE_HELLO, 1, WORLD, NULL },
+	{ "half a hello, then a stall", INTRUDE_HALF, 100, 0, SSEG_FRAME_GROUP_HELLO, 1, WORLD, NULL },
+	{ "a hello dripped byte by byte", INTRUDE_DRIP, 20, 0, SSEG_FRAME_GROUP_HELLO, 1, WORLD, NULL },
 	{ "flood of connections", INTRUDE_FLOOD, 5000, 0, 0, 0, 0, NULL },
-	{ "a data frame for a hello", INTRUDE_BYTES, 50, 0, SSEG_WIRE_DATA, 1, WORLD, NULL },
+	{ "a data frame for a hello", INTRUDE_BYTES, 50, 0, SSEG_FRAME_GROUP_DATA, 1, WORLD, NULL },
 	{ "descriptors pushed with garbage", INTRUDE_FD_BOMB, 20, 0, 0, 0, 0, NULL },
-	{ "another uid, a member's hello", INTRUDE_BYTES, 20, 1, SSEG_WIRE_HELLO, 1, WORLD, NULL },
+	{ "another uid, a member's hello", INTRUDE_BYTES, 20, 1, SSEG_FRAME_GROUP_HELLO, 1, WORLD, NULL },
 	{ "another uid, flood", INTRUDE_FLOOD, 5000, 1, 0, 0, 0, NULL },
-	{ "claims a rank outside the group", INTRUDE_BYTES, 1, 0, SSEG_WIRE_HELLO, 9, WORLD,
+	{ "claims a rank outside the group", INTRUDE_BYTES, 1, 0, SSEG_FRAME_GROUP_HELLO, 9, WORLD,
 	  "a process joined as rank 9, outside 1..3" },
-	{ "claims a rank already joined", INTRUDE_BYTES, 1, 0, SSEG_WIRE_HELLO, 1, WORLD,
+	{ "claims a rank already joined", INTRUDE_BYTES, 1, 0, SSEG_FRAME_GROUP_HELLO, 1, WORLD,
 	  "two processes joined as rank 1" },
-	{ "declares another world size", INTRUDE_BYTES, 1, 0, SSEG_WIRE_HELLO, 2, WORLD + 1,
+	{ "declares another world size", INTRUDE_BYTES, 1, 0, SSEG_FRAME_GROUP_HELLO, 2, WORLD + 1,
 	  "declared world size 5" },
 };
 
 static void forge(const struct hub_case *c, struct intrusion_plan *p)
 {
-	struct sseg_wire_frame f = { .kind = c->frame_kind, .arg = c->rank, .world = c->world,
-				     .len = c->frame_kind == SSEG_WIRE_DATA ? LEN : 0 };
+	struct sseg_frame f = { .kind = c->frame_kind, .arg = (uint32_t)c->rank, .aux = c->world,
+				.len = c->frame_kind == SSEG_FRAME_GROUP_DATA ? LEN : 0 };
 
 	if (c->frame_kind) {
-		sseg_wire_encode(p->bytes, &f);
-		p->len = SSEG_WIRE_FRAME_SIZE;
+		sseg_frame_encode(p->bytes, &f);
+		p->len = SSEG_FRAME_HEAD;
 	} else {
 		memcpy(p->bytes, "not a frame of this protocol....", 32);
 		p->len = 32;

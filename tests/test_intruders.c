@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blob.h"
+#include "frame.h"
 #include "testutil.h"
 
 #define WORLD 4
@@ -125,6 +127,7 @@ static int released(const struct intrusion *in)
 static int silent_intruder(void *arg)
 {
 	const struct intrusion *in = arg;
+	uint8_t hello[SSEG_FRAME_HEAD + SSEG_TOKEN_LEN];
 	int fds[SILENT], n = 0;
 	char c;
 
@@ -133,11 +136,14 @@ static int silent_intruder(void *arg)
 		fds[i] = connect_to(in->channel);
 		n += fds[i] >= 0;
 	}
+	sseg_frame_encode(hello, &(struct sseg_frame){ .kind = SSEG_FRAME_CHANNEL_HELLO, .arg = 1,
+						       .len = SSEG_TOKEN_LEN });
+	memcpy(hello + SSEG_FRAME_HEAD, "wrong-token-here", SSEG_TOKEN_LEN);
 	for (int i = 0; i < WRONG_TOKENS; i++) {
 		int s = connect_to(in->channel);
 
 		if (s >= 0) {
-			(void)!send(s, "HELO\0\0\0\0wrong-token-here", 24, MSG_NOSIGNAL);
+			(void)!send(s, hello, sizeof(hello), MSG_NOSIGNAL);
 			close(s);
 		}
 	}

@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 /* The library's own declarations of the functions wrapped below. */
-#include "exchange_wire.h"
+#include "frame.h"
 #include "fdchannel.h"
 #include "hostcheck.h"
 #include "os/memfd.h"
@@ -93,8 +93,10 @@ static void die_at(enum point p)
 		raise(SIGKILL);
 }
 
-int __real_sseg_wire_send_frame(int fd, uint32_t kind, int32_t arg, uint64_t len, double deadline);
-int __wrap_sseg_wire_send_frame(int fd, uint32_t kind, int32_t arg, uint64_t len, double deadline);
+int __real_sseg_frame_send(int sock, const struct sseg_frame *f, const void *body, int fd,
+			   double deadline);
+int __wrap_sseg_frame_send(int sock, const struct sseg_frame *f, const void *body, int fd,
+			   double deadline);
 int __real_sseg_os_send_fd(int sock, int fd, const void *data, size_t len, double deadline);
 int __wrap_sseg_os_send_fd(int sock, int fd, const void *data, size_t len, double deadline);
 int __real_sseg_os_memfd_check(int fd, uint64_t expect_size, uint64_t *page_size);
@@ -109,11 +111,12 @@ int __real_sseg_os_window_release(void *base, uint64_t size);
 int __wrap_sseg_os_window_release(void *base, uint64_t size);
 
 /* The hub's first frame after gathering, a peer's first before sending. */
-int __wrap_sseg_wire_send_frame(int fd, uint32_t kind, int32_t arg, uint64_t len, double deadline)
+int __wrap_sseg_frame_send(int sock, const struct sseg_frame *f, const void *body, int fd,
+			   double deadline)
 {
 	if (exchange_armed)
 		die_at(IN_EXCHANGE);
-	return __real_sseg_wire_send_frame(fd, kind, arg, len, deadline);
+	return __real_sseg_frame_send(sock, f, body, fd, deadline);
 }
 
 /* The owner dies with one peer served, two not. */

@@ -7,10 +7,10 @@
 #include <unistd.h>
 
 #include "blob.h"
+#include "frame.h"
 #include "os/sock.h"
 #include "testutil.h"
 
-#define HELLO_MAGIC 0x4f4c4548u /* the channel's hello, as a peer sends it */
 
 struct owner_job {
 	sseg_t *seg;
@@ -29,14 +29,14 @@ static void *owner_complete(void *arg)
 /* Connects like a peer; returns the result of waiting for an fd. */
 static int intrude(const char *sock, uint32_t rank, const uint8_t *token)
 {
-	uint8_t hello[8 + SSEG_TOKEN_LEN], reply[16];
-	uint32_t magic = HELLO_MAGIC;
+	uint8_t hello[SSEG_FRAME_HEAD + SSEG_TOKEN_LEN], reply[SSEG_FRAME_HEAD];
 	int s, fd = -1, rc;
 
 	CHECK_RC(sseg_os_connect_abstract(sock, &s), 0);
-	memcpy(hello, &magic, 4);
-	memcpy(hello + 4, &rank, 4);
-	memcpy(hello + 8, token, SSEG_TOKEN_LEN);
+	/* The channel's hello, as a peer sends it (src/frame.h). */
+	sseg_frame_encode(hello, &(struct sseg_frame){ .kind = SSEG_FRAME_CHANNEL_HELLO,
+						       .arg = rank, .len = SSEG_TOKEN_LEN });
+	memcpy(hello + SSEG_FRAME_HEAD, token, SSEG_TOKEN_LEN);
 	CHECK_RC(sseg_os_send_all(s, hello, sizeof(hello), sseg_os_deadline(1000)), 0);
 	rc = sseg_os_recv_fd(s, &fd, reply, sizeof(reply), sseg_os_deadline(3000));
 	if (fd >= 0)

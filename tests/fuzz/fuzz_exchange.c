@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "exchange_wire.h"
+#include "frame.h"
 #include "fuzz.h"
 #include "intruder.h"
 #include "member.h"
@@ -77,14 +77,14 @@ static void stranger(const char *name, const uint8_t *data, size_t size)
 
 static void fuzzed_rank(const char *name, const uint8_t *data, size_t size)
 {
-	struct sseg_wire_frame hello = { .kind = SSEG_WIRE_HELLO, .arg = 2, .world = WORLD };
-	uint8_t hdr[SSEG_WIRE_FRAME_SIZE];
+	struct sseg_frame hello = { .kind = SSEG_FRAME_GROUP_HELLO, .arg = 2, .aux = WORLD };
+	uint8_t hdr[SSEG_FRAME_HEAD];
 	struct pollfd pfd;
 	int s = connect_group(name);
 
 	if (s < 0)
 		return;
-	sseg_wire_encode(hdr, &hello);
+	sseg_frame_encode(hdr, &hello);
 	intruder_send(s, hdr, sizeof(hdr));
 	pfd = (struct pollfd){ .fd = s, .events = POLLIN };
 	if (poll(&pfd, 1, 2 * GROUP_MS) > 0 && recv(s, hdr, sizeof(hdr), MSG_WAITALL) > 0) {

@@ -12,11 +12,11 @@ CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
 BLOB = 4096
 
 # Field offsets of a blob (src/blob.c).
-FIELDS = dict(status=8, rank=12, world=16, owner=20, size=24, pages=32, backend=36,
-              flags=40, populate=44, layout_hash=48, name_hash=56, fingerprint=64,
-              boot_id=72, netns=88, pidns=96, uid=104, pid=108, name=112,
-              handle_kind=176, handle_pages=180, handle_page_size=184,
-              handle_mapped=192, handle_sock=200, error=400, layout=1024)
+FIELDS = dict(status=8, rank=12, fingerprint=16, boot_id=24, netns=40, pidns=48, uid=56,
+              pid=60, name=64, layout_hash=128, size=136, pages=144, backend=152,
+              flags=160, populate=168, world=176, owner=184, numa=192, numa_node=200,
+              handle_kind=256, handle_pages=260, handle_page_size=264,
+              handle_mapped=272, handle_sock=280, error=480, layout=1024)
 
 
 def write(target, name, data):
@@ -46,7 +46,7 @@ def blob_seeds():
         flags=(3, "flags", struct.pack("<I", 3)),
         populate=(1, "populate", struct.pack("<I", 1)),
         layout_hash=(2, "layout_hash", b"\xff"),
-        name_hash=(1, "name_hash", b"\x01"),
+        numa=(1, "numa", struct.pack("<I", 1)),
         fingerprint=(1, "fingerprint", b"\x01"),
         other_host=(3, "boot_id", b"other-host"),
         other_netns=(2, "netns", b"\x07"),
@@ -119,8 +119,10 @@ def layout_seeds():
           b"".join(block(bytes([97 + i]), i + 1, 7 * i + 1, i) for i in range(9)))
 
 
-def frame(kind, arg=0, world=0, length=0):
-    return struct.pack("<IIiIQ", 0x31475353, kind, arg, world, length)
+def frame(kind, arg=0, world=0, length=0, code=0, fmt=1):
+    """src/frame.h's head: magic, kind, format, code, arg, aux, len."""
+    return struct.pack("<IHHiIII", 0x46475353, kind, fmt, code, arg & 0xffffffff, world,
+                       length & 0xffffffff)
 
 
 def exchange_seeds():
@@ -133,9 +135,26 @@ def exchange_seeds():
     write("exchange", "data", b"\x01" + frame(2, 0, 0, 8) + b"\x12" * 8)
     write("exchange", "data-short", b"\x01" + frame(2, 0, 0, 8) + b"\x12" * 5)
     write("exchange", "data-long", b"\x01" + frame(2, 0, 0, 9) + b"\x12" * 9)
-    write("exchange", "data-huge", b"\x01" + frame(2, 0, 0, 1 << 62))
-    write("exchange", "status", b"\x01" + frame(3, -5, 0, 4) + b"oops")
+    write("exchange", "data-huge", b"\x01" + frame(2, 0, 0, (1 << 32) - 1))
+    write("exchange", "status", b"\x01" + frame(3, 0, 0, 4, code=-5) + b"oops")
     write("exchange", "hello-again", b"\x01" + frame(1, 2, 3))
+
+
+def frame_seeds():
+    """fuzz_frame: a kind byte (what the reader expects), then a head and a
+    body, received as sseg_frame_recv would."""
+    write("frame", "hello", b"\x01" + frame(1, 2, 3))
+    write("frame", "wrong-kind", b"\x04" + frame(1, 2, 3))
+    write("frame", "token", b"\x04" + frame(4, 1, 0, 16) + b"t" * 16)
+    write("frame", "token-long", b"\x04" + frame(4, 1, 0, 17) + b"t" * 17)
+    write("frame", "fd", b"\x05" + frame(5, 0, 0, 8) + struct.pack("<Q", 1 << 20))
+    write("frame", "failure", b"\x06" + frame(6, 0, 0, 9, code=-110) + b"timed out")
+    write("frame", "failure-past-errno", b"\x06" + frame(6, 0, 0, 1, code=-9999) + b"x")
+    write("frame", "positive-code", b"\x07" + frame(7, 0, 0, 0, code=3))
+    write("frame", "format-2", b"\x08" + frame(8, 1, 0, 0, fmt=2))
+    write("frame", "keeper-long", b"\x08" + frame(8, 1, 0, 1025) + b"k" * 64)
+    write("frame", "status", b"\x09" + frame(9, 2, 1, 40, code=-22) + b"h" * 32 + b"bad size")
+    write("frame", "cut", b"\x09" + frame(9, 2, 1, 40)[:13])
 
 
 if __name__ == "__main__":
@@ -146,3 +165,4 @@ if __name__ == "__main__":
     layout_diff_seeds()
     layout_seeds()
     exchange_seeds()
+    frame_seeds()
