@@ -4,7 +4,7 @@
  * `make bench` runs through bench/run.py; this file parses its options. */
 #include <string.h>
 
-#include "cli.h"
+#include "args.h"
 #include "driver.h"
 #include "report.h"
 

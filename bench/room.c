@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <sys/statvfs.h>
 
-#include "cli.h"
+#include "args.h"
 #include "mapping.h"
 #include "room.h"
 

@@ -5,7 +5,7 @@
 #define BENCH_SUMMARY_H
 
 #include "case.h"
-#include "cli.h"
+#include "args.h"
 
 struct bench_config {
 	uint64_t size;

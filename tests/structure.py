@@ -8,7 +8,11 @@ and the shared helpers in backend/ include and name no backend; no two
 files of a backend call each other), no file
 is over 700 lines, no .c file declares another file's function, and
 the version script lists every public function by name, each once, and no
-file name is taken twice by the core and src/os/ nor shadows a Python header.
+file name is taken twice by the core and src/os/ nor shadows a Python header;
+and each C folder of the project keeps to its purpose (ROLES): what it is
+for, and whose headers it may include (the library none of the tools', the
+benchmarks none of anyone's but the library's and the helpers', and nobody
+the benchmarks').
 
 Usage: structure.py SOURCE_DIR (exit 0 pass, 1 fail)."""
 import os
@@ -29,6 +33,28 @@ SHARED_BACKEND = {"backend/backend.h", "backend/backend.c", "backend/vmm.h", "ba
 # What a shared helper must not name (memfd is what AUTO resolves to).
 DEVICE_WORDS = re.compile(r"SSEG_BACKEND_(CUDA|ASCEND)|cuda|acl|ascend", re.I)
 MAX_LINES = 700
+
+
+# Each C folder of the project: what it is for, and the folders whose
+# headers it may include (its own always). A file belongs to the longest
+# folder its path starts with. docs/architecture.md draws the same.
+ROLES = {
+    "src": ("the library: segments, their names, the keeper's client side, the probe's "
+            "facts, as structs", ("include",)),
+    "tools/lib": ("the tools' helper library: the /proc scan, the one JSON writer, the "
+                  "keeper's server, documents built from the library's structs",
+                  ("include", "src")),
+    "tools": ("the C tool, sharedseg", ("include", "src", "tools/lib")),
+    "bench": ("sharedseg-bench, the benchmarks: a program nothing links",
+              ("include", "src", "tools/lib")),
+    # The extension runs the tool's commands in-process (`sharedseg` from
+    # pip is the same tool): it includes the tool's entry (cli_main.h).
+    "python/_native": ("the Python extension, sharedseg._native",
+                       ("include", "src", "tools/lib", "tools")),
+}
+# What the library's own files never do: write JSON (the helpers do, from
+# its structs).
+LIBRARY_NEVER = re.compile(r"json", re.I)
 
 
 def sources(src):
@@ -230,6 +256,59 @@ def file_names(files):
     return bad
 
 
+def folder_of(path):
+    """The ROLES folder a project path belongs to (the longest that fits)."""
+    fits = [f for f in ROLES if path.startswith(f + "/")]
+    return max(fits, key=len) if fits else None
+
+
+def c_files(root):
+    found = {}
+    for folder in ROLES:
+        for top, dirs, names in os.walk(os.path.join(root, folder)):
+            dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+            for name in names:
+                if name.endswith((".c", ".h")):
+                    path = os.path.relpath(os.path.join(top, name), root)
+                    if folder_of(path) == folder:
+                        found[path] = open(os.path.join(root, path), encoding="utf-8").read()
+    return found
+
+
+def resolve(root, path, inc, search):
+    """Where #include "inc" of path lands: beside it, then on the folders
+    its build searches (its own, and those ROLES lets it use)."""
+    for top in [os.path.dirname(path)] + list(search):
+        target = os.path.normpath(os.path.join(top, inc))
+        if os.path.isfile(os.path.join(root, target)):
+            return target
+    return None
+
+
+def folder_roles(root):
+    """Every C folder includes only what ROLES lets it; the library writes
+    no JSON."""
+    bad = []
+    for path, text in sorted(c_files(root).items()):
+        own = folder_of(path)
+        allowed = (own,) + ROLES[own][1]
+        search = [own] + [f for f in ROLES if f != own] + ["include"]
+        for inc in includes(text):
+            target = resolve(root, path, inc, search)
+            if target is None:
+                continue  # a generated or a system header
+            there = folder_of(target) or target.split("/")[0]
+            if there not in allowed:
+                bad.append(f"{path}: includes {target}: {own}/ ({ROLES[own][0]}) may include "
+                           f"{', '.join(f + '/' for f in allowed)} only")
+        if own == "src":
+            for n, line in enumerate(text.splitlines(), 1):
+                if LIBRARY_NEVER.search(line):
+                    bad.append(f"{path}:{n}: the library speaks of JSON (the tools' helper "
+                               f"library writes it, from structs): {line.strip()}")
+    return bad
+
+
 def project_files(root):
     """The licence, changelog and SPDX line every file carries, and what
     .gitignore keeps out of a commit."""
@@ -262,7 +341,7 @@ def main():
     problems = (core_names_no_backend(files) + layers(files) + backend_folders(files) +
                 shared_backend(files) + calls_one_way(files) + sizes(files) + cycles(graph(files)) +
                 foreign_prototypes(files) + version_script(src, header) + file_names(files) +
-                project_files(root))
+                project_files(root) + folder_roles(root))
     for p in problems:
         print(p)
     print(f"structure: {len(files)} files, {'ok' if not problems else f'{len(problems)} problem(s)'}")

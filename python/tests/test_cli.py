@@ -303,7 +303,7 @@ def test_an_earlier_commands_write_error_is_not_the_next_ones():
 
 def test_value_lists_in_help_and_errors_are_the_librarys_tables():
     """A page kind, backend or population mode the library gains is listed
-    by the tool without an edit of its own (tools/args.c cli_names)."""
+    by the tool without an edit of its own (tools/lib/args.c cli_names)."""
     from sharedseg import _engine
     pages, backends = _engine.choices("pages"), _engine.choices("backend")
     demo = tool("demo", "--help").stdout

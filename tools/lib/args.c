@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli.h"
+#include "args.h"
 
 /* How many bytes the UTF-8 sequence at p takes, when it is well formed and
  * no control (C1 included); 0 otherwise. Sets *cp to its code point. */

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
+#include "args.h"
 #include "output.h"
 
 /* Output a full disk or a closed stdout refused is a failure, as in
