@@ -37,7 +37,8 @@ MAX_LINES = 700
 
 # Each C folder of the project: what it is for, and the folders whose
 # headers it may include (its own always). A file belongs to the longest
-# folder its path starts with. docs/architecture.md draws the same.
+# folder its path starts with. docs/architecture.md's block "Who uses whom"
+# says the same, and is checked against it (picture()).
 ROLES = {
     "src": ("the library: segments, their names, the keeper's client side, the probe's "
             "facts, as structs", ("include",)),
@@ -309,6 +310,32 @@ def folder_roles(root):
     return bad
 
 
+PICTURE = "docs/architecture.md"
+
+
+def picture(root):
+    """docs/architecture.md's block of who uses whom: one line per ROLES
+    folder, "FOLDER/  words  uses A/ B/ ...", naming what ROLES allows."""
+    path = os.path.join(root, PICTURE)
+    text = open(path, encoding="utf-8").read() if os.path.isfile(path) else ""
+    m = re.search(r"<!-- check: by tests/structure.py -->\s*```text\n(.*?)```", text, re.S)
+    if not m:
+        return [f"{PICTURE}: no block of who uses whom (marked check: by tests/structure.py)"]
+    drawn = {}
+    for line in m.group(1).splitlines():
+        parts = re.match(r"(\S+)/\s.*\buses\s+(.*)$", line)
+        if not parts:
+            return [f"{PICTURE}: '{line}' is not 'FOLDER/  what  uses A/ B/'"]
+        drawn[parts.group(1)] = {u.rstrip("/") for u in parts.group(2).split()}
+    bad = [f"{PICTURE}: {f}/ is not drawn" for f in ROLES if f not in drawn]
+    bad += [f"{PICTURE}: {f}/ is drawn but structure.py's ROLES has no such folder"
+            for f in drawn if f not in ROLES]
+    bad += [f"{PICTURE}: {f}/ is drawn using {', '.join(sorted(drawn[f]))}; ROLES lets it use "
+            f"{', '.join(sorted(ROLES[f][1]))}"
+            for f in ROLES if f in drawn and drawn[f] != set(ROLES[f][1])]
+    return bad
+
+
 def project_files(root):
     """The licence, changelog and SPDX line every file carries, and what
     .gitignore keeps out of a commit."""
@@ -341,7 +368,7 @@ def main():
     problems = (core_names_no_backend(files) + layers(files) + backend_folders(files) +
                 shared_backend(files) + calls_one_way(files) + sizes(files) + cycles(graph(files)) +
                 foreign_prototypes(files) + version_script(src, header) + file_names(files) +
-                project_files(root) + folder_roles(root))
+                project_files(root) + folder_roles(root) + picture(root))
     for p in problems:
         print(p)
     print(f"structure: {len(files)} files, {'ok' if not problems else f'{len(problems)} problem(s)'}")
