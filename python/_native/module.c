@@ -345,7 +345,27 @@ PyDoc_STRVAR(cli_c_tool_only_doc, "cli_c_tool_only(command) -> bool: the command
 				  "tool: it forks processes that run the library (demo, bench) or\n"
 				  "runs until a signal stops it (keep).");
 
+PyDoc_STRVAR(setting_default_doc,
+	     "setting_default(setting) -> (text, source): sseg_setting_default, the operators'\n"
+	     "default for pages, numa or populate: SHAREDSEG_<SETTING>'s text, else the\n"
+	     "library's; source is the variable's name or \"default\".");
+PyDoc_STRVAR(population_allowance_ms_doc,
+	     "population_allowance_ms(size, pages, populate) -> int: sseg_population_allowance_ms,\n"
+	     "the milliseconds the owner's population of size bytes may take (pages and populate\n"
+	     "as parse() returns them).");
+PyDoc_STRVAR(status_record_doc,
+	     "status_record(size, errno, arg, aux, body) -> bytes: a rank's status, size bytes,\n"
+	     "in the library's frame (kind STATUS): errno 0 for a rank that got through.");
+PyDoc_STRVAR(status_read_doc,
+	     "status_read(record) -> (errno, arg, aux, body): what status_record wrote;\n"
+	     "SharedSegmentError with the library's sentence for bytes that are none.");
+
 static PyMethodDef module_methods[] = {
+	{ "setting_default", sseg_py_setting_default, METH_VARARGS, setting_default_doc },
+	{ "population_allowance_ms", sseg_py_population_allowance_ms, METH_VARARGS,
+	  population_allowance_ms_doc },
+	{ "status_record", sseg_py_status_record, METH_VARARGS, status_record_doc },
+	{ "status_read", sseg_py_status_read, METH_VARARGS, status_read_doc },
 	{ "parse", py_parse, METH_VARARGS, parse_doc },
 	{ "name", py_name, METH_VARARGS, name_doc },
 	{ "host_identity", py_host_identity, METH_NOARGS, host_identity_doc },

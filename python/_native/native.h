@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* sharedseg._native: the CPython face of libsharedseg. Shared declarations
- * of the extension's parts (module.c, segment.c, layout.c, log.c, cli.c). */
+ * of the extension's parts (module.c, segment.c, layout.c, log.c, cli.c,
+ * doc.c, settings.c). */
 #ifndef SSEG_PY_NATIVE_H
 #define SSEG_PY_NATIVE_H
 
@@ -55,6 +56,13 @@ extern PyType_Spec sseg_py_pin_spec;
 PyObject *sseg_py_create(PyObject *module, PyObject *args, PyObject *kwargs);
 /* _native.lookup(addr, length): the registry's exact-range lookup. */
 PyObject *sseg_py_lookup(PyObject *module, PyObject *args);
+
+/* _native.setting_default, population_allowance_ms, status_record and
+ * status_read (settings.c). */
+PyObject *sseg_py_setting_default(PyObject *module, PyObject *args);
+PyObject *sseg_py_population_allowance_ms(PyObject *module, PyObject *args);
+PyObject *sseg_py_status_record(PyObject *module, PyObject *args);
+PyObject *sseg_py_status_read(PyObject *module, PyObject *args);
 
 /* _native.probe(size) and _native.list_segments(): the helper library's
  * documents as objects (doc.c). */

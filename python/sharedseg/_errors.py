@@ -2,18 +2,19 @@
 """The errors every rank raises alike, and the status records they come
 from: what the ranks tell each other besides the blobs, one fixed-size
 record per rank (did this rank get through its phase, and if not, why), so
-that a failure on any rank becomes the same exception on every rank."""
+that a failure on any rank becomes the same exception on every rank. The
+record is the library's frame (src/frame.h, kind STATUS: errno, the phase,
+the error's kind, then 32 bytes of host identity and the sentence),
+written and read by the library."""
 import errno as errnos
-import struct
 from typing import Dict, List, Optional, Tuple
 
+from . import _native
 from ._native import SharedSegmentError
 
 RECORD_SIZE = 512
 PHASES = ("setup", "create", "complete")
-_MAGIC = b"sSgR"
-_HEAD = struct.Struct("<4sBBBxi32s")  # magic, ok, phase, kind, errno, host identity
-_MESSAGE_MAX = RECORD_SIZE - _HEAD.size
+_HOST_ID = 32
 
 # What kind of mistake a failure is, so that every rank raises the type a
 # caller catches: an argument (ValueError/TypeError) or anything else.
@@ -70,21 +71,25 @@ class Status:
         return cls(False, phase, err, _describe(exc), kind=_kind(exc, err))
 
     def encode(self) -> bytes:
-        text = self.message.encode("utf-8", "replace")[:_MESSAGE_MAX]
-        head = _HEAD.pack(_MAGIC, int(self.ok), PHASES.index(self.phase), self.kind, self.errno,
-                          self.host_id)
-        return head + text.ljust(_MESSAGE_MAX, b"\0")
+        # A failure always carries an errno: 0 is what says a rank got through.
+        err = 0 if self.ok else (self.errno if 0 < self.errno < 4096 else errnos.EIO)
+        body = self.host_id[:_HOST_ID].ljust(_HOST_ID, b"\0") + \
+            self.message.encode("utf-8", "replace")
+        return _native.status_record(RECORD_SIZE, err, PHASES.index(self.phase), self.kind, body)
 
     @classmethod
     def decode(cls, rank: int, raw: bytes) -> "Status":
-        if len(raw) != RECORD_SIZE or raw[:4] != _MAGIC:
+        try:
+            if len(raw) != RECORD_SIZE:
+                raise SharedSegmentError(f"{len(raw)} bytes, not {RECORD_SIZE}")
+            err, phase, kind, body = _native.status_read(bytes(raw))
+        except SharedSegmentError as e:
             raise SharedSegmentError(
-                f"rank {rank}'s status record is {len(raw)} bytes starting {bytes(raw[:4])!r}: "
-                f"the exchange returned something other than what rank {rank} sent")
-        magic, ok, phase, kind, err, host_id = _HEAD.unpack_from(raw)
-        message = raw[_HEAD.size:].rstrip(b"\0").decode("utf-8", "replace")
-        return cls(bool(ok), PHASES[min(phase, len(PHASES) - 1)], err, message, host_id,
-                   kind if kind in _KINDS else KIND_FAILURE)
+                f"rank {rank}'s status record: {e}: the exchange returned something other "
+                f"than what rank {rank} sent") from None
+        message = body[_HOST_ID:].decode("utf-8", "replace")
+        return cls(err == 0, PHASES[min(phase, len(PHASES) - 1)], err, message,
+                   bytes(body[:_HOST_ID]), kind if kind in _KINDS else KIND_FAILURE)
 
 
 def _describe(exc: BaseException) -> str:

@@ -4,7 +4,6 @@ defaults) turned into what the C library takes. The words themselves (page
 kinds, placements, sizes) are parsed by the C library, never here."""
 import datetime
 import math
-import os
 from typing import Any, Dict, Optional, Tuple
 
 from . import _native
@@ -14,16 +13,6 @@ U64_MAX = (1 << 64) - 1
 TIMEOUT_MAX_S = (2 ** 31 - 1) // 1000
 DEFAULT_TIMEOUT_S = 30.0
 
-# Time the owner's population may take on top of the timeout, per GiB:
-# about 1 s/GiB was measured on 4 KiB pages with 4 threads; twice that
-# leaves room for a slower host. Huge pages fault 512x fewer times.
-POPULATE_S_PER_GIB = {"base": 2.0, "auto": 2.0, "thp": 1.0}
-POPULATE_S_PER_GIB_HUGE = 1.0
-
-# Operators' defaults, used when the caller did not pass the argument.
-ENVIRONMENT = {"pages": "SHAREDSEG_PAGES", "numa": "SHAREDSEG_NUMA",
-               "populate": "SHAREDSEG_POPULATE"}
-DEFAULTS = {"pages": "auto", "numa": "none", "populate": "owner"}
 
 
 def whole(value: Any, what: str, minimum: int = 1, maximum: int = U64_MAX) -> int:
@@ -63,26 +52,23 @@ def timeout_seconds(timeout: Any) -> Tuple[float, str]:
     return seconds, "argument"
 
 
-def population_allowance(size: int, pages: str, populate: str) -> float:
-    """Seconds the declared population may take: added to every wait, so
-    the owner's first touch of a large segment does not count against the
-    peers' timeout."""
-    if populate in ("lazy", "background"):
-        return 0.0
-    rate = POPULATE_S_PER_GIB.get(pages, POPULATE_S_PER_GIB_HUGE)
-    return rate * size / (1 << 30)
+def population_allowance(size: int, pages: int, populate: int) -> float:
+    """Seconds the declared population may take (the library's
+    sseg_population_allowance_ms, as the C tool takes it): added to every
+    wait, so the owner's first touch of a large segment does not count
+    against the peers' timeout. pages and populate as _native.parse gives
+    them."""
+    return _native.population_allowance_ms(size, pages, populate) / 1000.0
 
 
 def setting(kind: str, value: Any) -> Tuple[str, str]:
     """(text, where from) for pages, numa and populate: the argument, else
-    SHAREDSEG_<KIND>, else the default."""
+    the operators' default as the library resolves it (SHAREDSEG_<KIND>,
+    else its own: sseg_setting_default)."""
     if value is not None:
         return str(value), "argument"
-    env = ENVIRONMENT[kind]
-    text = os.environ.get(env)
-    if text is not None and text.strip():
-        return text.strip(), env
-    return DEFAULTS[kind], "default"
+    text, source = _native.setting_default(kind)
+    return text, source
 
 
 def parse(kind: str, text: str, source: str) -> Any:

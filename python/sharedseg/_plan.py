@@ -111,8 +111,7 @@ class Plan:
         """Every wait: the timeout plus the declared population's allowance."""
         timeout_s, timeout_from = _options.timeout_seconds(timeout)
         declared = max(size, self.layout.size if self.layout is not None else 0)
-        allowance = _options.population_allowance(
-            declared, _native.name("pages", pages), _native.name("populate", populate))
+        allowance = _options.population_allowance(declared, pages, populate)
         settings["timeout"] = (timeout_s, timeout_from)
         settings["populate_allowance"] = (round(allowance, 3), "size and page kind")
         return min(timeout_s + allowance, float(_options.TIMEOUT_MAX_S))

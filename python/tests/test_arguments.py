@@ -132,6 +132,31 @@ def test_errno_is_never_zero():
     assert info.value.errno and "the wire is cut" in str(info.value)
 
 
+def test_a_status_record_the_exchange_mangled_is_said_so():
+    """The status records are the library's frame, read by the library: bytes
+    that are none fail the call with its sentence, naming the rank."""
+    from sharedseg import _errors
+
+    def mangling(mine):
+        return [b"x" * len(mine) if len(mine) == _errors.RECORD_SIZE else mine]
+    with pytest.raises(SharedSegmentError) as info:
+        create_shared_segment("py-args-mangled", KV, world_size=1, exchange=mangling,
+                              pages="base")
+    assert ("rank 0's status record: expected a rank's status, got bytes that are no frame "
+            "of this library: the exchange returned something other than what rank 0 sent"
+            in str(info.value)), info.value
+
+
+def test_a_status_record_carries_a_failure_whole():
+    from sharedseg import _errors
+    sent = _errors.Status(False, "complete", errno.ENOSPC, "no room \u00e9" * 3, b"h" * 32,
+                          kind=_errors.KIND_VALUE)
+    got = _errors.Status.decode(2, sent.encode())
+    assert (got.ok, got.phase, got.errno, got.message, got.host_id, got.kind) == \
+        (False, "complete", errno.ENOSPC, "no room \u00e9" * 3, b"h" * 32, _errors.KIND_VALUE)
+    assert _errors.Status.decode(0, _errors.Status(host_id=b"i" * 32).encode()).ok
+
+
 @pytest.mark.parametrize("timeout,seconds,source", [
     (None, 30.0, "default"),
     (0, 30.0, "default (timeout=0)"),
@@ -148,10 +173,14 @@ def test_timeout_takes_seconds_or_timedelta_and_0_is_the_default(timeout, second
 
 
 def test_population_is_allowed_for_on_top_of_the_timeout():
-    from sharedseg import _options
-    assert _options.population_allowance(64 << 30, "base", "owner") == 128.0
-    assert _options.population_allowance(64 << 30, "hugetlb-2M", "spread") == 64.0
-    assert _options.population_allowance(64 << 30, "base", "lazy") == 0.0
+    from sharedseg import _native, _options
+
+    def allowance(pages, populate):
+        return _options.population_allowance(64 << 30, _native.parse("pages", pages),
+                                             _native.parse("populate", populate))
+    assert allowance("base", "owner") == 128.0
+    assert allowance("hugetlb-2M", "spread") == 64.0
+    assert allowance("base", "lazy") == 0.0
     with create_shared_segment("py-allowance", size="64MiB", pages="base", timeout=3) as seg:
         settings = seg.info["settings"]
         assert settings["timeout"]["value"] == 3.0
