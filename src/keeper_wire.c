@@ -90,6 +90,17 @@ bool sseg_keep_differs(const struct sseg_keep_decl *k, const struct sseg_keep_de
 	}
 	if (!sseg_decl_differs(&k->d, &a->d, SSEG_DECL_KEPT, &d))
 		return false;
+	if (d.field == SSEG_DECL_layout) {
+		/* A keeper holds no layout text to tell blocks apart by (a group
+		 * does: verify.c): a field that differs besides the layout's hash
+		 * says more ("size: kept 8 MiB, declared now 16 MiB"). */
+		struct sseg_decl same = a->d;
+		struct sseg_decl_diff other;
+
+		same.layout = k->d.layout;
+		if (sseg_decl_differs(&k->d, &same, SSEG_DECL_KEPT, &other))
+			d = other;
+	}
 	snprintf(why, len, "%s: kept %s, declared now %s", d.name, d.a, d.b);
 	return true;
 }

@@ -227,9 +227,38 @@ static void refused_options(void)
 	CHECK_RC(sseg_keeper_run("", NULL, NULL), -EINVAL);
 }
 
+/* What a keeper names when a declaration differs: the first KEPT row of
+ * decl.h's table, but a size over the layout's hash, which it changes too
+ * (a keeper holds no layout text to name a block by). */
+static void named_difference(void)
+{
+	struct sseg_keep_decl kept = { .d = { .name = "kv", .size = 8 * MIB, .layout = 0x11,
+					      .world_size = 2 },
+				       .version = "0.3.0" };
+	struct sseg_keep_decl asked = kept;
+	char why[SSEG_KEEP_WHY];
+
+	CHECK(!sseg_keep_differs(&kept, &asked, why, sizeof(why)));
+	asked.d.size = 16 * MIB;
+	asked.d.layout = 0x22;
+	CHECK(sseg_keep_differs(&kept, &asked, why, sizeof(why)));
+	CHECK(!strcmp(why, "size: kept 8 MiB, declared now 16 MiB"));
+	asked.d.size = 8 * MIB; /* the same bytes, arranged otherwise */
+	CHECK(sseg_keep_differs(&kept, &asked, why, sizeof(why)));
+	CHECK(!strncmp(why, "layout: kept ", 13));
+	asked.d.layout = 0x11;
+	asked.d.world_size = 4;
+	CHECK(sseg_keep_differs(&kept, &asked, why, sizeof(why)));
+	CHECK(!strcmp(why, "world_size: kept 2, declared now 4"));
+	strcpy(asked.version, "0.4.0");
+	CHECK(sseg_keep_differs(&kept, &asked, why, sizeof(why)));
+	CHECK(!strcmp(why, "sharedseg version: kept 0.3.0, declared now 0.4.0"));
+}
+
 int main(void)
 {
 	keeper_test_init();
+	named_difference();
 	signal(SIGPIPE, SIG_IGN);
 	refused_options();
 	kept_between_groups();
