@@ -10,10 +10,14 @@ import sys
 import pytest
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
+# What the tests run and import that is no test: rank scripts, engine
+# launchers, the docs' generators.
+HELPERS = os.path.join(TESTS, "helpers")
 PACKAGE_ROOT = os.path.dirname(TESTS)
 ROOT = os.path.dirname(PACKAGE_ROOT)
-if PACKAGE_ROOT not in sys.path:
-    sys.path.insert(0, PACKAGE_ROOT)
+for path in (PACKAGE_ROOT, HELPERS):
+    if path not in sys.path:
+        sys.path.insert(0, path)
 
 try:
     import sharedseg._native  # noqa: F401

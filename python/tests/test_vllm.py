@@ -164,7 +164,7 @@ def test_an_unsupported_vllm_fails_with_a_sentence(monkeypatch):
                                    "0.31.2, whose names it uses (OffloadingWorker, ")
     version = VLLM_TESTED[LEG][1]
     monkeypatch.setattr(adapter.ENGINE, "version", lambda: version)
-    monkeypatch.setattr(adapter.ENGINE, "_missing",
+    monkeypatch.setitem(adapter.ENGINE._missing, "sharedseg.vllm",
                         ["vllm.v1.kv_offload.cpu.gpu_worker.pin_mmap_region"])
     with pytest.raises(RuntimeError, match=f"needs names that vLLM {version} does not have: "
                                            "vllm.v1.kv_offload.cpu.gpu_worker.pin_mmap_region"):

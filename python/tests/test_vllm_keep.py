@@ -95,13 +95,13 @@ def test_unstable_hashes_are_said_with_what_to_set(monkeypatch):
 
 
 def test_keep_is_refused_where_it_cannot_serve():
-    from sharedseg import _engine
+    from sharedseg.engines.base import SegmentRequest
     with pytest.raises(ValueError, match="only vLLM's adapter keeps"):
-        _engine.parse_settings({"keep": "k"}, "here")
+        SegmentRequest.parse({"keep": "k"}, "here")
     with pytest.raises(ValueError, match="a keeper holds memfd segments only"):
-        _engine.parse_settings({"keep": "k", "pin": "vmm"}, "here", keeps=True)
+        SegmentRequest.parse({"keep": "k", "pin": "vmm"}, "here", keeps=True)
     with pytest.raises(ValueError, match="expected a keeper's name"):
-        _engine.parse_settings({"keep": 3}, "here", keeps=True)
+        SegmentRequest.parse({"keep": 3}, "here", keeps=True)
 
 
 # ---- a real engine, restarted ----
@@ -195,10 +195,10 @@ def _tier_segment(keeper_name, name, engine="e", chunks=CHUNKS):
     chunks), left with the keeper, claimed for engine as the group's owner
     claims it (sharedseg.vllm's create_region)."""
     import sharedseg
-    from sharedseg._offload import _blocks
+    from sharedseg.engines.vllm.rows import region_blocks
     from sharedseg.vllm_keep import claim_tier, index_bytes
     seg = sharedseg.create_shared_segment(
-        name, world_size=1, blocks=_blocks(chunks, ROW, index_bytes(chunks)), layout="grouped",
+        name, world_size=1, blocks=region_blocks(chunks, ROW, index_bytes(chunks)), layout="grouped",
         pages="base", keeper=keeper_name)
     claim_tier(seg.buffer(), chunks, ROW, engine)
     return seg

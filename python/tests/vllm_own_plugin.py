@@ -30,12 +30,12 @@ def _kept(vllms):
 
     def make(num_chunks, cache_policy="lru", **kwargs):
         import sharedseg
-        from sharedseg._offload import _blocks
+        from sharedseg.engines.vllm.rows import region_blocks
         from sharedseg.vllm_keep import KeptOffloadingManager, index_bytes, segment_name
         row = 4096
         name = f"{segment_name(_keeper['name'])}-{next(names)}"
         tier = sharedseg.create_shared_segment(
-            name, world_size=1, blocks=_blocks(num_chunks, row, index_bytes(num_chunks)),
+            name, world_size=1, blocks=region_blocks(num_chunks, row, index_bytes(num_chunks)),
             layout="grouped", pages="base", keeper=_keeper["name"])
         tier.close()  # the workers' group ends; the keeper holds the tier
         manager = KeptOffloadingManager.adopt(
