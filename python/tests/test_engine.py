@@ -200,6 +200,40 @@ def test_group_size():
     assert base.group_size(types.SimpleNamespace(world_size=None, size=lambda: 5)) == 5
 
 
+# ---- docs/integrations.md, "Adding an engine adapter" ----
+
+def test_the_documented_minimal_adapter_serves_its_engine(monkeypatch):
+    """The section's adapter, run as written against a stand-in engine:
+    it refuses another release and an unknown setting with the base's
+    sentences, and its pool is one segment named from its role."""
+    from conftest import doc_block
+    module = types.ModuleType("myengine.cache")
+
+    class HostPool:
+        made = True
+    module.HostPool = HostPool
+    monkeypatch.setitem(sys.modules, "myengine", types.ModuleType("myengine"))
+    monkeypatch.setitem(sys.modules, "myengine.cache", module)
+    adapter = {}
+    exec(compile(doc_block("python/tests/test_engine.py"), "docs/integrations.md", "exec"),
+         adapter)
+    pool_class, engine = adapter["SharedSegHostPool"], adapter["ENGINE"]
+    assert issubclass(pool_class, HostPool)
+    with pytest.raises(RuntimeError, match="sharedseg.myengine supports MyEngine 2.1; this is "
+                                           "MyEngine not installed"):
+        pool_class(None, "kv", (4, 64), "uint8", True)
+    monkeypatch.setattr(engine, "version", lambda: "2.1.4")
+    with pytest.raises(ValueError, match="unknown sharedseg setting 'paegs' in MyEngine's "
+                                         "sharedseg settings; known: pages"):
+        pool_class(None, "kv", (4, 64), "uint8", True, paegs="base")
+    made = pool_class(None, "kv", (4, 64), "uint8", True, pages="base")
+    try:
+        assert made.segment.name == "myengine-kv" and tuple(made.tensor.shape) == (4, 64)
+        assert made.segment.info["pages"] == "base"
+    finally:
+        made.segment.close()
+
+
 # ---- the release tables and the docs' version tables ----
 
 def test_the_docs_version_tables_are_the_release_tables():
