@@ -97,10 +97,11 @@ def start_keeper(name):
 
 
 def env_with_package(**extra):
-    """The environment a child interpreter needs to import the in-place build."""
+    """The environment a child interpreter needs to import the in-place
+    build, and the tests' helpers (and this module)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (PACKAGE_ROOT, TESTS, env.get("PYTHONPATH")) if p)
+        p for p in (PACKAGE_ROOT, TESTS, HELPERS, env.get("PYTHONPATH")) if p)
     env.update(extra)
     return env
 
@@ -196,7 +197,7 @@ def run_rank_script(tmp_path, script, scenarios, world, timeout=240, env=None):
     import signal
     out = tmp_path / f"{scenarios.replace(',', '+')}-{world}"
     out.mkdir()
-    proc = subprocess.Popen([sys.executable, os.path.join(TESTS, script), scenarios, str(world),
+    proc = subprocess.Popen([sys.executable, os.path.join(HELPERS, script), scenarios, str(world),
                              str(free_port()), str(out)], env=env or env_with_package(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)

@@ -56,7 +56,7 @@ import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.dirname(HERE), HERE]  # the in-place package, the test helpers
+sys.path[:0] = [os.path.dirname(HERE), os.path.join(HERE, "helpers")]  # the package, the helpers
 
 
 def _out_path(argv):

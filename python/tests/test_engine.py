@@ -160,7 +160,7 @@ def test_keep_makes_pin_auto_registration_on_cuda(caplog):
 @pytest.mark.parametrize("replicated", [True, False])
 @pytest.mark.parametrize("form", ["shape", "nbytes"])
 def test_a_pool_is_one_copy_or_one_slot_per_rank(replicated, form):
-    from test_single import run_ranks
+    from thread_ranks import run_ranks
     name = f"py-engine-pool-{form}-{int(replicated)}-{os.getpid()}"
     request = SegmentRequest(pages="base").on("cpu")
     size = dict(shape=(4, 1024), dtype="uint8") if form == "shape" else dict(nbytes=4096)

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from conftest import TESTS, env_with_package, start_keeper
+from conftest import HELPERS, env_with_package, start_keeper
 from sharedseg.vllm_keep import ENGINE
 
 pytestmark = pytest.mark.engine
@@ -111,7 +111,7 @@ def start(tmp_path, model_dir, tp, name, tag, crash=""):
     "crash-at-start": once it is built): it kills its whole process group
     with SIGKILL, and this waits until none of it is left."""
     out = tmp_path / f"{tag}.json"
-    proc = subprocess.Popen([sys.executable, os.path.join(TESTS, "vllm_keep_engine.py"),
+    proc = subprocess.Popen([sys.executable, os.path.join(HELPERS, "vllm_keep_engine.py"),
                              str(model_dir), str(tp), name, str(out)] + ([crash] if crash else []),
                             env=env_with_package(), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
@@ -149,7 +149,7 @@ def tier(name):
 @pytest.mark.parametrize("tp", [1, 2])
 def test_a_restarted_engine_serves_from_the_tier_its_predecessor_left(tmp_path, tp):
     model = tmp_path / "model"
-    subprocess.run([sys.executable, os.path.join(TESTS, "vllm_engine.py"), "make", "deepseek",
+    subprocess.run([sys.executable, os.path.join(HELPERS, "vllm_engine.py"), "make", "deepseek",
                     str(model)], env=env_with_package(), check=True, timeout=300)
     name = f"vk{tp}-{os.getpid()}"
     k = start_keeper(name)
