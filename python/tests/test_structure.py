@@ -218,10 +218,6 @@ def test_the_documented_names_import_without_their_engine(module, names):
     assert run.stdout.split("\n")[-2] == "[] True"
 
 
-# The GPU machine's torch step, which tests/gpu/run.sh runs from here.
-GPU_SCRIPT = "gpu_nccl.py"
-
-
 def test_the_tests_folder_holds_tests_and_helpers_hold_the_rest():
     """python/tests: test files and conftest.py; what they run or import
     that is no test (rank scripts, engine launchers, the docs' generators)
@@ -230,7 +226,7 @@ def test_the_tests_folder_holds_tests_and_helpers_hold_the_rest():
     tracked = subprocess.run(["git", "ls-files", "--", "."], cwd=tests, capture_output=True,
                              text=True, check=True).stdout.split()
     stray = [f for f in tracked if "/" not in f and not (f.startswith("test_") and f.endswith(".py"))
-             and f not in ("conftest.py", GPU_SCRIPT)]
+             and f != "conftest.py"]
     assert not stray, f"python/tests holds files that are no test (move them to helpers/): {stray}"
     helpers = [f for f in tracked if f.startswith("helpers/")]
     assert helpers and not [f for f in helpers if f.split("/")[-1].startswith("test_")], helpers

@@ -3,7 +3,7 @@
 by tests/gpu/run.sh; results as JSON lines, one per check, appended to
 $OUT/gpu.jsonl):
 
-    python3 python/tests/gpu_nccl.py [--backend nccl|gloo] [--device cuda|cpu] [--out FILE]
+    python3 python/tests/helpers/gpu_nccl.py [--backend nccl|gloo] [--device cuda|cpu] [--out FILE]
 
 Two ranks, one GPU each. NCCL refuses two ranks on one GPU ("Duplicate GPU
 detected"; 2.30+ unless NCCL_MULTI_RANK_GPU_ENABLE=1), so on a machine
@@ -56,7 +56,7 @@ import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.dirname(HERE), os.path.join(HERE, "helpers")]  # the package, the helpers
+sys.path[:0] = [os.path.dirname(os.path.dirname(HERE)), HERE]  # the package, the helpers
 
 
 def _out_path(argv):
