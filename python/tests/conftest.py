@@ -10,10 +10,14 @@ import sys
 import pytest
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
+# What the tests run and import that is no test: rank scripts, engine
+# launchers, the docs' generators.
+HELPERS = os.path.join(TESTS, "helpers")
 PACKAGE_ROOT = os.path.dirname(TESTS)
 ROOT = os.path.dirname(PACKAGE_ROOT)
-if PACKAGE_ROOT not in sys.path:
-    sys.path.insert(0, PACKAGE_ROOT)
+for path in (PACKAGE_ROOT, HELPERS):
+    if path not in sys.path:
+        sys.path.insert(0, path)
 
 try:
     import sharedseg._native  # noqa: F401
@@ -93,10 +97,11 @@ def start_keeper(name):
 
 
 def env_with_package(**extra):
-    """The environment a child interpreter needs to import the in-place build."""
+    """The environment a child interpreter needs to import the in-place
+    build, and the tests' helpers (and this module)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (PACKAGE_ROOT, TESTS, env.get("PYTHONPATH")) if p)
+        p for p in (PACKAGE_ROOT, TESTS, HELPERS, env.get("PYTHONPATH")) if p)
     env.update(extra)
     return env
 
@@ -192,7 +197,7 @@ def run_rank_script(tmp_path, script, scenarios, world, timeout=240, env=None):
     import signal
     out = tmp_path / f"{scenarios.replace(',', '+')}-{world}"
     out.mkdir()
-    proc = subprocess.Popen([sys.executable, os.path.join(TESTS, script), scenarios, str(world),
+    proc = subprocess.Popen([sys.executable, os.path.join(HELPERS, script), scenarios, str(world),
                              str(free_port()), str(out)], env=env or env_with_package(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)

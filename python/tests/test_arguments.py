@@ -9,7 +9,7 @@ import pytest
 
 import sharedseg
 from sharedseg import SharedSegmentError, create_shared_segment
-from test_single import run_ranks
+from thread_ranks import run_ranks
 
 KV = {"k": dict(count=2, shape=(4, 8), dtype="float32")}
 

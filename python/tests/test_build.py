@@ -56,6 +56,6 @@ def test_the_version_is_written_once():
              for p in ("MAJOR", "MINOR", "PATCH")]
     assert sharedseg.__version__ == ".".join(parts)
     for name in ("CMakeLists.txt", "pyproject.toml", "docs/python.md",
-                 "python/tests/readme_install.sh", "python/sharedseg/__init__.py"):
+                 "python/tests/helpers/readme_install.sh", "python/sharedseg/__init__.py"):
         text = open(os.path.join(ROOT, name)).read()
         assert sharedseg.__version__ not in text, f"{name} writes the version again"

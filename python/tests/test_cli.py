@@ -304,8 +304,8 @@ def test_an_earlier_commands_write_error_is_not_the_next_ones():
 def test_value_lists_in_help_and_errors_are_the_librarys_tables():
     """A page kind, backend or population mode the library gains is listed
     by the tool without an edit of its own (tools/lib/args.c cli_names)."""
-    from sharedseg import _engine
-    pages, backends = _engine.choices("pages"), _engine.choices("backend")
+    from sharedseg.engines.base import choices
+    pages, backends = choices("pages"), choices("backend")
     demo = tool("demo", "--help").stdout
     assert f"--backend B       {', '.join(backends)} " in demo
     assert f"--pages P         {', '.join(pages)} " in demo
@@ -314,7 +314,7 @@ def test_value_lists_in_help_and_errors_are_the_librarys_tables():
     assert f"whether each backend ({', '.join(backends[1:])}) is available" in probe
     bad = tool("demo", "--populate", "nope")
     assert bad.returncode == 2
-    assert f"(use {', '.join(_engine.choices('populate'))})" in bad.stderr
+    assert f"(use {', '.join(choices('populate'))})" in bad.stderr
 
 
 def test_bench_summary_figures_are_the_drivers_rows():

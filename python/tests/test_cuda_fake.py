@@ -112,10 +112,10 @@ def test_a_named_memfd_backend_loads_no_device_driver():
 AUTO_PIN = '''
 import logging, sys
 logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="log %(levelname)s %(message)s")
-from sharedseg import _engine
-args = _engine.segment_args(_engine.parse_settings({"pages": "auto"}, "test"), "cuda")
-print("args", {k: args[k] for k in ("mmap", "host_register", "pin_fallback") if k in args})
-with _engine.create_segment("py-auto-pin", args, size=4 << 20) as seg:
+from sharedseg.engines import base
+request = base.SegmentRequest.parse({"pages": "auto"}, "test").on("cuda")
+print("request", request.pin, request.backend, request.fallback)
+with base.create("py-auto-pin", request, size=4 << 20) as seg:
     info = seg.info
     print("made", info["backend"], info["pinned"], info.get("registered_chunks", 0) > 0)
 '''
@@ -136,7 +136,7 @@ def test_pin_auto_is_vmm_memory_where_the_probe_says_it_works():
     lines = auto_pin("devices=2;numa=0,0")
     assert "log INFO sharedseg: pin auto is vmm: the cuda backend's VMM host memory works " \
            "here (the probe)" in lines
-    assert "args {'mmap': False, 'pin_fallback': True}" in lines
+    assert "request vmm cuda True" in lines
     assert lines[-1] == "made cuda True False"
 
 
@@ -145,7 +145,7 @@ def test_pin_auto_registers_where_vmm_host_memory_does_not_work():
     pin = next(line for line in lines if line.startswith("log INFO sharedseg: pin auto"))
     assert pin.startswith("log INFO sharedseg: pin auto is host_register: VMM host memory "
                           "does not work here: ")
-    assert "args {'host_register': True}" in lines
+    assert "request host_register None False" in lines
     assert lines[-1] == "made memfd True True"
 
 

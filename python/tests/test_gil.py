@@ -6,7 +6,7 @@ import sys
 import threading
 import time
 
-from conftest import TESTS, env_with_package
+from conftest import HELPERS, env_with_package
 from tcp_exchange import TcpExchange
 
 import sharedseg
@@ -17,7 +17,7 @@ LATE_S = 1.0
 def test_another_thread_runs_while_a_rank_waits_in_complete():
     exchange = TcpExchange(0, 2, timeout=30)
     peer = subprocess.Popen(
-        [sys.executable, f"{TESTS}/tcp_rank.py", "--rank", "1", "--world", "2", "--port",
+        [sys.executable, f"{HELPERS}/tcp_rank.py", "--rank", "1", "--world", "2", "--port",
          str(exchange.port), "--name", "py-gil", "--delay-complete", str(LATE_S)],
         env=env_with_package(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     marks, ticks, stop = {}, [], threading.Event()

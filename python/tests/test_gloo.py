@@ -182,8 +182,8 @@ def store_host_exits(scenario, runs=10):
     import subprocess
     import sys
 
-    from conftest import TESTS, env_with_package
-    done = subprocess.run([sys.executable, os.path.join(TESTS, "store_host_exit.py"), scenario,
+    from conftest import HELPERS, env_with_package
+    done = subprocess.run([sys.executable, os.path.join(HELPERS, "store_host_exit.py"), scenario,
                            str(runs)], capture_output=True, text=True, timeout=240,
                           env=env_with_package())
     assert done.returncode == 0, done.stderr[-3000:]

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """tests/gpu/run.sh, the device script, run here as it runs on a GPU
 machine: through the project's fake CUDA driver (the C steps) and with
-this interpreter's torch (the torch step: python/tests/gpu_nccl.py, on
-gloo with CPU tensors where torch has no CUDA). What is checked is what a
+this interpreter's torch (the torch step: python/tests/helpers/gpu_nccl.py,
+on gloo with CPU tensors where torch has no CUDA). What is checked is what a
 reader of the run sees: a line per step, then the summary's refusals and
 ratios; and the torch step's JSON lines. The numbers themselves mean
 nothing through the fake. The rows are sized as on the device, from this

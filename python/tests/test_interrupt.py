@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import TESTS, env_with_package, free_port
+from conftest import HELPERS, TESTS, env_with_package, free_port
 
 # A shell that starts the tests in the background leaves SIGINT ignored,
 # and Python then keeps it so: the waiters take it back.
@@ -51,7 +51,7 @@ def test_ctrl_c_in_complete_raises_keyboard_interrupt_at_once(interrupted):
     env = env_with_package()
     late = 1 - interrupted
     # The other rank sleeps 30 s between the blobs and complete.
-    other = [sys.executable, f"{TESTS}/tcp_rank.py", "--rank", str(late), "--world", "2",
+    other = [sys.executable, f"{HELPERS}/tcp_rank.py", "--rank", str(late), "--world", "2",
              "--port", str(port), "--name", "py-ctrlc", "--delay-complete", "30"]
     waiter = [sys.executable, "-c", WAITER, str(interrupted), str(port)]
     procs = {}

@@ -48,7 +48,7 @@ def test_torch_multiprocessing_refuses_to_send_a_view():
 def test_the_supported_way_is_name_block_and_offsets():
     """What the error points to: a process that joins the group finds the
     same entry by block name and index (or offset)."""
-    from test_single import run_ranks
+    from thread_ranks import run_ranks
 
     def make(r, gather):
         return create_shared_segment("py-ipc-join", KV, world_size=2, rank_id=r,

@@ -4,7 +4,7 @@ NCCL (or HCCL, XCCL) group's all-gather uses, that a collective is polled
 against the deadline and never waited on with a timeout (torch >= 2.1
 aborts an NCCL communicator whose wait(timeout) fires), how groups and
 coordinators are recognised, and what is refused before any collective.
-The NCCL runs themselves are python/tests/gpu_nccl.py (tests/gpu/run.sh)."""
+The NCCL runs themselves are python/tests/helpers/gpu_nccl.py (tests/gpu/run.sh)."""
 import errno
 import time
 

@@ -242,7 +242,7 @@ def test_the_documented_configuration_plans_one_segment():
     from sharedseg import lmcache
     plan = lmcache.plan(documented_config(), metadata())
     assert plan["size"] == 5 << 30 and plan["world_size"] == 1 and plan["replicated"]
-    assert plan["pages"] == "auto" and plan["pin"] == "auto"
+    assert plan["request"].pages == "auto" and plan["request"].pin == "auto"
     # MLA over 2 ranks, LMCache's defaults: rank 0 alone builds a tier.
     assert lmcache.tier_ranks(documented_config(), metadata(2)) == [0]
     assert lmcache.tier_ranks(documented_config(lookup_server_worker_ids=[0, 1]),

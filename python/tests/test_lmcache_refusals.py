@@ -237,11 +237,11 @@ def test_a_tier_too_small_for_one_chunk_stops_lmcache(tmp_path):
 
 def test_any_other_error_of_the_tier_stops_lmcache(tmp_path, monkeypatch):
     # LMCache's plugin loader logs an Exception and goes on without the tier.
-    import sharedseg.lmcache
+    from sharedseg.engines.lmcache import tier
 
     def plan(config, metadata):
         raise OverflowError("a stand-in for an error the tier did not foresee")
-    monkeypatch.setattr(sharedseg.lmcache, "plan", plan)
+    monkeypatch.setattr(tier, "plan", plan)
     assert build(tmp_path, plugin_file("0.002")) == (
         "SystemExit", f"{PLUGIN}OverflowError: a stand-in for an error the tier did not foresee")
 

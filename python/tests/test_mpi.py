@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, TESTS, env_with_package
+from conftest import HELPERS, ROOT, env_with_package
 
 RANKS = 3
 # Open MPI refuses root without the first flag; the second lets 3 ranks run on 2 cores.
@@ -35,7 +35,7 @@ def mpirun(argv, **kwargs):
 def test_mpi4py_communicator():
     needs("mpirun", "openmpi-bin")
     import mpi4py  # noqa: F401  (Debian: python3-mpi4py)
-    out = mpirun(["-x", "PYTHONPATH", sys.executable, f"{TESTS}/mpi_rank.py"],
+    out = mpirun(["-x", "PYTHONPATH", sys.executable, f"{HELPERS}/mpi_rank.py"],
                  env=env_with_package())
     # mpirun merges the ranks' stdout and may join two ranks' lines: find
     # each rank's record wherever it landed.

@@ -15,8 +15,8 @@ import time
 import pytest
 import torch.distributed as dist
 
-from conftest import PACKAGE_ROOT, ROOT, TESTS
-from test_single import run_ranks
+from conftest import HELPERS, PACKAGE_ROOT, ROOT
+from thread_ranks import run_ranks
 
 from sharedseg import create_shared_segment
 from sharedseg import _native
@@ -135,7 +135,7 @@ def test_the_install_lines_work(tmp_path):
     # Zig, make wheel's compiler, stays where make deps put it, outside HOME.
     env = dict(os.environ, HOME=str(tmp_path),
                XDG_CACHE_HOME=os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"))
-    done = subprocess.run(["sh", f"{TESTS}/readme_install.sh"], cwd=ROOT, env=env,
+    done = subprocess.run(["sh", f"{HELPERS}/readme_install.sh"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     venv_python = tmp_path / "venv-sharedseg" / "bin" / "python"

@@ -2,7 +2,6 @@
 """One process: world_size 1, ranks as threads over a callable exchange,
 views, dtypes, layouts, options and their errors."""
 import gc
-import threading
 import warnings
 
 import numpy as np
@@ -11,6 +10,7 @@ import torch
 
 import sharedseg
 from sharedseg import SharedSegmentError, create_shared_segment
+from thread_ranks import run_ranks
 
 KV = {"k": dict(count=3, shape=(16, 64), dtype=torch.bfloat16),
       "v": dict(count=3, shape=(16, 8), dtype="float16")}
@@ -19,42 +19,6 @@ KV = {"k": dict(count=3, shape=(16, 64), dtype=torch.bfloat16),
 def mapped(addr):
     with open("/proc/self/maps") as f:
         return any(line.startswith(f"{addr:x}-") for line in f)
-
-
-class ThreadExchange:
-    """An all-gather among threads of this process: one callable per rank."""
-
-    def __init__(self, world_size):
-        self.slots = [None] * world_size
-        self.filled = threading.Barrier(world_size, timeout=20)
-        self.read = threading.Barrier(world_size, timeout=20)
-
-    def rank(self, r):
-        def gather(mine):
-            self.slots[r] = mine
-            self.filled.wait()
-            out = list(self.slots)
-            self.read.wait()
-            return out
-        return gather
-
-
-def run_ranks(world_size, make):
-    """make(rank, exchange) in one thread per rank; returns each result or exception."""
-    ex, results = ThreadExchange(world_size), [None] * world_size
-
-    def run(r):
-        try:
-            results[r] = make(r, ex.rank(r))
-        except BaseException as e:  # reported by the caller
-            results[r] = e
-    threads = [threading.Thread(target=run, args=(r,)) for r in range(world_size)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-        assert not t.is_alive(), "a rank did not finish within 60 s"
-    return results
 
 
 def test_world_size_1_needs_no_exchange():

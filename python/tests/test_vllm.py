@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from conftest import LEG, ROOT, TESTS, VLLM_TESTED, env_with_package
+from conftest import HELPERS, LEG, ROOT, VLLM_TESTED, env_with_package
 from sharedseg.vllm import ENGINE
 
 pytestmark = pytest.mark.engine
@@ -164,7 +164,7 @@ def test_an_unsupported_vllm_fails_with_a_sentence(monkeypatch):
                                    "0.31.2, whose names it uses (OffloadingWorker, ")
     version = VLLM_TESTED[LEG][1]
     monkeypatch.setattr(adapter.ENGINE, "version", lambda: version)
-    monkeypatch.setattr(adapter.ENGINE, "_missing",
+    monkeypatch.setitem(adapter.ENGINE._missing, "sharedseg.vllm",
                         ["vllm.v1.kv_offload.cpu.gpu_worker.pin_mmap_region"])
     with pytest.raises(RuntimeError, match=f"needs names that vLLM {version} does not have: "
                                            "vllm.v1.kv_offload.cpu.gpu_worker.pin_mmap_region"):
@@ -187,7 +187,7 @@ def test_pipeline_parallel_is_refused_with_a_sentence():
 
 def serve(tmp_path, model, tp):
     out, trace = tmp_path / f"{model}{tp}.json", tmp_path / f"{model}{tp}.trace"
-    proc = subprocess.run([sys.executable, os.path.join(TESTS, "vllm_engine.py"), model, str(tp),
+    proc = subprocess.run([sys.executable, os.path.join(HELPERS, "vllm_engine.py"), model, str(tp),
                            str(out)], env=env_with_package(SHAREDSEG_VLLM_TRACE=str(trace)),
                           capture_output=True, text=True, timeout=420)
     assert proc.returncode == 0 and out.exists(), proc.stdout[-4000:] + proc.stderr[-4000:]
@@ -277,7 +277,7 @@ def check_host_memory(seen, tp):
 @pytest.mark.cpu_backend
 def test_the_example_serves_its_second_pass_from_the_segment(tmp_path):
     model = tmp_path / "model"
-    subprocess.run([sys.executable, os.path.join(TESTS, "vllm_engine.py"), "make", "deepseek",
+    subprocess.run([sys.executable, os.path.join(HELPERS, "vllm_engine.py"), "make", "deepseek",
                     str(model)], env=env_with_package(), check=True, capture_output=True)
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "vllm_offload.py"),
                            str(model), "1"], env=env_with_package(VLLM_CPU_KVCACHE_SPACE="1"),

@@ -52,7 +52,7 @@ DIFFERENCES_033 = {
 # Ours alone, and why.
 OURS_ONLY = {
     "segment": "the sharedseg segment that the region maps",
-    "cpu_page_size": "the slot's bytes, which sharedseg.vllm_cpu's worker reads "
+    "cpu_page_size": "the slot's bytes, which sharedseg's CPU worker (SharedSegCPUWorker) reads "
                      "(vLLM 0.32 keeps them only inside _worker_area_end; 0.33 sets it too)",
 }
 # Where vLLM's code reads a region, and the names it reads it by.
@@ -76,12 +76,12 @@ def vllm_region(num_chunks, row_stride, slot, slot_bytes):
 
 
 def our_region(num_chunks, row_stride, slot, slot_bytes):
-    from sharedseg import _engine
+    from sharedseg.engines.base import SegmentRequest
     from sharedseg.vllm import SharedSegRegion
     return SharedSegRegion(name=f"vllm-contract-{uuid.uuid4().hex[:12]}", group=None,
                            num_chunks=num_chunks, row_stride=row_stride, slot=slot,
                            slot_bytes=slot_bytes,
-                           args=_engine.segment_args(dict(pages="base"), "cpu"))
+                           request=SegmentRequest(pages="base").on("cpu"))
 
 
 @contextlib.contextmanager
@@ -228,11 +228,11 @@ def _accepts_calls_of(ours, theirs):
 
 
 def test_our_cpu_worker_serves_vllms_worker_interface():
-    """sharedseg.vllm_cpu's worker, where vLLM has none, takes every call
+    """sharedseg's CPU worker, where vLLM has none, takes every call
     vLLM's connector makes on an OffloadingWorker (submit_load's expedited
     is 0.33's, defaulted)."""
     from vllm.v1.kv_offload.base import OffloadingWorker
-    from sharedseg.vllm_cpu import SharedSegCPUWorker
+    from sharedseg.engines.vllm.cpu_worker import SharedSegCPUWorker
     for name in ("submit_store", "submit_load", "get_finished", "wait", "shutdown"):
         assert _accepts_calls_of(getattr(SharedSegCPUWorker, name),
                                  getattr(OffloadingWorker, name)), name

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from conftest import TESTS, env_with_package, start_keeper
+from conftest import HELPERS, env_with_package, start_keeper
 from sharedseg.vllm_keep import ENGINE
 
 pytestmark = pytest.mark.engine
@@ -95,13 +95,13 @@ def test_unstable_hashes_are_said_with_what_to_set(monkeypatch):
 
 
 def test_keep_is_refused_where_it_cannot_serve():
-    from sharedseg import _engine
+    from sharedseg.engines.base import SegmentRequest
     with pytest.raises(ValueError, match="only vLLM's adapter keeps"):
-        _engine.parse_settings({"keep": "k"}, "here")
+        SegmentRequest.parse({"keep": "k"}, "here")
     with pytest.raises(ValueError, match="a keeper holds memfd segments only"):
-        _engine.parse_settings({"keep": "k", "pin": "vmm"}, "here", keeps=True)
+        SegmentRequest.parse({"keep": "k", "pin": "vmm"}, "here", keeps=True)
     with pytest.raises(ValueError, match="expected a keeper's name"):
-        _engine.parse_settings({"keep": 3}, "here", keeps=True)
+        SegmentRequest.parse({"keep": 3}, "here", keeps=True)
 
 
 # ---- a real engine, restarted ----
@@ -111,7 +111,7 @@ def start(tmp_path, model_dir, tp, name, tag, crash=""):
     "crash-at-start": once it is built): it kills its whole process group
     with SIGKILL, and this waits until none of it is left."""
     out = tmp_path / f"{tag}.json"
-    proc = subprocess.Popen([sys.executable, os.path.join(TESTS, "vllm_keep_engine.py"),
+    proc = subprocess.Popen([sys.executable, os.path.join(HELPERS, "vllm_keep_engine.py"),
                              str(model_dir), str(tp), name, str(out)] + ([crash] if crash else []),
                             env=env_with_package(), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
@@ -149,7 +149,7 @@ def tier(name):
 @pytest.mark.parametrize("tp", [1, 2])
 def test_a_restarted_engine_serves_from_the_tier_its_predecessor_left(tmp_path, tp):
     model = tmp_path / "model"
-    subprocess.run([sys.executable, os.path.join(TESTS, "vllm_engine.py"), "make", "deepseek",
+    subprocess.run([sys.executable, os.path.join(HELPERS, "vllm_engine.py"), "make", "deepseek",
                     str(model)], env=env_with_package(), check=True, timeout=300)
     name = f"vk{tp}-{os.getpid()}"
     k = start_keeper(name)
@@ -195,10 +195,10 @@ def _tier_segment(keeper_name, name, engine="e", chunks=CHUNKS):
     chunks), left with the keeper, claimed for engine as the group's owner
     claims it (sharedseg.vllm's create_region)."""
     import sharedseg
-    from sharedseg._offload import _blocks
+    from sharedseg.engines.vllm.rows import region_blocks
     from sharedseg.vllm_keep import claim_tier, index_bytes
     seg = sharedseg.create_shared_segment(
-        name, world_size=1, blocks=_blocks(chunks, ROW, index_bytes(chunks)), layout="grouped",
+        name, world_size=1, blocks=region_blocks(chunks, ROW, index_bytes(chunks)), layout="grouped",
         pages="base", keeper=keeper_name)
     claim_tier(seg.buffer(), chunks, ROW, engine)
     return seg

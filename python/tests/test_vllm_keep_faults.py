@@ -105,7 +105,7 @@ def test_a_scheduler_that_cannot_reach_the_keeper_stores_nothing(caplog):
 
 def _corrupt(index, how):
     """One way an index a buggy process of the same user left is broken."""
-    from sharedseg.vllm_keep import _DESC_AT, _HEAD, FORMAT, KEY_MAX, MAGIC
+    from sharedseg.engines.vllm.keep import _DESC_AT, _HEAD, FORMAT, KEY_MAX, MAGIC
 
     def desc(text):
         index.buf[_DESC_AT:_DESC_AT + len(text)] = text
@@ -145,7 +145,8 @@ def test_an_index_that_cannot_be_read_is_discarded_with_one_sentence(caplog, how
     at every restart, or were called "held no index"."""
     from vllm.v1.kv_offload.base import ReqContext
 
-    from sharedseg.vllm_keep import TierIndex, index_bytes, region_index_offset, segment_name
+    from sharedseg.engines.vllm.rows import region_index_offset
+    from sharedseg.vllm_keep import TierIndex, index_bytes, segment_name
     k0, = _keys(1)
     name_k = f"vc-{os.getpid()}"
     name = segment_name(name_k)

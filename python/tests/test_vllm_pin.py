@@ -21,8 +21,7 @@ SCRIPT = '''
 import json, sys
 from vllm.v1.kv_offload.cpu import gpu_worker
 import sharedseg.vllm as adapter
-from sharedseg import _engine
-from sharedseg._backends import PINNING_PLATFORM
+from sharedseg.engines.base import PINNING_PLATFORM, SegmentRequest
 
 calls = []
 gpu_worker.host_register = lambda ptr, size: calls.append(("register", ptr, size)) or True
@@ -33,14 +32,14 @@ adapter.ENGINE._found["vllm.v1.kv_offload.cpu.host_register.host_unregister"] = 
 def run(case):
     pin, _, slots = case.partition(":")
     platform = PINNING_PLATFORM if pin != "none" else "cpu"
-    args = _engine.segment_args(dict(pages="base", pin=pin), platform)
+    request = SegmentRequest(pages="base", pin=pin).on(platform)
     global region
     # slots: 0.33's worker pins only this rank's slot of each row where that
     # saves 3 MiB a row (pin_mmap_region(worker_slot_only=True))
     row = 8192 + (4 << 20 if slots else 0)
     region = adapter.SharedSegRegion(name="vllm-pin-" + pin + slots, group=None,
                                      num_chunks=2 if slots else 4, row_stride=row, slot=0,
-                                     slot_bytes=8192, args=args)
+                                     slot_bytes=8192, request=request)
     base = region._base.data_ptr()
     pinned_by_us = region.is_pinned
     calls.clear()

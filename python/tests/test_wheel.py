@@ -20,7 +20,7 @@ import tarfile
 import zipfile
 
 import pytest
-from conftest import ROOT, TESTS, free_port
+from conftest import HELPERS, ROOT, free_port
 
 import sharedseg
 
@@ -212,7 +212,7 @@ def two_ranks_from(wheel, tmp_path):
 
     work.mkdir()
     for helper in ("tcp_exchange.py", "tcp_rank.py"):
-        shutil.copy(os.path.join(TESTS, helper), work)
+        shutil.copy(os.path.join(HELPERS, helper), work)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(site)
     port = free_port()

@@ -1,16 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
-"""An engine's offloaded-KV region as one segment: the part of the engine
-adapters that needs no engine (sharedseg.vllm builds on it; the GPU checks
-use it where no engine can be installed)."""
+"""An engine's offloaded-KV region as one segment: the part of vLLM's
+adapter that needs no vLLM (spec.py builds on it; the GPU checks use it
+where no engine can be installed)."""
 from typing import Any, Dict
 
-from ._engine import PINS, create_segment, segment_args  # noqa: F401 (the GPU checks' entry)
-from ._native import SharedSegmentError
-from ._plan import _declare
-from .segment import SharedSegment
+from ..base import SegmentRequest, SharedSegmentError, block_offsets, create
 
 
-def _blocks(num_chunks: int, row_stride: int, index_bytes: int) -> Dict[str, Any]:
+def region_blocks(num_chunks: int, row_stride: int, index_bytes: int) -> Dict[str, Any]:
     blocks: Dict[str, Any] = {"chunks": dict(count=num_chunks, shape=(row_stride,), dtype="uint8")}
     if index_bytes:
         blocks["index"] = dict(count=1, shape=(index_bytes,), dtype="uint8")
@@ -21,18 +18,17 @@ def region_index_offset(num_chunks: int, row_stride: int, index_bytes: int) -> i
     """Where region_segment puts its index block: the C library's layout
     of the same blocks, for a process that maps the segment otherwise (a
     scheduler, through a keeper)."""
-    return _declare(_blocks(num_chunks, row_stride, index_bytes), "grouped", None)[1].offsets(
-        "index")[0]
+    return block_offsets(region_blocks(num_chunks, row_stride, index_bytes), "grouped", "index")[0]
 
 
 def region_segment(name: str, group: Any, num_chunks: int, row_stride: int,
-                   args: Dict[str, Any], index_bytes: int = 0) -> SharedSegment:
+                   request: SegmentRequest, index_bytes: int = 0) -> Any:
     """One segment over group holding num_chunks rows of row_stride bytes
     each, back to back (row i at offset i * row_stride), as a block
     "chunks" so that ranks that disagree on the shape fail together; with
     index_bytes, a block "index" of that many bytes after them."""
-    seg = create_segment(name, args, blocks=_blocks(num_chunks, row_stride, index_bytes),
-                         comm_group=group, layout="grouped")
+    seg = create(name, request, blocks=region_blocks(num_chunks, row_stride, index_bytes),
+                 comm_group=group, layout="grouped")
     if seg.offsets("chunks") != [i * row_stride for i in range(num_chunks)]:
         seg.close()
         raise SharedSegmentError(f"segment '{name}' laid chunks out with a stride other than "

@@ -15,12 +15,12 @@ CHUNKS = 4
 
 
 def region(group, scenario, slot, slot_bytes, row_stride):
-    from sharedseg import _engine
+    from sharedseg.engines.base import SegmentRequest
     from sharedseg.vllm import SharedSegRegion
     return SharedSegRegion(name=f"vllm-region-{scenario}-{os.getppid()}", group=group,
                            num_chunks=CHUNKS, row_stride=row_stride, slot=slot,
                            slot_bytes=slot_bytes,
-                           args=_engine.segment_args(dict(pages="base"), "cpu"))
+                           request=SegmentRequest(pages="base").on("cpu"))
 
 
 def listed(name):

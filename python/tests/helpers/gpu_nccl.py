@@ -3,7 +3,7 @@
 by tests/gpu/run.sh; results as JSON lines, one per check, appended to
 $OUT/gpu.jsonl):
 
-    python3 python/tests/gpu_nccl.py [--backend nccl|gloo] [--device cuda|cpu] [--out FILE]
+    python3 python/tests/helpers/gpu_nccl.py [--backend nccl|gloo] [--device cuda|cpu] [--out FILE]
 
 Two ranks, one GPU each. NCCL refuses two ranks on one GPU ("Duplicate GPU
 detected"; 2.30+ unless NCCL_MULTI_RANK_GPU_ENABLE=1), so on a machine
@@ -31,7 +31,7 @@ Checks:
   way is still in flight when copy_() returns (asynchronous) or already
   done (the driver staged it); and what pin auto chose.
 - offload_region: sharedseg.vllm's region without vLLM (which cannot be
-  installed on the GPU machine): the segment sharedseg._offload makes for
+  installed on the GPU machine): the segment sharedseg.engines.vllm.rows makes for
   it, pinned each way the adapter offers (pin host_register, pin vmm), with
   a view as vLLM's SharedOffloadRegion.create_next_worker_view makes it;
   rank 0 stores a chunk, every rank copies it to its GPU and back into a
@@ -56,7 +56,7 @@ import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.dirname(HERE), HERE]  # the in-place package, the test helpers
+sys.path[:0] = [os.path.dirname(os.path.dirname(HERE)), HERE]  # the package, the helpers
 
 
 def _out_path(argv):
@@ -80,8 +80,10 @@ except ImportError as e:  # say so in the results, not only on stderr
     raise
 
 import sharedseg  # noqa: E402
-from sharedseg import (SharedSegmentError, _backends, _engine, _frameworks, _offload,  # noqa: E402
+from sharedseg import (SharedSegmentError, _backends, _frameworks,  # noqa: E402
                        create_shared_segment)
+from sharedseg.engines.base import SegmentRequest, auto_pin  # noqa: E402
+from sharedseg.engines.vllm.rows import region_segment  # noqa: E402
 from gloo_ranks import stalled_create  # noqa: E402
 
 WORLD = 2
@@ -234,15 +236,15 @@ def pinned_views(rank, backend, device):
     seen = dict(pinned=view_facts(torch.empty(size, dtype=torch.uint8, pin_memory=True), device),
                 pageable=view_facts(torch.empty(size, dtype=torch.uint8), device))
     for pin in ("host_register", "vmm"):
-        seg = _offload.region_segment(f"gpu-views-{pin}", dist.group.WORLD, 1, size,
-                                      _offload.segment_args(dict(pages="auto", pin=pin), "cuda"))
+        seg = region_segment(f"gpu-views-{pin}", dist.group.WORLD, 1, size,
+                             SegmentRequest(pages="auto", pin=pin).on("cuda"))
         view = torch.frombuffer(seg.buffer(), dtype=torch.uint8)[:size]
         seen[pin] = dict(view_facts(view, device), segment_pinned=bool(seg.info["pinned"]),
                          owner=seg.is_owner)
         dist.barrier()
         del view
         seg.close()
-    seen["pin_auto"] = _engine.auto_pin("cuda")[0]
+    seen["pin_auto"] = auto_pin("cuda")[0]
     # torch's answer is the driver's: a view reads pinned exactly where the
     # driver says host memory; torch's own pinned memory is; pageable is not.
     ok = all(f["is_pinned"] == (f["driver"] == "host") for k, f in seen.items() if k != "pin_auto")
@@ -257,8 +259,8 @@ def offload_region(rank, backend, device):
     platform = "cuda" if device.type == "cuda" else "cpu"
     seen = {}
     for pin in pins:
-        seg = _offload.region_segment(f"gpu-offload-{pin}", dist.group.WORLD, chunks, row,
-                                      _offload.segment_args(dict(pages="auto", pin=pin), platform))
+        seg = region_segment(f"gpu-offload-{pin}", dist.group.WORLD, chunks, row,
+                             SegmentRequest(pages="auto", pin=pin).on(platform))
         base = torch.frombuffer(seg.buffer(), dtype=torch.int8)
         view = torch.as_strided(base, (chunks, slot), (row, 1), 0)  # vLLM's worker view
         pattern = torch.arange(slot, dtype=torch.int32).remainder(251).to(torch.int8)

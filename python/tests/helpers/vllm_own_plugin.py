@@ -30,17 +30,22 @@ def _kept(vllms):
 
     def make(num_chunks, cache_policy="lru", **kwargs):
         import sharedseg
-        from sharedseg._offload import _blocks
-        from sharedseg.vllm_keep import KeptOffloadingManager, index_bytes, segment_name
+        from sharedseg.engines.vllm.rows import region_blocks
+        from sharedseg.vllm_keep import (KeptOffloadingManager, claim_tier, index_bytes,
+                                         segment_name)
         row = 4096
         name = f"{segment_name(_keeper['name'])}-{next(names)}"
         tier = sharedseg.create_shared_segment(
-            name, world_size=1, blocks=_blocks(num_chunks, row, index_bytes(num_chunks)),
+            name, world_size=1, blocks=region_blocks(num_chunks, row, index_bytes(num_chunks)),
             layout="grouped", pages="base", keeper=_keeper["name"])
+        # as the workers' owner claims it for its engine: the manager writes
+        # through the index of a tier its own workers map, or of none
+        claim_tier(tier.buffer(), num_chunks, row, name)
         tier.close()  # the workers' group ends; the keeper holds the tier
         manager = KeptOffloadingManager.adopt(
             vllms(num_chunks=num_chunks, cache_policy=cache_policy, **kwargs),
-            keeper=_keeper["name"], name=name, row_stride=row, desc=lambda: {"model": "m"})
+            keeper=_keeper["name"], name=name, row_stride=row, desc=lambda: {"model": "m"},
+            engine_id=name)
         _made.append(manager)
         return manager
     return make
@@ -68,7 +73,7 @@ def pytest_collection_modifyitems(items):
 def pytest_unconfigure(config):
     import sharedseg
     from sharedseg.vllm_keep import segment_name
-    attached = sum(m._attached for m in _made)
+    attached = sum(m._attach_state == "attached" for m in _made)
     for m in _made:
         m.close()
     p = _keeper["proc"]

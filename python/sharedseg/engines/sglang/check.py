@@ -13,7 +13,10 @@ import sys
 import warnings
 from typing import Any, Dict, List, Optional
 
-from ._visible import quoted, visible
+import sharedseg
+
+from . import ENGINE
+from ..base import quoted, visible
 
 GROUP = "sglang.srt.plugins"  # SGLang's general plugins
 NAME = "sharedseg"
@@ -70,30 +73,30 @@ def _plugins_let_load() -> Dict[str, Any]:
 def _switch(adapter: Any) -> Dict[str, Any]:
     value = os.environ.get(adapter.SWITCH)
     try:
-        settings = adapter.switch_settings(value or "")
+        request = adapter.switch_request(value or "")
     except ValueError as e:
         return dict(value=value, on=False, understood=False, settings=None, problem=str(e))
-    if settings is None:
+    if request is None:
         said = "is not set" if value is None else f"is {quoted(value)}"
         return dict(value=value, on=False, understood=True, settings=None,
                     problem=f"{adapter.SWITCH} {said}, so the plugin does nothing: set "
                             f"{adapter.SWITCH}=1 (or a JSON object of settings) in SGLang's "
                             f"environment")
-    return dict(value=value, on=True, understood=True, settings=settings, problem=None)
+    return dict(value=value, on=True, understood=True, settings=request.settings(), problem=None)
 
 
 def _sglang(adapter: Any) -> Dict[str, Any]:
-    engine = adapter.ENGINE
-    version = engine.version()
+    version = ENGINE.version()
+    served = ENGINE.served(adapter.PLUGIN)
     facts: Dict[str, Any] = dict(version=None if version == "not installed" else version,
-                                 supported=list(engine.releases), problem=None)
+                                 supported=served, problem=None)
     if facts["version"] is None:
         facts["problem"] = (f"SGLang is not installed for this interpreter "
                             f"({quoted(sys.executable)}): run this check with SGLang's "
-                            f"interpreter, or install SGLang {', '.join(engine.releases)}")
+                            f"interpreter, or install SGLang {', '.join(served)}")
         return facts
     try:
-        engine.check()
+        adapter.check_version()
     except RuntimeError as e:
         facts["problem"] = str(e)
     return facts
@@ -103,14 +106,14 @@ def report() -> Dict[str, Any]:
     """Every fact the verdict rests on, and one sentence per problem."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # SGLang's import-time notes (AWQ, GGUF on CPU)
-        from . import sglang as adapter
+        from . import plugin as adapter
     entry, plugins = _entry_point(), _plugins_let_load()
     switch, sglang = _switch(adapter), _sglang(adapter)
     problems: List[str] = []
     if not entry["registered"]:
         problems.append(
             f"no entry point {NAME} in group {GROUP}: sharedseg is importable here "
-            f"({quoted(os.path.dirname(os.path.dirname(os.path.abspath(adapter.__file__))))}) "
+            f"({quoted(os.path.dirname(os.path.dirname(os.path.abspath(sharedseg.__file__))))}) "
             f"but not installed as a package, and SGLang finds its plugins by entry point "
             f"only: install the sharedseg wheel into this environment with pip")
     elif entry["value"] != TARGET:

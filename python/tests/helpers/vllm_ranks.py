@@ -81,7 +81,7 @@ def transfers(rank, world, scenario, group):
 
     import sharedseg
     from sharedseg.vllm import SharedSegOffloadingSpec
-    from sharedseg.vllm_cpu import SharedSegCPUWorker
+    from sharedseg.engines.vllm.cpu_worker import SharedSegCPUWorker
 
     spec = OffloadingSpecFactory.create_spec(config(rank, world, scenario, {}))
     tensors, caches = kv_caches()

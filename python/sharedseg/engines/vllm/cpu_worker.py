@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """sharedseg.vllm's worker for vLLM's CPU platform, which has no KV
 offloading of its own: SharedSegCPUWorker copies blocks between the
-engine's CPU KV cache and the group's segment. Imported by
-SharedSegOffloadingSpec on that platform only; vLLM's names come from
-sharedseg.vllm.ENGINE."""
+engine's CPU KV cache and the group's segment (its region: spec.py's
+SharedSegRegion). Built by SharedSegOffloadingSpec on that platform only;
+vLLM's names come from ENGINE (sharedseg.engines.vllm)."""
 import json
 import os
 import time
@@ -13,7 +13,7 @@ from typing import Any, List, Optional
 import numpy as np
 import torch
 
-from .vllm import ENGINE, SharedSegRegion
+from . import ENGINE
 
 # A file each worker appends one JSON line per transfer to.
 TRACE_ENV = "SHAREDSEG_VLLM_TRACE"
@@ -36,8 +36,7 @@ class SharedSegCPUWorker(_OffloadingWorker):  # type: ignore[misc, valid-type]
     Copies run in submit_store/submit_load (the CPU has no copy engine to
     overlap with); get_finished reports them."""
 
-    def __init__(self, kv_caches: Any, blocks_per_chunk: int,
-                 region: Optional[SharedSegRegion]):
+    def __init__(self, kv_caches: Any, blocks_per_chunk: int, region: Optional[Any]):
         # region None: a worker with no KV to offload (no tensors), as vLLM
         # builds one with no region.
         self._region = region

@@ -1,0 +1,32 @@
+# SPDX-License-Identifier: Apache-2.0
+"""SGLang's adapter: its HiCache host pools in sharedseg segments
+(plugin.py), and `python -m sharedseg.sglang --check` (check.py). ENGINE
+is SGLang as the adapter sees it: the release it serves, how it is tested
+there, and the names it takes from SGLang."""
+from ..base import Engine
+
+PLUGIN = "sharedseg.sglang"
+# The modules that call get_allocator_from_storage by the name they
+# imported (0.5.23), and the one that defines it.
+COMMON = "sglang.srt.mem_cache.pool_host.common"
+USERS = (
+    "sglang.srt.mem_cache.pool_host.base",
+    "sglang.srt.mem_cache.pool_host.mha",
+    "sglang.srt.mem_cache.pool_host.mamba",
+    "sglang.srt.mem_cache.pool_host.unified",
+    "sglang.srt.mem_cache.pool_host.dsa",
+    "sglang.srt.mem_cache.pool_host.minimax_m3_nvfp4",
+    "sglang.srt.mem_cache.memory_pool_host",
+)
+
+ENGINE = Engine(
+    "SGLang", ("sglang",),
+    releases={"0.5.23": {
+        PLUGIN: "python/tests/test_sglang.py on the engines leg (make test-python-pypi): "
+                "SGLang's own MLA and MHA host pools on CPU over 2 and 4 gloo ranks, switched "
+                "on by SHAREDSEG_SGLANG in spawned processes through its plugin loader"}},
+    names={PLUGIN: {**{m: ("get_allocator_from_storage",) for m in USERS},
+                    COMMON: ("get_allocator_from_storage", "HostTensorAllocator"),
+                    "sglang.srt.mem_cache.pool_host.mla": ("MLATokenToKVPoolHost",),
+                    "sglang.srt.runtime_context": ("get_parallel",)}},
+    release_parts=3)
