@@ -138,11 +138,11 @@ def vllm_recipes():
 
 
 def open_ours(group, size, pages, name):
-    from sharedseg._offload import segment_args
+    from sharedseg.engines.base import SegmentRequest
     from sharedseg.vllm import SharedSegRegion
-    args = segment_args(dict(pages=pages, pin="none", populate="owner"), "cpu")
+    request = SegmentRequest(pages=pages, pin="none", populate="owner").on("cpu")
     return SharedSegRegion(name=name, group=group, num_chunks=size // ROW, row_stride=ROW,
-                           slot=0, slot_bytes=ROW, args=args)
+                           slot=0, slot_bytes=ROW, request=request)
 
 
 def buffer_of(region):

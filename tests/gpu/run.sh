@@ -18,7 +18,7 @@
 # process, a registered memfd segment, cuMemHostAlloc and malloc memory,
 # with the memory type the driver reports for each); pinning (seconds per
 # GiB: cuMemHostRegister of a memfd mapping against VMM create + export +
-# import, at 1, 8, 32 GiB on the box); torch (python/tests/gpu_nccl.py:
+# import, at 1, 8, 32 GiB on the box); torch (python/tests/helpers/gpu_nccl.py:
 # NCCL with two GPUs, else gloo with the copies on the one GPU, else gloo
 # on CPU; is_pinned() and non_blocking copies over each kind of memory);
 # register (cuMemHostRegister by several ranks at once, 4 KiB against
@@ -304,7 +304,7 @@ pool_restore() {
 	fi
 }
 
-# ---- torch over our segments: python/tests/gpu_nccl.py ----
+# ---- torch over our segments: python/tests/helpers/gpu_nccl.py ----
 
 # The interpreter for the torch step: SSEG_GPU_PYTHON, else the first whose
 # torch sees a GPU, else the first with torch; "" when none has torch. One
@@ -361,7 +361,7 @@ torch_skipped() {
 }
 
 torch_step() {
-	local script="$root/python/tests/gpu_nccl.py" py how gpus args
+	local script="$root/python/tests/helpers/gpu_nccl.py" py how gpus args
 	if [ "${SSEG_GPU_TORCH:-1}" = 0 ]; then
 		torch_skipped "SSEG_GPU_TORCH=0"
 		return 0
