@@ -12,7 +12,7 @@
 
 #define GATHER_BLOCKS 3
 
-enum touch {
+enum bench_touch {
 	TOUCH_ALL = 0, /* every rank maps every page: memory and page tables */
 	TOUCH_READER,  /* only the first peer's timed read */
 	TOUCH_NONE,    /* setup times only */
@@ -27,7 +27,7 @@ struct bench_case {
 	int threads;
 	int reps;
 	int warmup;
-	enum touch touch;
+	enum bench_touch touch;
 	bool bandwidth; /* read, copy and gather: peer, owner, private */
 	bool read_during; /* the reader reads the segment once as soon as it is usable */
 	uint64_t blocks[GATHER_BLOCKS];

@@ -69,13 +69,13 @@ bool bench_driver_command(const char *name)
 	return find_command(name) != NULL;
 }
 
-static int parse_touch(const char *text, enum touch *t)
+static int parse_touch(const char *text, enum bench_touch *t)
 {
 	static const char *const names[] = { "all", "reader", "none" };
 
 	for (int i = 0; i < 3; i++)
 		if (!strcmp(text, names[i])) {
-			*t = (enum touch)i;
+			*t = (enum bench_touch)i;
 			return 0;
 		}
 	return cli_usage_error("bench", "--touch %s: expected all, reader or none", text);

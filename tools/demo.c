@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "demo.h"
+#include "demo_shared.h"
 
 #define DEFAULT_TIMEOUT_MS 30000
 #define PROGRESS_MIN_SIZE (1ull << 30)
@@ -367,13 +367,6 @@ static void show_progress(struct parent *p)
 	else
 		fprintf(stderr, "\rpopulating: %s / %s\033[K", used, total);
 	p->progress_shown = true;
-}
-
-/* The bound on the whole run: every wait the ranks make is bounded by the
- * timeout; writing and checking the bytes takes a few seconds per GiB. */
-double demo_run_bound_s(const struct demo_config *c)
-{
-	return c->wait_ms / 1000.0 + 10.0 + 5.0 * (double)(c->size >> 30);
 }
 
 static void collect(struct parent *p)

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "demo.h"
+#include "demo_shared.h"
 
 #define OWNER 0
 

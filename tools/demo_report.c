@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "demo.h"
+#include "demo_shared.h"
 
 static const struct rank_report *owner_report(const struct demo_result *r)
 {
