@@ -17,6 +17,7 @@ the benchmarks').
 Usage: structure.py SOURCE_DIR (exit 0 pass, 1 fail)."""
 import os
 import re
+import subprocess
 import sys
 
 BASE = {"internal.h", "error.h", "log.h", "util.h", "fault.h", "hidden.h"}
@@ -336,6 +337,64 @@ def picture(root):
     return bad
 
 
+HOST = re.compile(r"[a-z][a-z0-9+.-]*://([A-Za-z0-9.-]+)")
+
+
+def package_hosts():
+    """The hosts this machine takes packages from, as it is configured:
+    apt's sources (their comments too) and pip's indexes (configured, and
+    pip's default with the host it serves files from); (hosts, whence)."""
+    hosts, whence = set(), []
+    parts = "/etc/apt/sources.list.d"
+    apt = ["/etc/apt/sources.list"] + [
+        os.path.join(parts, n) for n in (sorted(os.listdir(parts)) if os.path.isdir(parts) else [])
+        if n.endswith((".list", ".sources"))]  # what apt reads
+    for path in apt:
+        if os.path.isfile(path):
+            hosts |= set(HOST.findall(open(path, encoding="utf-8", errors="replace").read()))
+            whence.append(path)
+    for var in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"):
+        hosts |= set(HOST.findall(os.environ.get(var, "")))
+    ask = ("import json; from pip._internal.models.index import PyPI; "
+           "from pip._internal.configuration import Configuration as C; c = C(isolated=False); "
+           "c.load(); print(json.dumps([PyPI.simple_url, 'https://' + PyPI.file_storage_domain] "
+           "+ [str(v) for k, v in c.items() if k.endswith('index-url')]))")
+    for python in (sys.executable, "/usr/bin/python3"):
+        try:
+            out = subprocess.run([python, "-c", ask], capture_output=True, text=True, timeout=60)
+        except OSError:
+            continue
+        if out.returncode == 0:
+            hosts |= set(HOST.findall(out.stdout))
+            whence.append(f"{python}'s pip")
+            break
+    return {h.lower() for h in hosts}, whence
+
+
+def no_package_host(root):
+    """No file of the tree names a host this machine takes packages from:
+    make deps and the tests use the machine's configured sources."""
+    hosts, whence = package_hosts()
+    if not hosts:
+        return ["structure.py: no package host found to check against (read: "
+                f"{', '.join(whence) or 'nothing'})"]
+    bad = []
+    for top, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and not d.startswith("build")
+                         and not d.endswith(".egg-info"))
+        for name in sorted(names):
+            path = os.path.join(top, name)
+            try:
+                text = open(path, encoding="utf-8").read().lower()
+            except (UnicodeDecodeError, OSError):
+                continue  # not text
+            for host in sorted(hosts):
+                if host in text:
+                    bad.append(f"{os.path.relpath(path, root)}: names the package host {host} "
+                               f"(take it from the machine's configuration: {', '.join(whence)})")
+    return bad
+
+
 def project_files(root):
     """The licence, changelog and SPDX line every file carries, and what
     .gitignore keeps out of a commit."""
@@ -368,7 +427,8 @@ def main():
     problems = (core_names_no_backend(files) + layers(files) + backend_folders(files) +
                 shared_backend(files) + calls_one_way(files) + sizes(files) + cycles(graph(files)) +
                 foreign_prototypes(files) + version_script(src, header) + file_names(files) +
-                project_files(root) + folder_roles(root) + picture(root))
+                project_files(root) + folder_roles(root) + picture(root) +
+                no_package_host(root))
     for p in problems:
         print(p)
     print(f"structure: {len(files)} files, {'ok' if not problems else f'{len(problems)} problem(s)'}")

@@ -59,11 +59,22 @@ cross_tools() {
 	[ -x "$root/usr/bin/python3.11" ] && [ -f "$root/usr/include/python3.11/Python.h" ] && return 0
 	state=$cache/arm64-apt
 	mkdir -p "$state/lists/partial" "$state/cache/archives/partial"
+	# The machine's own sources of Debian's archive (a mirror or a proxy
+	# where it has one), asked for arm64: the tree names no package host.
 	keys=/usr/share/keyrings/debian-archive-keyring.gpg
-	{
-		echo "deb [arch=arm64 signed-by=$keys] http://deb.debian.org/debian bookworm main"
-		echo "deb [arch=arm64 signed-by=$keys] http://deb.debian.org/debian-security bookworm-security main"
-	} >"$state/sources.list"
+	debian_sources() {
+		apt-get indextargets --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' \
+			"Created-By: Packages" "Origin: Debian" | sort -u
+	}
+	[ -n "$(debian_sources)" ] || apt-get update -q
+	debian_sources | sed "s|^|deb [arch=arm64 signed-by=$keys] |" >"$state/sources.list"
+	if [ ! -s "$state/sources.list" ]; then
+		echo "install-deps.sh: none of this machine's apt sources serves Debian's archive" \
+			"(apt-get indextargets \"Origin: Debian\" lists none): the arm64 sysroot is" \
+			"made of Debian's packages; add Debian's archive, or a mirror of it, to" \
+			"/etc/apt/sources.list.d/" >&2
+		exit 1
+	fi
 	set -- -o "Dir::State::Lists=$state/lists" -o "Dir::Cache=$state/cache" \
 		-o "Dir::Etc::SourceList=$state/sources.list" -o Dir::Etc::SourceParts=/nonexistent \
 		-o APT::Architecture=arm64 -o APT::Architectures::=arm64 -o Debug::NoLocking=1
