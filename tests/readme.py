@@ -23,6 +23,8 @@ a block without one fails the check.
                                   reads the block and checks it against what
                                   runs, where that runs (an engine's leg)
 
+README.md is at most README_MAX_LINES lines.
+
 Usage: readme.py SOURCE_DIR BUILD_DIR (exit 0 pass, 1 fail)."""
 import fcntl
 import glob
@@ -37,6 +39,9 @@ def documents(source):
     docs = sorted(glob.glob(os.path.join(source, "docs", "*.md")))
     return ["README.md"] + [os.path.relpath(d, source) for d in docs]
 
+
+# README.md is read whole by a newcomer: what does not fit goes to docs/.
+README_MAX_LINES = 250
 
 MARK = re.compile(r"<!-- check: (\w+)(?: (.*?))? -->\s*$")
 
@@ -192,6 +197,10 @@ def main():
             why = check(marker, lang, body, source, build, doc)
             if why:
                 problems.append(f"{doc}:{line}: {why}")
+    lines = open(f"{source}/README.md", encoding="utf-8").read().count("\n")
+    if lines > README_MAX_LINES:
+        problems.append(f"README.md: {lines} lines, at most {README_MAX_LINES}: a newcomer reads "
+                        "it whole; the rest belongs in docs/")
     for p in problems:
         print(p)
     verdict = f"{len(problems)} problem(s)" if problems else "all checked"

@@ -243,7 +243,7 @@ static void test_knobs(void)
 	CHECK_RC(sseg_os_knob_choice("[]", value, 16), -EINVAL);
 
 	CHECK(!sseg_os_thp_shmem_allows("never", "", reason, sizeof(reason)));
-	CHECK(strstr(reason, THP_GLOBAL " is [never]: write advise to it"));
+	CHECK(strstr(reason, THP_GLOBAL " is [never]: echo advise > " THP_GLOBAL));
 	CHECK(sseg_os_thp_shmem_allows("advise", "", reason, sizeof(reason)));
 	CHECK(sseg_os_thp_shmem_allows("within_size", "inherit", reason, sizeof(reason)));
 	CHECK(sseg_os_thp_shmem_allows("force", "", reason, sizeof(reason)));

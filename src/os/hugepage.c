@@ -74,23 +74,24 @@ static bool allows_madvise(const char *value)
 bool sseg_os_thp_shmem_allows(const char *global, const char *per2m, char *reason, size_t len)
 {
 	if (!strcmp(global, "deny")) {
-		snprintf(reason, len, "%s is [deny]: write advise to it", THP_GLOBAL);
+		snprintf(reason, len, "%s is [deny]: echo advise > %s", THP_GLOBAL, THP_GLOBAL);
 		return false;
 	}
 	if (per2m[0] && strcmp(per2m, "inherit")) {
 		if (allows_madvise(per2m))
 			return true;
-		snprintf(reason, len, "%s is [%s]: write advise (or inherit) to it", THP_PER2M,
-			 per2m);
+		snprintf(reason, len, "%s is [%s]: echo advise > %s", THP_PER2M, per2m,
+			 THP_PER2M);
 		return false;
 	}
 	if (allows_madvise(global))
 		return true;
 	if (per2m[0])
-		snprintf(reason, len, "%s is [%s] and %s is [inherit]: write advise to either",
-			 THP_GLOBAL, global, THP_PER2M);
+		snprintf(reason, len, "%s is [%s] and %s is [inherit]: echo advise > %s",
+			 THP_GLOBAL, global, THP_PER2M, THP_GLOBAL);
 	else
-		snprintf(reason, len, "%s is [%s]: write advise to it", THP_GLOBAL, global);
+		snprintf(reason, len, "%s is [%s]: echo advise > %s", THP_GLOBAL, global,
+			 THP_GLOBAL);
 	return false;
 }
 
