@@ -103,6 +103,16 @@ int main(void)
 		 "{ echo \"sharedseg.1 lacks $c $o\" >&2; exit 1; }; done; done",
 		 dir, dir, dir);
 	CHECK(run(cmd) == 0);
+	/* Its examples and its usage lines stand one a line, as --help prints
+	 * them (help2man would fill them into one paragraph). */
+	snprintf(cmd, sizeof(cmd),
+		 "page=%s/prefix/share/man/man1/sharedseg.1 && "
+		 "%s/prefix/bin/sharedseg --help | awk '/^examples:/{on=1;next} on&&/^$/{on=0} on' "
+		 ">%s/examples && test -s %s/examples && grep -qx 'sharedseg --version' $page && "
+		 "while IFS= read -r line; do grep -qxF -- \"$line\" $page || "
+		 "{ echo \"sharedseg.1 lacks the line '$line'\" >&2; exit 1; }; done <%s/examples",
+		 dir, dir, dir, dir, dir);
+	CHECK(run(cmd) == 0);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	run(cmd);
 	printf("install: ok\n");
