@@ -6,11 +6,11 @@
 
 #include "summary.h"
 
-#define GIB (1024.0 * 1024.0 * 1024.0)
-
-static double rate_gib_s(uint64_t bytes, double s)
+/* Every rate the bench prints is in GB/s (10^9 bytes a second), as the
+ * driver's bandwidth rows are: one unit for population and reading. */
+static double rate_gb_s(uint64_t bytes, double s)
 {
-	return s > 0 ? (double)bytes / GIB / s : 0.0;
+	return s > 0 ? (double)bytes / 1e9 / s : 0.0;
 }
 
 /* Seconds in one of the figure's units (the driver's time rows say "s" or "ms"). */
@@ -27,8 +27,8 @@ static void time_line(const char *what, const struct bench_figure *f, uint64_t b
 	printf("    %-26s %-12s %9.2f ms / %9.2f ms", what, f->pages, f->min * u * 1e3,
 	       f->median * u * 1e3);
 	if (bytes)
-		printf("   %6.2f / %6.2f GiB/s", rate_gib_s(bytes, f->min * u),
-		       rate_gib_s(bytes, f->median * u));
+		printf("   %6.2f / %6.2f GB/s", rate_gb_s(bytes, f->min * u),
+		       rate_gb_s(bytes, f->median * u));
 	printf("\n");
 }
 
@@ -90,8 +90,8 @@ static void json_figure(struct sseg_json *j, const char *key, const struct bench
 		sseg_json_double(j, "min_s", f->min * u);
 		sseg_json_double(j, "median_s", f->median * u);
 		if (bytes) {
-			sseg_json_double(j, "max_gib_s", rate_gib_s(bytes, f->min * u));
-			sseg_json_double(j, "median_gib_s", rate_gib_s(bytes, f->median * u));
+			sseg_json_double(j, "max_gb_s", rate_gb_s(bytes, f->min * u));
+			sseg_json_double(j, "median_gb_s", rate_gb_s(bytes, f->median * u));
 		}
 	} else {
 		sseg_json_double(j, "median_gb_s", f->median);
@@ -106,7 +106,7 @@ void bench_print_json(const struct bench_config *b, const struct bench_results *
 
 	sseg_json_init(&j, stdout, SSEG_JSON_PRETTY);
 	sseg_json_begin(&j, NULL, '{');
-	sseg_json_int(&j, "schema", 2);
+	sseg_json_int(&j, "schema", 3);
 	sseg_json_u64(&j, "size", b->size);
 	sseg_json_str(&j, "pages", sseg_pages_name(b->pages));
 	sseg_json_str(&j, "pages_requested", sseg_pages_name(b->pages_asked));

@@ -326,7 +326,7 @@ def test_bench_summary_figures_are_the_drivers_rows():
                SHAREDSEG_CLI=c_tool())
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
-    assert summary["schema"] == 2 and summary["reps"] == 2 and summary["pages"] == "base"
+    assert summary["schema"] == 3 and summary["reps"] == 2 and summary["pages"] == "base"
     figures = {"owner_create": summary["population"]["sharedseg_2_threads"],
                "peer_attach": summary["peer_attach"], "seq_read": summary["read"]["shared"]}
     for bench, figure in figures.items():
@@ -343,6 +343,10 @@ def test_bench_summary_figures_are_the_drivers_rows():
         population["private_buffer"]["median_s"] / population["sharedseg_2_threads"]["median_s"])
     assert summary["read"]["ratio"] == pytest.approx(
         summary["read"]["shared"]["median_gb_s"] / summary["read"]["private"]["median_gb_s"])
+    # One unit for every rate: GB/s, population's as the reads'.
+    owner = population["sharedseg_2_threads"]
+    assert owner["median_gb_s"] == pytest.approx(summary["size"] / 1e9 / owner["median_s"],
+                                                 rel=1e-3)
 
 
 def test_bench_driver_errors_are_one_sentence():
