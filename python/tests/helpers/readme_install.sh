@@ -6,4 +6,4 @@
 set -e
 make wheel
 /usr/bin/python3 -m venv --system-site-packages ~/venv-sharedseg
-~/venv-sharedseg/bin/pip install --no-index --find-links dist sharedseg
+~/venv-sharedseg/bin/pip install --no-index --find-links dist "sharedseg[numpy]"
