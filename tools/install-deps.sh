@@ -101,6 +101,8 @@ command -v valgrind >/dev/null 2>&1 || need="$need valgrind"
 command -v objdump >/dev/null 2>&1 || need="$need binutils"
 command -v mpicc >/dev/null 2>&1 || need="$need openmpi-bin libopenmpi-dev"
 command -v ip >/dev/null 2>&1 || need="$need iproute2"
+# The vLLM CPU backend's documented requests (docs/integrations.md).
+command -v curl >/dev/null 2>&1 || need="$need curl"
 # sharedseg(1) is made from the tool's --help.
 command -v help2man >/dev/null 2>&1 || need="$need help2man"
 # libFuzzer and the sanitizers' runtimes for clang (the fuzz targets).

@@ -80,15 +80,25 @@ def check_layout(seen, scenario, world):
 
 def test_too_big_for_the_host_or_disagreeing_ranks_fail_on_every_rank(vllm_group_run):
     per_rank = vllm_group_run(2)
-    # Too much cpu_bytes_to_use: refused before allocating, with the numbers.
+    # More cpu_bytes_to_use than the host has: refused when the spec is
+    # built, with the numbers and the setting to lower.
     for s in (r["too-big"] for r in per_rank):
+        assert s["error"].startswith("ValueError: cpu_bytes_to_use=1099511627776 asks for a "
+                                     "segment of 1024.0 GiB, more than this host's "), s
+        assert s["error"].endswith("(MemTotal): lower cpu_bytes_to_use"), s["error"]
+        assert s["left"] == []
+    # More than the HugeTLB pool holds now: the library's agreed refusal
+    # when the region is made, before allocating, naming the setting too.
+    for s in (r["short-pool"] for r in per_rank):
         assert s["is_sharedseg"] and s["errno"] == 12, s
-        assert "1024.0 GiB" in s["error"] and "MemAvailable" in s["error"], s["error"]
+        assert "pages=hugetlb-2M: the 2 MiB HugeTLB pool has " in s["error"], s["error"]
+        assert s["error"].endswith("(lower cpu_bytes_to_use, which sized the segment)"), s
         assert s["left"] == []
     # Ranks that disagree on the region: the library's agreed error.
     for s in (r["disagree"] for r in per_rank):
         assert s["is_sharedseg"], s
         assert "block 'chunks': rank 1 declared count=14, rank 0 declared count=7" in s["error"]
+        assert "lower cpu_bytes_to_use" not in s["error"], s["error"]
         assert s["left"] == []
 
 

@@ -24,11 +24,14 @@ This module is the adapters' one door into the package: they import the
 public API (sharedseg) and this module, nothing else of the package.
 
 See docs/integrations.md, "Adding an engine adapter"."""
+import contextlib
 import dataclasses
+import errno
 import importlib
 import importlib.metadata
+import os
 import zlib
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from .. import _native
 from .._backends import PINNING_PLATFORM, torch_platform, vmm_backend
@@ -292,10 +295,38 @@ class SegmentRequest:
         return dataclasses.replace(self, pin=pin, platform=platform, fallback=fallback,
                                    backend=vmm_backend(None) if pin == "vmm" else None)
 
+    def check_fits(self, size: int, setting: str, value: Any) -> None:
+        """Whether a segment of size bytes can ever be made on this host,
+        judged when the engine's configuration is read: more than the
+        host's memory (MemTotal) never fits, whatever the page kind or the
+        moment, so every process of the engine judges alike. ValueError
+        naming setting (given value), the engine's own setting that sized
+        it, to lower. What fits now (MemAvailable, the memory cgroup, the
+        HugeTLB pool) the library judges when the group makes the
+        segment, agreed by every rank (named_setting names the setting
+        there)."""
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        if size > total:
+            raise ValueError(f"{setting}={value} asks for a segment of {size / (1 << 30):.1f} "
+                             f"GiB, more than this host's {total / (1 << 30):.1f} GiB of memory "
+                             f"(MemTotal): lower {setting}")
+
 
 # The settings' names, in the order of their help: the request's own fields.
 SETTINGS = tuple(_help())
 assert SETTINGS == tuple(f.name for f in dataclasses.fields(SegmentRequest))[:len(SETTINGS)]
+
+
+@contextlib.contextmanager
+def named_setting(setting: str) -> Iterator[None]:
+    """A segment refused for want of memory (errno ENOMEM, every rank's
+    agreed error) names the engine's setting that sized it."""
+    try:
+        yield
+    except SharedSegmentError as e:
+        if getattr(e, "errno", None) == errno.ENOMEM:
+            e.args = (f"{e} (lower {setting}, which sized the segment)",)
+        raise
 
 
 def auto_pin(platform: str) -> Tuple[str, str]:

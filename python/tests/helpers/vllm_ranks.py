@@ -7,7 +7,8 @@ what it saw to OUT/rank<N>.json; test_vllm.py asserts on them.
 
     python vllm_ranks.py SCENARIOS WORLD PORT OUT    (comma-separated: replicated,
                                                      direct, background, too-big,
-                                                     disagree; slots, canonical:
+                                                     short-pool, disagree; slots,
+                                                     canonical:
                                                      vllm_region_ranks.py's)
 """
 import contextlib
@@ -135,18 +136,24 @@ def transfers(rank, world, scenario, group):
 
 
 def refused(rank, world, scenario, group):
-    """A configuration the group must refuse together: too much for the host,
-    or ranks that disagree on the region's shape."""
+    """A configuration the group must refuse together: more than the host's
+    memory (when the spec is built), more than the HugeTLB pool holds now
+    (when the region is made), or ranks that disagree on the region's shape."""
     from vllm.v1.kv_offload.factory import OffloadingSpecFactory
 
     import sharedseg
-    extra = {"cpu_bytes_to_use": 1 << 40} if scenario == "too-big" else \
-        {"cpu_bytes_to_use": (1 << 20) * (rank + 1)}
-    spec = OffloadingSpecFactory.create_spec(config(rank, world, scenario, extra))
-    _, caches = kv_caches()
+    if scenario == "too-big":
+        extra = {"cpu_bytes_to_use": 1 << 40}
+    elif scenario == "short-pool":  # two 2 MiB pages more than the pool has free
+        with open("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages") as f:
+            free = int(f.read())
+        extra = {"cpu_bytes_to_use": (free + 2) << 21, "sharedseg": {"pages": "hugetlb-2M"}}
+    else:
+        extra = {"cpu_bytes_to_use": (1 << 20) * (rank + 1)}
     before = [s["name"] for s in sharedseg.list_segments()]
     try:
-        spec.get_worker(caches)
+        spec = OffloadingSpecFactory.create_spec(config(rank, world, scenario, extra))
+        spec.get_worker(kv_caches()[1])
         return dict(error=None)
     except Exception as e:
         return dict(error=f"{type(e).__name__}: {e}", errno=getattr(e, "errno", None),
@@ -176,7 +183,7 @@ def rank_main(rank, scenarios, world, port):
             if name in ("slots", "canonical"):  # the region alone (test_vllm_region.py)
                 seen[name] = getattr(vllm_region_ranks, name)(rank, world, group)
                 continue
-            run = refused if name in ("too-big", "disagree") else transfers
+            run = refused if name in ("too-big", "short-pool", "disagree") else transfers
             seen[name] = run(rank, world, name, group)
         return seen
 

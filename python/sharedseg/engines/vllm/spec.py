@@ -33,7 +33,8 @@ from typing import Any, Dict, Mapping, Optional
 import torch
 
 from . import ENGINE, KEEP, SPEC
-from ..base import PINNING_PLATFORM, SETTINGS, SegmentRequest, segment_name, sharing, slot_of
+from ..base import (PINNING_PLATFORM, SETTINGS, SegmentRequest, named_setting, segment_name,
+                    sharing, slot_of)
 from .cpu_worker import SharedSegCPUWorker
 from .rows import region_segment
 
@@ -172,6 +173,12 @@ class SharedSegOffloadingSpec(_Spec):  # type: ignore[misc, valid-type]
             raise RuntimeError(f"sharedseg.vllm serves vLLM's CUDA and CPU platforms; this "
                                f"vLLM runs on {self._platform}")
         self.sharedseg_request = request.on(self._platform)
+        # vLLM builds the spec once the model is loaded and the KV cache
+        # sized, the first moment the region's size is known: what can
+        # never fit is refused here, in every process of the engine alike.
+        self.sharedseg_request.check_fits(self.num_chunks * self.kv_bytes_per_chunk,
+                                          "cpu_bytes_to_use",
+                                          self.extra_config.get("cpu_bytes_to_use"))
 
     def _uses_shared_region(self) -> bool:
         return True  # one segment per group, on every platform served
@@ -220,10 +227,11 @@ class SharedSegOffloadingSpec(_Spec):  # type: ignore[misc, valid-type]
             from . import keep
             name = keep.segment_name(keeper)
             index_bytes = keep.index_bytes(self.num_chunks)
-        region = SharedSegRegion(name=name, group=self._group(), num_chunks=self.num_chunks,
-                                 row_stride=self.kv_bytes_per_chunk, slot=slot,
-                                 slot_bytes=self.cpu_page_size_per_worker,
-                                 request=self.sharedseg_request, index_bytes=index_bytes)
+        with named_setting("cpu_bytes_to_use"):
+            region = SharedSegRegion(name=name, group=self._group(), num_chunks=self.num_chunks,
+                                     row_stride=self.kv_bytes_per_chunk, slot=slot,
+                                     slot_bytes=self.cpu_page_size_per_worker,
+                                     request=self.sharedseg_request, index_bytes=index_bytes)
         if keeper and region.segment.is_owner:  # whose workers map it: the scheduler's check
             keep.claim_tier(region.segment.buffer(), self.num_chunks,
                                  self.kv_bytes_per_chunk, self.config.engine_id)
