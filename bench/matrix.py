@@ -28,6 +28,8 @@ QUICK = dict(
     bandwidth=[GIB],
     limits=[GIB],
     python=[(256 * MIB, [2, 8])],
+    # Mooncake's own shared segment against ours: (size, group sizes)
+    mooncake=[(256 * MIB, [2, 4, 8]), (GIB, [2, 8]), (4 * GIB, [8])],
     # vLLM's own region against ours: (sizes, group sizes); one copy each
     vllm=([GIB, 4 * GIB], [2, 4, 8]),
 )
@@ -39,6 +41,7 @@ FULL = dict(
     bandwidth=[GIB, 4 * GIB],
     limits=[GIB, 4 * GIB],
     python=[(256 * MIB, [2, 4, 8]), (GIB, [2, 4, 8])],
+    mooncake=[(s, [2, 4, 8]) for s in (256 * MIB, GIB, 4 * GIB)],
     vllm=([GIB, 4 * GIB, 8 * GIB], [2, 4, 8]),
 )
 # sseg populate modes: (populate, owner threads); the scaling cases use the
@@ -69,6 +72,8 @@ class Case:
             return env["driver"] + self.args
         if self.runner == "vllm":
             return [env["vllm_python"], env["vllmbench"]] + self.args
+        if self.runner == "mooncake":  # the engines' environment, which has Mooncake
+            return [env["vllm_python"], env["pybench"]] + self.args
         return [env["python"], env["pybench"]] + self.args
 
 
@@ -164,6 +169,21 @@ def _python(m):
             yield c
 
 
+def _mooncake(m):
+    """Mooncake's create_shared_segment and ours, the same call on the
+    engines' interpreter: ours on every page kind, Mooncake's on the one it
+    takes (/dev/shm), each shown with what it obtained."""
+    for size, group_sizes in m["mooncake"]:
+        for ranks in group_sizes:
+            args = ["--ranks", ranks, "--size", size, "--reps", m["reps"], "--warmup", 1,
+                    "--pages", ",".join(KINDS), "--mechanisms", "sharedseg-py,mooncake",
+                    "--section", "mooncake"]
+            # one segment at a time, beside the pool that backs ours on HugeTLB
+            c = Case("mooncake", "mooncake", args, "hugetlb-2M", 2 * size, timeout=900)
+            c.hugetlb_pages = size // PAGE_2M
+            yield c
+
+
 def _vllm(m):
     """vLLM's SharedOffloadRegion (a /dev/shm file: 4 KiB pages whatever the
     knobs) and ours on every page kind, in turn in one case; then both in a
@@ -181,7 +201,8 @@ def _vllm(m):
 
 SECTIONS = dict(scaling=_scaling, populate=_populate, background=_background,
                 bandwidth=_bandwidth, limits=_limits,
-                retouch=_retouch, knob_default=_knob_default, python=_python, vllm=_vllm)
+                retouch=_retouch, knob_default=_knob_default, python=_python,
+                mooncake=_mooncake, vllm=_vllm)
 
 
 def build_matrix(full, facts, python=True, only=()):
@@ -190,7 +211,8 @@ def build_matrix(full, facts, python=True, only=()):
     m = FULL if full else QUICK
     cases = []
     for name, make in SECTIONS.items():
-        if (only and name not in only) or (name in ("python", "vllm") and not python):
+        if (only and name not in only) or (name in ("python", "mooncake", "vllm") and
+                                           not python):
             continue
         cases += list(make(m))
     order = {k: i for i, k in enumerate(KINDS)}

@@ -2,11 +2,14 @@
 """The Python mechanisms, timed through the same phases as the C driver's:
 sharedseg's package (create_shared_segment over a torch gloo group) against
 what Python users run today: a private torch.empty + fill_ per rank, a
-torch tensor's share_memory_() handed over with torch.multiprocessing, and
-multiprocessing.shared_memory. Prints one JSON row a line on stdout.
+torch tensor's share_memory_() handed over with torch.multiprocessing,
+multiprocessing.shared_memory, and Mooncake's own shared segment
+(mooncake.shared_segment, where Mooncake is installed: the engines'
+environment). Prints one JSON row a line on stdout.
 
     pybench.py --ranks N --size BYTES --reps R --pages hugetlb-2M,thp,base
-               --mechanisms sharedseg-py,private-torch,torch-share-memory,mp-shared-memory
+               --mechanisms sharedseg-py,private-torch,torch-share-memory,mp-shared-memory,mooncake
+               [--section python]
 """
 import argparse
 import importlib.util
@@ -95,12 +98,33 @@ def close_mp_shm(r, shm):
         shm.unlink()
 
 
+def open_mooncake(r, pages, name):
+    """Mooncake's create_shared_segment, the same call as ours over the same
+    group: one block of size bytes. It takes no page kind (POSIX shared
+    memory in /dev/shm) and populates nothing, so its owner writes a byte
+    a page before it is ready, as sharedseg's populate=owner has done by
+    then. attach_s: a peer's whole call (Mooncake says nothing finer)."""
+    import numpy
+    import torch
+    from mooncake.shared_segment import create_shared_segment
+    t0 = time.monotonic()
+    seg = create_shared_segment(name, {"data": dict(count=1, shape=(r.size,), dtype=torch.uint8)},
+                                r.ranks, r.rank, 0, None, r.group)
+    view = seg.tensors("data")[0]
+    buf = memoryview(view.numpy())
+    if r.rank == 0:
+        numpy.frombuffer(buf, dtype=numpy.uint8)[::4096] = 0
+        return buf, (seg, view), time.monotonic() - t0, 0.0
+    return buf, (seg, view), 0.0, time.monotonic() - t0
+
+
 MECHANISMS = {
     # name: (open, close, shared, takes a page kind)
     "sharedseg-py": (open_sharedseg, close_sharedseg, True, True),
     "private-torch": (open_private_torch, None, False, False),
     "torch-share-memory": (open_torch_share, None, True, False),
     "mp-shared-memory": (open_mp_shm, close_mp_shm, True, False),
+    "mooncake": (open_mooncake, None, True, False),
 }
 
 
@@ -262,7 +286,7 @@ def rows_of(args, mech, pages, reps):
         s["tables"].append(sum(x["page_tables"] for x in reports))
         s["populated"].append((hostmem.total(ready) - hostmem.total(before)) /
                               (args.size * (1 if shared else args.ranks)))
-    common = dict(pages_owner=reps[-1][0][0]["pages"], section="python")
+    common = dict(pages_owner=reps[-1][0][0]["pages"], section=args.section)
     populated = statistics.median(s["populated"])
     out = [stats_row("ready", mech, args, req, got, "s", s["ready"],
                      populated_fraction=populated, **common),
@@ -343,11 +367,20 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--pages", default="base")
-    ap.add_argument("--mechanisms", default=",".join(MECHANISMS))
+    ap.add_argument("--mechanisms", default=",".join(m for m in MECHANISMS if m != "mooncake"))
+    ap.add_argument("--section", default="python", help="the section its rows belong to")
     args = ap.parse_args()
     if importlib.util.find_spec("torch") is None:
         print("pybench: the Python mechanisms need torch (python3-torch)", file=sys.stderr)
         return 2
+    mechs = args.mechanisms.split(",")
+    if "mooncake" in mechs and importlib.util.find_spec("mooncake") is None:
+        print(f"pybench: mooncake is not installed for {sys.executable} (make deps installs "
+              f"Mooncake in the engines' environment): its rows are left out", file=sys.stderr)
+        mechs.remove("mooncake")
+        if not mechs:
+            return 0
+        args.mechanisms = ",".join(mechs)
     return run(args)
 
 

@@ -342,20 +342,27 @@ def _peer_tables(rows):
             "segment is done:\n\n" + table(["size", "way", "seconds (min-max)"], lines))
 
 
-def python_section(rows, figs):
-    got = select(rows, section="python")
-    if not got:
-        return ""
+def _mechanism_lines(got, section, benches):
+    """A line a (size, ranks, mechanism, page kind) of a Python section:
+    size, ranks, mechanism, pages, then each of benches' value ("memory_factor"
+    the row itself), "" where a bench has no row."""
     lines = []
     for r in sorted(select(got, bench="memory_factor"),
                     key=lambda r: (r["size"], r["ranks"], r["mechanism"], _kind_key(r))):
         key = dict(mechanism=r["mechanism"], size=r["size"], ranks=r["ranks"],
-                   pages_requested=r["pages_requested"], section="python")
-        ready, attach, read = (one(got, bench=b, **key) for b in
-                               ("ready", "peer_attach", "first_read"))
-        lines.append((size_text(r["size"]), r["ranks"], r["mechanism"], kind_text(r),
-                      value_text(r), value_text(ready) if ready else "",
-                      value_text(attach) if attach else "", value_text(read) if read else ""))
+                   pages_requested=r["pages_requested"], section=section)
+        cells = [one(got, bench=b, **key) for b in benches]
+        lines.append((size_text(r["size"]), r["ranks"], r["mechanism"], kind_text(r))
+                     + tuple(value_text(c) if c else "" for c in cells))
+    return lines
+
+
+def python_section(rows, figs):
+    got = select(rows, section="python")
+    if not got:
+        return ""
+    lines = _mechanism_lines(got, "python",
+                             ("memory_factor", "ready", "peer_attach", "first_read"))
     return ("## Python\n\nsharedseg's package (create_shared_segment over a torch gloo "
             "group) against a private torch.empty + fill_ per rank, a tensor's "
             "share_memory_() handed over with torch.multiprocessing, and "
@@ -364,6 +371,27 @@ def python_section(rows, figs):
             "thread.\n\n" + figs.get("bench_python.png", "")
             + table(["size", "ranks", "mechanism", "pages", "memory factor", "ready",
                      "peer attach", "peer first read"], lines))
+
+
+def mooncake_section(rows):
+    got = select(rows, section="mooncake")
+    if not got:
+        return ""
+    lines = _mechanism_lines(got, "mooncake",
+                             ("ready", "first_read", "memory_factor", "page_tables"))
+    return ("## Mooncake's own shared segment\n\n"
+            "`mooncake.shared_segment.create_shared_segment` (PyPI's "
+            "`mooncake-transfer-engine-non-cuda`, in the engines' environment) and ours, the "
+            "same call over the same gloo group on the same interpreter: one block of the "
+            "size, written once by the owner (ours populates it, Mooncake's owner writes a "
+            "byte a page), then read once whole by the first peer. Ours on every page kind; "
+            "Mooncake's takes none (POSIX shared memory in /dev/shm, whose huge pages the "
+            "tmpfs mount decides): the kind each obtained is shown. *Ready*: from the first "
+            "rank's call until the last rank has its buffer, the owner's first touch "
+            "counted. *Memory*: host memory used over the segment's size. *Page tables*: "
+            "every rank's, with the peer's read done.\n\n"
+            + table(["size", "ranks", "mechanism", "pages", "ready", "peer first read",
+                     "memory factor", "page tables"], lines))
 
 
 def _region_cells(rows, ours, theirs, bench, text):
@@ -558,7 +586,8 @@ def render(result, figs):
              memory(rows, figs), setup(rows, figs), background_section(rows),
              alternatives_section(rows), reads(rows, figs),
              recipe(rows),
-             python_section(rows, figs), vllm_section(result), limits_section(rows),
+             python_section(rows, figs), mooncake_section(rows), vllm_section(result),
+             limits_section(rows),
              skipped(result),
              others(HERE), method()]
     return "\n".join(p for p in parts if p)

@@ -117,9 +117,10 @@ def prepare(case, knobs, budget):
 
 def missing(case, env):
     """Why the case's interpreter is not here, or None."""
-    if case.runner == "vllm" and env["vllm_python"] is None:
-        return ("vLLM's environment is missing (make deps installs vLLM in the PyPI leg's "
-                "virtual environment, $SHAREDSEG_PYPI_VENV or ~/.cache/sharedseg/venv-pypi)")
+    if case.runner in ("vllm", "mooncake") and env["vllm_python"] is None:
+        return (f"the engines' environment is missing (make deps installs vLLM and Mooncake "
+                f"in the PyPI leg's virtual environment, $SHAREDSEG_PYPI_VENV or "
+                f"~/.cache/sharedseg/venv-pypi)")
     return None
 
 

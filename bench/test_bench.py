@@ -161,6 +161,29 @@ def test_python_mechanisms():
                                  f"torch buffers' {private:.2f}"
 
 
+def test_mooncake_mechanism():
+    """Mooncake's own shared segment beside ours, on the engines'
+    interpreter, which has Mooncake (make deps): both one copy, each row
+    naming the page kind it obtained."""
+    import vllmbench as vb
+    if vb.venv_python() is None:
+        skip("no engines' environment (make deps makes ~/.cache/sharedseg/venv-pypi)")
+    p = subprocess.run([vb.venv_python(), os.path.join(HERE, "pybench.py"), "--ranks", "2",
+                        "--size", str(2 * SIZE), "--reps", "3", "--pages", "base",
+                        "--mechanisms", "sharedseg-py,mooncake", "--section", "mooncake"],
+                       capture_output=True, text=True, timeout=240,
+                       env=dict(os.environ, MC_TCP_BIND_ADDRESS="127.0.0.1"))
+    assert p.returncode == 0, f"pybench: exit {p.returncode}: {p.stderr.strip()[-2000:]}"
+    assert "mooncake is not installed" not in p.stderr, p.stderr
+    rows = parse(p.stdout, "pybench")
+    assert {r["mechanism"] for r in rows} == {"sharedseg-py", "mooncake"}
+    assert {r["section"] for r in rows} == {"mooncake"}
+    for mech in ("sharedseg-py", "mooncake"):
+        assert factor(rows, mech) < 1.5, f"{mech}'s memory factor {factor(rows, mech):.2f}"
+    theirs = one(rows, bench="ready", mechanism="mooncake")
+    assert theirs["pages_requested"] == "default" and theirs["pages_obtained"] in ("base", "thp")
+
+
 def vllmbench(*args):
     """vllmbench.py's rows on the interpreter that has vLLM: `make deps`
     installs it (tools/install-deps.sh, the PyPI leg) and `make test` runs
@@ -258,6 +281,9 @@ def test_report():
         assert "Ours against each recipe" in text and "0.33 (32 files" in text
     if select(collected, bench="small_devshm"):
         assert "Insufficient space" in text
+    if select(collected, section="mooncake", mechanism="mooncake"):
+        section = text.split("## Mooncake's own shared segment", 1)[1].split("\n## ", 1)[0]
+        assert "| mooncake |" in section and "| sharedseg-py |" in section, section
 
 
 def run_tests(namespace):

@@ -101,6 +101,8 @@ command -v valgrind >/dev/null 2>&1 || need="$need valgrind"
 command -v objdump >/dev/null 2>&1 || need="$need binutils"
 command -v mpicc >/dev/null 2>&1 || need="$need openmpi-bin libopenmpi-dev"
 command -v ip >/dev/null 2>&1 || need="$need iproute2"
+# Mooncake's engine (the bench's and the drop-in test's) links libibverbs.
+/sbin/ldconfig -p | grep -q 'libibverbs\.so\.1 ' || need="$need libibverbs1"
 # The vLLM CPU backend's documented requests (docs/integrations.md).
 command -v curl >/dev/null 2>&1 || need="$need curl"
 # sharedseg(1) is made from the tool's --help.
@@ -208,6 +210,19 @@ if [ "$(cat "$venv/.sharedseg-deps" 2>/dev/null)" != "$want" ]; then
 		orjson ipython gguf sortedcontainers aiofile
 	echo "$want" >"$venv/.sharedseg-deps"
 	echo "the PyPI and engines test environment took $(($(date +%s) - start)) s and $(du -sh "$venv" | cut -f1)"
+fi
+
+# Mooncake's own shared segment, beside ours in the Python bench (a
+# mechanism of bench/pybench.py) and in the drop-in test
+# (python/tests/test_segment_compat.py): PyPI's CPU build, into the engines'
+# environment with its few dependencies (msgpack; the rest are there), 46 MB.
+# Its own stamp: a new Mooncake does not rebuild the environment.
+mooncake=0.3.13.post1
+if [ "$(cat "$venv/.sharedseg-mooncake" 2>/dev/null)" != "$mooncake" ]; then
+	echo "installing Mooncake $mooncake (mooncake-transfer-engine-non-cuda) in $venv"
+	"$venv/bin/python" -m pip install -q --disable-pip-version-check \
+		"mooncake-transfer-engine-non-cuda==$mooncake"
+	echo "$mooncake" >"$venv/.sharedseg-mooncake"
 fi
 
 # vLLM's own tests of its offloading, from the sdist of each vLLM release the

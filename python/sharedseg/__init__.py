@@ -12,16 +12,16 @@ messages go to logging.getLogger("sharedseg").
 """
 from typing import Any, Dict, List, Tuple, Union
 
-from . import _log, _native
-from ._errors import SharedSegmentTypeError, SharedSegmentValueError
+from . import _backends, _log, _native
+from ._errors import SharedSegmentKeyError, SharedSegmentTypeError, SharedSegmentValueError
 from ._native import SharedSegmentError
 from ._protocol import create_shared_segment
 from .segment import SharedSegment
 
 __version__: str = _native.LIBRARY_VERSION  # include/sharedseg.h, as the wheel's metadata
 __all__ = ["create_shared_segment", "SharedSegment", "SharedSegmentError",
-           "SharedSegmentValueError", "SharedSegmentTypeError", "probe", "supported", "list_segments",
-           "BLOB_SIZE", "HOST_ID_SIZE", "LIBRARY_VERSION"]
+           "SharedSegmentValueError", "SharedSegmentTypeError", "SharedSegmentKeyError",
+           "probe", "supported", "shared_segment_supported", "list_segments", "BLOB_SIZE", "HOST_ID_SIZE", "LIBRARY_VERSION"]
 
 BLOB_SIZE: int = _native.BLOB_SIZE
 HOST_ID_SIZE: int = _native.HOST_ID_SIZE
@@ -66,3 +66,12 @@ def supported(backend: str = "auto", pages: str = "auto") -> Tuple[bool, str]:
     names raise ValueError."""
     return _native.supported(_native.parse("backend", str(backend)),
                              _native.parse("pages", str(pages)))
+
+
+def shared_segment_supported(mmap: bool = True, host_register: bool = False) -> bool:
+    """Mooncake's shared_segment_supported, for a program written against
+    mooncake.shared_segment: whether create_shared_segment(..., mmap=mmap,
+    host_register=host_register) can work here. mmap True: a host-memory
+    segment, and for host_register a CUDA driver that loads; mmap False:
+    a device backend's VMM host memory."""
+    return _backends.segment_supported(mmap, host_register)

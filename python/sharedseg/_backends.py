@@ -80,6 +80,16 @@ def supported(backend: str) -> bool:
     return bool(ok)
 
 
+def segment_supported(mmap: bool, host_register: bool) -> bool:
+    """Mooncake's shared_segment_supported(mmap, host_register), answered by
+    the probe: mmap False, some device backend's VMM host memory works
+    here; True, host-memory segments do (memfd), and for host_register
+    the pinning platform's driver loaded (the registration is its call)."""
+    if not mmap:
+        return any(supported(name) for name in device_backends())
+    return supported("memfd") and (not host_register or _driver_loaded(PINNING_PLATFORM))
+
+
 def vmm_backend(backend: Any) -> str:
     """The backend mmap=False means: a device backend's VMM host memory, the
     one named, else the first this host supports, else the first whose

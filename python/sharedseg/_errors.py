@@ -31,6 +31,12 @@ class SharedSegmentTypeError(SharedSegmentError, TypeError):
     """An argument was of the wrong type, on some rank; every rank raises it alike."""
 
 
+class SharedSegmentKeyError(SharedSegmentError, KeyError):
+    """A block the segment was not made with (seg.tensors("x")): a KeyError,
+    and the SharedSegmentError a program written against Mooncake's
+    shared_segment catches there."""
+
+
 _KINDS = {KIND_FAILURE: SharedSegmentError, KIND_VALUE: SharedSegmentValueError,
           KIND_TYPE: SharedSegmentTypeError}
 

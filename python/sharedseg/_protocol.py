@@ -16,13 +16,16 @@ from .segment import SharedSegment
 def create_shared_segment(
         name: str,
         blocks: Optional[Mapping[str, BlockSpec]] = None,
-        *,
         world_size: Optional[int] = None,
         rank_id: Optional[int] = None,
-        tp_group: Any = None,
-        comm_group: Any = None,
-        exchange: Optional[Callable[[bytes], List[bytes]]] = None,
         owner_rank: Optional[int] = None,
+        device_id: Optional[int] = None,
+        comm_group: Any = None,
+        mmap: bool = True,
+        host_register: bool = False,
+        *,
+        tp_group: Any = None,
+        exchange: Optional[Callable[[bytes], List[bytes]]] = None,
         size: Union[int, str, None] = None,
         pages: Optional[str] = None,
         hugetlb: bool = False,
@@ -33,9 +36,6 @@ def create_shared_segment(
         align: Optional[int] = None,
         readonly_peers: bool = False,
         backend: Optional[str] = None,
-        mmap: bool = True,
-        host_register: bool = False,
-        device_id: Optional[int] = None,
         timeout: Any = None,
         keeper: Optional[str] = None) -> "SharedSegment":
     """Creates one segment shared by every rank of a group; every rank calls
@@ -50,6 +50,12 @@ def create_shared_segment(
     it, up to its timeout), and every rank must make them in the same
     order. Calls that pair up wrongly fail with the declaration they differ
     in, on every rank. An exchange callable pairs as the caller makes it.
+
+    The arguments up to host_register may be given by position, in the
+    order of mooncake.shared_segment.create_shared_segment (name, blocks,
+    world_size, rank_id, owner_rank, device_id, comm_group, mmap,
+    host_register): a program written against Mooncake's runs unchanged.
+    The others are keywords only.
 
     Args:
         name: the segment's name (1 to 63 bytes of UTF-8); it names the memfd

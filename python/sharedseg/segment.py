@@ -7,6 +7,7 @@ import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import _dtypes, _ipc
+from ._errors import SharedSegmentKeyError
 from ._native import SharedSegmentError
 from ._plan import Block, Plan
 
@@ -201,7 +202,8 @@ class SharedSegment:
         found = self._blocks.get(block)
         if found is None:
             known = ", ".join(self._blocks) or "none: the segment was made with size="
-            raise KeyError(f"segment '{self.name}' has no block {block!r} (blocks: {known})")
+            raise SharedSegmentKeyError(f"segment '{self.name}' has no block {block!r} (blocks: "
+                                        f"{known})")
         return found
 
 

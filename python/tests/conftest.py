@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """The package under test is the in-place build in python/ (make python)."""
 import contextlib
+import glob
 import fcntl
 import os
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -104,6 +106,65 @@ def env_with_package(**extra):
         p for p in (PACKAGE_ROOT, TESTS, HELPERS, env.get("PYTHONPATH")) if p)
     env.update(extra)
     return env
+
+
+@pytest.fixture(autouse=True)
+def _engine_shm_left(request):
+    """After each engine test: what vLLM left in /dev/shm
+    (remove_engine_shm_left), removed."""
+    if request.node.get_closest_marker("engine") is None:
+        yield
+        return
+    before = os.listdir("/dev/shm")
+    yield
+    remove_engine_shm_left(before)
+
+
+def kill_group(pgid, timeout=60):
+    """SIGKILL to every process of the group pgid, then waits (timeout s at
+    most) until /proc lists none of them: the kernel has unmapped what
+    they held."""
+    import signal
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+    deadline = time.monotonic() + timeout
+    while True:
+        left = []
+        for stat in glob.glob("/proc/[0-9]*/stat"):
+            try:
+                with open(stat) as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                left.append(stat.split("/")[2])
+        if not left:
+            return
+        assert time.monotonic() < deadline, f"processes {left} of group {pgid} outlived SIGKILL"
+        time.sleep(0.1)
+
+
+def remove_engine_shm_left(before):
+    """An engine stopped by a signal leaves vLLM's shared-memory files in
+    /dev/shm (its CPU backend's `vllm_dist_*` communicator, the `psm_*`
+    rings of its message queues): those made since before (a listing)
+    that no process maps any more are removed, and named. Host memory a
+    test run would otherwise leak until the machine restarts."""
+    mapped = set()
+    for maps in glob.glob("/proc/[0-9]*/maps"):
+        try:
+            with open(maps) as f:
+                mapped.update(line.split(None, 5)[-1].strip() for line in f if "/dev/shm/" in line)
+        except OSError:
+            pass
+    removed = []
+    for name in sorted(set(os.listdir("/dev/shm")) - set(before)):
+        path = os.path.join("/dev/shm", name)
+        if name.startswith(("vllm_dist_", "psm_")) and path not in mapped:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+                removed.append(name)
+    return removed
 
 
 @contextlib.contextmanager
