@@ -100,6 +100,27 @@ def test_mha_host_pool_is_a_slot_per_rank_of_one_segment(tmp_path):
         assert s["own_page_kept"] is True   # the other rank's write went to its own slot
 
 
+def test_sglangs_memory_guard_counts_a_shared_pool_once_per_host(tmp_path):
+    """No budget scope of the test's own: SGLang's guard as a server meets
+    it. A one-copy pool of 1.5 times a rank's allowance: refused by SGLang
+    with its own allocator, served with ours (lazily: nothing resident);
+    a per-rank pool as large: refused with ours too."""
+    per_rank = run_ranks(tmp_path, "guard", 2)
+    for r in per_rank:
+        s = r["guard"]
+        assert s["ranks_per_host"] == 2, s
+        assert s["allowance"] > 1 << 30, f"SGLang allows {s['allowance']} bytes a rank here"
+        assert s["own_mla"] is not None and s["own_mla"].startswith(
+            "Not enough host memory available. Requesting "), s
+        ours = s["ours_mla"]
+        assert ours["allocator"] == "SharedSegHostTensorAllocator"
+        assert s["allowance"] < ours["pool_bytes"] <= 2 * s["allowance"], s
+        (seg,) = ours["segments"]
+        assert seg["processes"] == 2 and seg["size"] >= ours["pool_bytes"], seg
+        assert seg["resident"] < 64 << 20, seg  # lazily populated: nothing touched
+        assert s["ours_mha"] is not None and "Not enough host memory" in s["ours_mha"], s
+
+
 def test_storage_backends_are_served_or_refused_naming_the_backend(tmp_path):
     per_rank = run_ranks(tmp_path, "storage", 2)
     for r in per_rank:
@@ -159,11 +180,14 @@ def test_install_replaces_sglangs_allocator_choice_and_uninstall_puts_it_back():
 
     import sharedseg.sglang as adapter
     own = {m: importlib.import_module(m).get_allocator_from_storage for m in adapter.USERS}
+    budgets = {m: importlib.import_module(m).host_memory_budget_bytes for m in adapter.USERS}
     made = []
     adapter.install(lambda **kw: made.append(kw) or "ours")
     try:
         from sglang.srt.mem_cache.pool_host import base, common
         assert base.get_allocator_from_storage("default") == "ours"
+        assert all(getattr(importlib.import_module(m).host_memory_budget_bytes, "sharedseg",
+                           False) for m in adapter.USERS)
         assert common.get_allocator_from_storage("file") == "ours"
         with pytest.raises(RuntimeError, match="storage backend 'shm' brings its own"):
             base.get_allocator_from_storage("shm")
@@ -172,6 +196,8 @@ def test_install_replaces_sglangs_allocator_choice_and_uninstall_puts_it_back():
         adapter.uninstall()
     assert {m: importlib.import_module(m).get_allocator_from_storage
             for m in adapter.USERS} == own
+    assert {m: importlib.import_module(m).host_memory_budget_bytes
+            for m in adapter.USERS} == budgets
     assert not adapter.installed()
 
 

@@ -13,7 +13,8 @@ OUT/rank<N>.json; test_sglang.py asserts on them.
 SCENARIOS (comma-separated): mla-LAYOUT (MLATokenToKVPoolHost in a
 layout), mha (MHATokenToKVPoolHost), storage (the pool under storage
 backends' allocator types), desync (rank 1 refuses its settings once, then
-both build again).
+both build again), guard (SGLang's host memory guard, without a budget
+scope of our own).
 
 The pools' device<->host copies call sgl_kernel's CUDA kernels, which
 SGLang binds only on CUDA and XPU: backup and load go through torch
@@ -22,6 +23,7 @@ in SGLang's module where the kernels would be. They say nothing about the
 kernels, only that the pool's host side is the shared segment.
 """
 
+import contextlib
 import os
 
 import torch
@@ -75,7 +77,7 @@ def budget():
     return host_memory_budget_scope(1 << 30)
 
 
-def mla_pool(layout, ratio=2.0, allocator_type="default"):
+def mla_pool(layout, ratio=2.0, allocator_type="default", scoped=True):
     from sglang.srt.mem_cache.device_pool_info import MLABufferInfo
     from sglang.srt.mem_cache.pool_host.mla import MLATokenToKVPoolHost
     device = tuple(latent(layer, 7) for layer in range(LAYERS))  # the same KV in every rank
@@ -83,7 +85,7 @@ def mla_pool(layout, ratio=2.0, allocator_type="default"):
                          layer_indices=tuple(range(LAYERS)), device_layer_num=LAYERS,
                          page_size=PAGE, kv_lora_rank=512, qk_rope_head_dim=64,
                          kv_cache_dim=576, dtype=torch.bfloat16, device=torch.device("cpu"))
-    with budget():
+    with budget() if scoped else contextlib.nullcontext():
         host = MLATokenToKVPoolHost(info, host_to_device_ratio=ratio, host_size=0,
                                     page_size=PAGE, layout=layout, pin_memory=False,
                                     device="cpu", allocator_type=allocator_type,
@@ -92,7 +94,7 @@ def mla_pool(layout, ratio=2.0, allocator_type="default"):
     return host, device
 
 
-def mha_pool(rank):
+def mha_pool(rank, ratio=2.0, scoped=True):
     from sglang.srt.mem_cache.device_pool_info import KVBufferLayout, KVBuffers, MHABufferInfo
     from sglang.srt.mem_cache.pool_host.mha import MHATokenToKVPoolHost
     # Each rank's heads differ (tensor parallelism splits them).
@@ -104,8 +106,8 @@ def mha_pool(rank):
                         layout=KVBufferLayout.NHD)
     info = MHABufferInfo(buffers=buffers, page_size=PAGE, head_num=HEADS, head_dim=DIM,
                          v_head_dim=DIM, dtype=torch.bfloat16, device=torch.device("cpu"))
-    with budget():
-        return MHATokenToKVPoolHost(info, host_to_device_ratio=2.0, host_size=0, page_size=PAGE,
+    with budget() if scoped else contextlib.nullcontext():
+        return MHATokenToKVPoolHost(info, host_to_device_ratio=ratio, host_size=0, page_size=PAGE,
                                     layout="layer_first", pin_memory=False, device="cpu",
                                     device_capacity_tokens=TOKENS, start_layer=0,
                                     end_layer=LAYERS)
@@ -234,6 +236,54 @@ def desync(rank, world, group):
     return seen
 
 
+def guard(rank, world, group):
+    """SGLang's memory guard as a server meets it: no budget scope of our
+    own, SGLang's launch width published as a one-host launch publishes
+    it. A replicated pool (MLA) past a rank's share of the host but within
+    the group's is refused with SGLang's own allocator and served with
+    ours (populate lazy: nothing touched); a pool of a rank's own (MHA)
+    that large is refused with either."""
+    import sharedseg
+    import sharedseg.sglang as adapter
+    from sglang.srt.mem_cache.pool_host import base
+    from sglang.srt.runtime_context import get_parallel
+    get_parallel().override_permanently(launch_world_size=world, nnodes=1)
+    adapter.uninstall()
+    # Rank 0's view of SGLang's allowance, so that every rank asks for the
+    # same pool; each rank's guard then judges with its own.
+    shared = [base.host_memory_budget_bytes(), base.ranks_per_host()]
+    dist.broadcast_object_list(shared, src=0)
+    allowance, per_host = shared
+    seen = dict(allowance=allowance, ranks_per_host=per_host)
+    want = allowance * 3 // 2  # past a rank's share, within two ranks'
+    mla_ratio = want / (TOKENS * LAYERS * 576 * 2)
+    mha_ratio = want / (TOKENS * LAYERS * 2 * HEADS * DIM * 2)
+
+    def refusal(build):
+        try:
+            build().allocator
+            return None
+        except ValueError as e:
+            return str(e)
+    seen["own_mla"] = refusal(lambda: mla_pool("layer_first", mla_ratio, scoped=False)[0])
+    adapter.install(pages="base", populate="lazy", timeout=60)
+    try:
+        host, _ = mla_pool("layer_first", mla_ratio, scoped=False)
+        seen["ours_mla"] = dict(allocator=type(host.allocator).__name__,
+                                pool_bytes=host.size * host.size_per_token,
+                                segments=[dict(size=x["size"], resident=x["resident_bytes"],
+                                               processes=len(x["processes"]))
+                                          for x in sharedseg.list_segments()
+                                          if x["name"].startswith("sglang-MLATokenToKVPoolHost")])
+        dist.barrier()  # every rank has listed the segment before it goes
+        host.allocator.close()
+        del host
+        seen["ours_mha"] = refusal(lambda: mha_pool(rank, mha_ratio, scoped=False))
+    finally:
+        adapter.uninstall()
+    return seen
+
+
 def rank_main(rank, scenarios, world, port):
     from sglang.srt.plugins import load_plugins
     from sglang.srt.runtime_context import get_parallel
@@ -248,7 +298,8 @@ def rank_main(rank, scenarios, world, port):
         if name.startswith("mla-"):
             seen[name] = mla(rank, world, group, name[4:])
         else:
-            seen[name] = dict(mha=mha, storage=storage, desync=desync)[name](rank, world, group)
+            seen[name] = dict(mha=mha, storage=storage, desync=desync,
+                              guard=guard)[name](rank, world, group)
     return seen
 
 

@@ -6,11 +6,13 @@ there, and the names it takes from SGLang."""
 from ..base import Engine
 
 PLUGIN = "sharedseg.sglang"
-# The modules that call get_allocator_from_storage by the name they
-# imported (0.5.23), and the one that defines it.
+# The modules that call get_allocator_from_storage and
+# host_memory_budget_bytes by the names they imported (0.5.23), and those
+# that define them.
 COMMON = "sglang.srt.mem_cache.pool_host.common"
+BASE = "sglang.srt.mem_cache.pool_host.base"
 USERS = (
-    "sglang.srt.mem_cache.pool_host.base",
+    BASE,
     "sglang.srt.mem_cache.pool_host.mha",
     "sglang.srt.mem_cache.pool_host.mamba",
     "sglang.srt.mem_cache.pool_host.unified",
@@ -24,8 +26,12 @@ ENGINE = Engine(
     releases={"0.5.23": {
         PLUGIN: "python/tests/test_sglang.py on the engines leg (make test-python-pypi): "
                 "SGLang's own MLA and MHA host pools on CPU over 2 and 4 gloo ranks, switched "
-                "on by SHAREDSEG_SGLANG in spawned processes through its plugin loader"}},
-    names={PLUGIN: {**{m: ("get_allocator_from_storage",) for m in USERS},
+                "on by SHAREDSEG_SGLANG in spawned processes through its plugin loader; "
+                "SGLang's host memory guard, without a budget scope of the tests' own"}},
+    names={PLUGIN: {**{m: ("get_allocator_from_storage", "host_memory_budget_bytes")
+                       for m in USERS},
+                    BASE: ("get_allocator_from_storage", "host_memory_budget_bytes",
+                           "ranks_per_host"),
                     COMMON: ("get_allocator_from_storage", "HostTensorAllocator"),
                     "sglang.srt.mem_cache.pool_host.mla": ("MLATokenToKVPoolHost",),
                     "sglang.srt.runtime_context": ("get_parallel",)}},

@@ -39,10 +39,10 @@ import json
 import logging
 import os
 import sys
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import COMMON as _COMMON
-from . import ENGINE, PLUGIN, USERS
+from . import BASE, ENGINE, PLUGIN, USERS
 from ..base import SegmentRequest, pool, quoted, segment_name, settings_help, torch_platform
 
 SWITCH = "SHAREDSEG_SGLANG"
@@ -131,13 +131,43 @@ def _role(pool: Any) -> str:
 
 
 def _pool_calling(depth: int = 2) -> Any:
-    """The host pool whose constructor asks for its allocator: SGLang calls
-    get_allocator_from_storage from a HostKVCache method (0.5.23; the
-    tests build each pool kind to hold it to that)."""
+    """The host pool whose constructor asks for its allocator or its memory
+    budget: SGLang calls get_allocator_from_storage and
+    host_memory_budget_bytes from HostKVCache methods (0.5.23; the tests
+    build each pool kind to hold it to that)."""
     return sys._getframe(depth).f_locals.get("self")
 
 
-_installed: Dict[str, Callable[..., Any]] = {}
+# What install() replaced: (module, name) -> SGLang's own.
+_installed: Dict[Tuple[str, str], Callable[..., Any]] = {}
+
+
+def _sharing(host_pool: Any) -> int:
+    """How many ranks on this host map the one copy of host_pool's memory:
+    for a replicated pool our allocator serves, the ranks of its
+    attention-TP group on this host (at most SGLang's ranks_per_host(),
+    which assumes ranks placed evenly over the hosts); 1 otherwise."""
+    allocator = getattr(host_pool, "allocator", None)
+    if not isinstance(allocator, SharedSegHostTensorAllocator) or not allocator.replicated:
+        return 1
+    group = allocator.group if allocator.group is not None else _group()
+    return max(1, min(group.world_size, ENGINE.get(f"{BASE}.ranks_per_host")()))
+
+
+def _budget(own: Callable[..., int]) -> Callable[..., int]:
+    """SGLang's host_memory_budget_bytes (own), counting a shared pool once
+    per host. SGLang lets each rank claim (MemAvailable - 10 GiB) / ranks
+    per host and books each pool's bytes against that; a pool in one
+    segment of the attention-TP group takes its bytes once for the group's
+    ranks on this host, so each of them books its share of them, and may
+    claim the group's allowance together."""
+    def host_memory_budget_bytes(requested_bytes: int = 0, *, auto_size: bool = False) -> int:
+        share = _sharing(_pool_calling())
+        if share == 1:
+            return own(requested_bytes, auto_size=auto_size)
+        return own(-(-requested_bytes // share), auto_size=auto_size) * share
+    host_memory_budget_bytes.sharedseg = True  # type: ignore[attr-defined]
+    return host_memory_budget_bytes
 
 
 def refused(allocator_type: str) -> str:
@@ -174,16 +204,20 @@ def _install(make: Optional[Callable[..., Any]], request: SegmentRequest) -> Non
         return build(_role(host_pool), _replicated(host_pool))
 
     get_allocator_from_storage.sharedseg = True  # type: ignore[attr-defined]
+    ours = dict(get_allocator_from_storage=get_allocator_from_storage,
+                host_memory_budget_bytes=_budget(sys.modules[BASE].host_memory_budget_bytes))
     for name in USERS + (_COMMON,):
         module = sys.modules[name]  # imported by check_version()
-        _installed[name] = module.get_allocator_from_storage
-        module.get_allocator_from_storage = get_allocator_from_storage
+        for attr, replacement in ours.items():
+            if hasattr(module, attr):
+                _installed[(name, attr)] = getattr(module, attr)
+                setattr(module, attr, replacement)
 
 
 def uninstall() -> None:
-    """Puts SGLang's own get_allocator_from_storage back where install() replaced it."""
-    for name, own in _installed.items():
-        sys.modules[name].get_allocator_from_storage = own
+    """Puts SGLang's own functions back where install() replaced them."""
+    for (name, attr), own in _installed.items():
+        setattr(sys.modules[name], attr, own)
     _installed.clear()
 
 
