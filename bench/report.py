@@ -344,8 +344,8 @@ def _peer_tables(rows):
 
 def _mechanism_lines(got, section, benches):
     """A line a (size, ranks, mechanism, page kind) of a Python section:
-    size, ranks, mechanism, pages, then each of benches' value ("memory_factor"
-    the row itself), "" where a bench has no row."""
+    size, ranks, mechanism, pages, then the value of each of benches' rows
+    ("" where a bench has no row)."""
     lines = []
     for r in sorted(select(got, bench="memory_factor"),
                     key=lambda r: (r["size"], r["ranks"], r["mechanism"], _kind_key(r))):

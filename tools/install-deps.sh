@@ -103,8 +103,10 @@ command -v mpicc >/dev/null 2>&1 || need="$need openmpi-bin libopenmpi-dev"
 command -v ip >/dev/null 2>&1 || need="$need iproute2"
 # Mooncake's engine (the bench's and the drop-in test's) links libibverbs.
 /sbin/ldconfig -p | grep -q 'libibverbs\.so\.1 ' || need="$need libibverbs1"
-# The vLLM CPU backend's documented requests (docs/integrations.md).
+# The vLLM CPU backend's documented requests (docs/integrations.md), and
+# the test that runs them.
 command -v curl >/dev/null 2>&1 || need="$need curl"
+command -v ps >/dev/null 2>&1 || need="$need procps"
 # sharedseg(1) is made from the tool's --help.
 command -v help2man >/dev/null 2>&1 || need="$need help2man"
 # libFuzzer and the sanitizers' runtimes for clang (the fuzz targets).

@@ -33,6 +33,8 @@ import engine_ranks
 
 LAYERS, TOKENS, PAGE = 2, 256, 16
 HEADS, DIM = 2, 8
+# The guard scenario's host: 16 GiB available, as SGLang reads it.
+AVAILABLE = 16 << 30
 
 
 def standins(mla):
@@ -126,10 +128,16 @@ def mapping_of(address):
     return None
 
 
-def segments_named(prefix):
+def segments_named(prefix, **more):
+    """The segments whose name starts with prefix that this process maps
+    (copies of a test run at once make segments of the same names): name,
+    world size, how many processes map it, and the keys in more (name in
+    the listing: name here)."""
     import sharedseg
-    return [dict(name=s["name"], world_size=s["world_size"], processes=len(s["processes"]))
-            for s in sharedseg.list_segments() if s["name"].startswith(prefix)]
+    return [dict(name=s["name"], world_size=s["world_size"], processes=len(s["processes"]),
+                 **{k: s[v] for k, v in more.items()})
+            for s in sharedseg.list_segments() if s["name"].startswith(prefix)
+            and os.getpid() in [p["pid"] for p in s["processes"]]]
 
 
 def mla(rank, world, group, layout):
@@ -239,21 +247,20 @@ def desync(rank, world, group):
 def guard(rank, world, group):
     """SGLang's memory guard as a server meets it: no budget scope of our
     own, SGLang's launch width published as a one-host launch publishes
-    it. A replicated pool (MLA) past a rank's share of the host but within
+    it, the host's available memory fixed (AVAILABLE). A replicated pool (MLA) past a rank's share of the host but within
     the group's is refused with SGLang's own allocator and served with
     ours (populate lazy: nothing touched); a pool of a rank's own (MHA)
     that large is refused with either."""
-    import sharedseg
     import sharedseg.sglang as adapter
     from sglang.srt.mem_cache.pool_host import base
     from sglang.srt.runtime_context import get_parallel
     get_parallel().override_permanently(launch_world_size=world, nnodes=1)
+    # The host's available memory as SGLang reads it, fixed: copies of
+    # this test and other work change the real one between the ranks'
+    # looks. SGLang's own guard (the 10 GiB reserve, ranks per host) runs.
+    base.available_host_memory_bytes = lambda **kwargs: AVAILABLE
     adapter.uninstall()
-    # Rank 0's view of SGLang's allowance, so that every rank asks for the
-    # same pool; each rank's guard then judges with its own.
-    shared = [base.host_memory_budget_bytes(), base.ranks_per_host()]
-    dist.broadcast_object_list(shared, src=0)
-    allowance, per_host = shared
+    allowance, per_host = base.host_memory_budget_bytes(), base.ranks_per_host()
     seen = dict(allowance=allowance, ranks_per_host=per_host)
     want = allowance * 3 // 2  # past a rank's share, within two ranks'
     mla_ratio = want / (TOKENS * LAYERS * 576 * 2)
@@ -271,10 +278,9 @@ def guard(rank, world, group):
         host, _ = mla_pool("layer_first", mla_ratio, scoped=False)
         seen["ours_mla"] = dict(allocator=type(host.allocator).__name__,
                                 pool_bytes=host.size * host.size_per_token,
-                                segments=[dict(size=x["size"], resident=x["resident_bytes"],
-                                               processes=len(x["processes"]))
-                                          for x in sharedseg.list_segments()
-                                          if x["name"].startswith("sglang-MLATokenToKVPoolHost")])
+                                segments=segments_named("sglang-MLATokenToKVPoolHost",
+                                                        size="size",
+                                                        resident="resident_bytes"))
         dist.barrier()  # every rank has listed the segment before it goes
         host.allocator.close()
         del host

@@ -19,7 +19,7 @@ python -m vllm.entrypoints.openai.api_server --model "$MODEL" --port 8000 \
 ) >"$2" 2>&1 &
 server=$!
 # Until the server answers (or is gone: its log says why).
-until curl -sf localhost:8000/health >/dev/null; do
+until curl -sf --max-time 5 localhost:8000/health >/dev/null; do
 	kill -0 "$server" 2>/dev/null || { echo "the server exited" >&2; exit 1; }
 	sleep 1
 done
@@ -32,8 +32,17 @@ for pass in 1 2; do
 done
 echo "== metrics"
 curl -s localhost:8000/metrics | grep -E '^vllm:external_prefix_cache_hits_total|^vllm:prompt_tokens_cached_by_source_total.*"host"'
-# vLLM's log line of the same (every VLLM_LOG_STATS_INTERVAL s: the test's 1)
-until grep -q 'External prefix cache hit rate: [1-9]' "$2"; do sleep 1; done
+# vLLM's log line of the same (every VLLM_LOG_STATS_INTERVAL s: the test's
+# 1), 60 s at most
+tries=0
+until grep -q 'External prefix cache hit rate: [1-9]' "$2"; do
+	tries=$((tries + 1))
+	[ "$tries" -le 60 ] && kill -0 "$server" 2>/dev/null ||
+		{ echo "no hit rate in the server's log" >&2; exit 1; }
+	sleep 1
+done
+echo "== group"
+ps -e -o pid=,pgid= | awk -v g=$$ '$2 == g {print $1}'
 echo "== ls"
 sharedseg ls
 echo "== done"

@@ -16,6 +16,7 @@ import os
 
 import torch
 import engine_ranks
+from conftest import machine_lock
 
 BLOCKS = 8           # the engine's KV blocks
 PAGE = 16 * 576 * 2  # one block's bytes per tensor: 16 tokens of the 576-wide latent, bf16
@@ -144,16 +145,20 @@ def refused(rank, world, scenario, group):
     import sharedseg
     if scenario == "too-big":
         extra = {"cpu_bytes_to_use": 1 << 40}
-    elif scenario == "short-pool":  # two 2 MiB pages more than the pool has free
-        with open("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages") as f:
-            free = int(f.read())
-        extra = {"cpu_bytes_to_use": (free + 2) << 21, "sharedseg": {"pages": "hugetlb-2M"}}
+    elif scenario == "short-pool":  # more 2 MiB pages than the pool can ever hold
+        pages = [sum(int(open(f"/sys/kernel/mm/hugepages/hugepages-2048kB/{knob}").read())
+                     for knob in ("nr_hugepages", "nr_overcommit_hugepages")) + 2]
+        torch.distributed.broadcast_object_list(pages, src=0)  # rank 0's reading, for all
+        extra = {"cpu_bytes_to_use": pages[0] << 21, "sharedseg": {"pages": "hugetlb-2M"}}
     else:
         extra = {"cpu_bytes_to_use": (1 << 20) * (rank + 1)}
     before = [s["name"] for s in sharedseg.list_segments()]
     try:
-        spec = OffloadingSpecFactory.create_spec(config(rank, world, scenario, extra))
-        spec.get_worker(kv_caches()[1])
+        # No test changes the HugeTLB pool meanwhile (those that do hold the
+        # machine lock exclusive).
+        with machine_lock() if scenario == "short-pool" else contextlib.nullcontext():
+            spec = OffloadingSpecFactory.create_spec(config(rank, world, scenario, extra))
+            spec.get_worker(kv_caches()[1])
         return dict(error=None)
     except Exception as e:
         return dict(error=f"{type(e).__name__}: {e}", errno=getattr(e, "errno", None),
