@@ -145,21 +145,18 @@ def kill_group(pgid, timeout=60):
         time.sleep(0.1)
 
 
-def remove_engine_shm_left(before, quiet_s=10):
+def remove_engine_shm_left(before):
     """An engine stopped by a signal leaves its shared-memory files in
     /dev/shm (vLLM's CPU communicator `vllm_dist_*`, the `psm_*` rings of
     its message queues, multiprocessing's `sem.mp-*` semaphores): those
-    made since before (a listing), untouched for quiet_s seconds, that no
-    process maps or holds open are removed. Host memory a test run would
-    otherwise leak until the machine restarts. Returns their names."""
-    now = time.time()
-    candidates = []
-    for name in sorted(set(os.listdir("/dev/shm")) - set(before)):
-        path = os.path.join("/dev/shm", name)
-        with contextlib.suppress(OSError):
-            if (name.startswith(("vllm_dist_", "psm_", "sem.mp-")) and
-                    now - os.stat(path).st_mtime > quiet_s):
-                candidates.append(path)
+    made since before (a listing) that no process maps or holds open are
+    removed. Their makers hold each open from its creation (shm_open) and
+    map it, so one another test still uses is never taken. Host memory a
+    test run would otherwise leak until the machine restarts. Returns their
+    names."""
+    candidates = [os.path.join("/dev/shm", name)
+                  for name in sorted(set(os.listdir("/dev/shm")) - set(before))
+                  if name.startswith(("vllm_dist_", "psm_", "sem.mp-"))]
     if not candidates:
         return []
     # Listed first, then every process's mappings and descriptors: a file
