@@ -31,10 +31,16 @@ def test_the_documented_cpu_backend_command_serves_the_second_request_from_the_t
     for name, run in (("python", ""), ("python3", ""), ("sharedseg", "-m sharedseg ")):
         (bin_dir / name).write_text(f"#!/bin/sh\nexec {sys.executable} {run}\"$@\"\n")
         (bin_dir / name).chmod(0o755)
-    # vLLM's and torch's compile caches in the test's folder, not the user's.
+    # vLLM's and torch's compile caches in the test's folder, not the user's;
+    # so is its metrics' folder: LMCache, run earlier in this process by
+    # other tests, sets PROMETHEUS_MULTIPROC_DIR to /tmp/lmcache_prometheus
+    # for good, where every server's counters (killed ones' too) would add up.
+    metrics_dir = tmp_path / "prometheus"
+    metrics_dir.mkdir()
     env = env_with_package(PATH=f"{bin_dir}:{os.environ['PATH']}", VLLM_LOG_STATS_INTERVAL="1",
                            VLLM_CACHE_ROOT=str(tmp_path / "vllm-cache"),
-                           TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor-cache"))
+                           TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor-cache"),
+                           PROMETHEUS_MULTIPROC_DIR=str(metrics_dir))
     log = tmp_path / "server.log"
     proc = subprocess.Popen(["unshare", "-n", "sh", os.path.join(HELPERS, "vllm_cpu_docs.sh"),
                              str(model), str(log)], env=env, stdout=subprocess.PIPE,
