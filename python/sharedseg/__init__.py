@@ -21,7 +21,8 @@ from .segment import SharedSegment
 __version__: str = _native.LIBRARY_VERSION  # include/sharedseg.h, as the wheel's metadata
 __all__ = ["create_shared_segment", "SharedSegment", "SharedSegmentError",
            "SharedSegmentValueError", "SharedSegmentTypeError", "SharedSegmentKeyError",
-           "probe", "supported", "shared_segment_supported", "list_segments", "BLOB_SIZE", "HOST_ID_SIZE", "LIBRARY_VERSION"]
+           "probe", "supported", "shared_segment_supported", "list_segments", "BLOB_SIZE",
+           "HOST_ID_SIZE", "LIBRARY_VERSION"]
 
 BLOB_SIZE: int = _native.BLOB_SIZE
 HOST_ID_SIZE: int = _native.HOST_ID_SIZE
