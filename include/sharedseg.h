@@ -306,6 +306,146 @@ SSEG_API int sseg_keeper_lend(const char *keeper, const char *name, int *fd, uin
  * cannot tell (no open file description locks). */
 SSEG_API int sseg_keeper_in_use(int fd);
 
+/* ---- the host pool: one keyed store for every engine on the host (added in 0.3) ---- */
+
+/* A pool is a store of fixed-size chunks, each holding the bytes of one
+ * key, in one memfd that every process of this user on the host that
+ * opens the pool's name maps: the engines' schedulers look up, pin, store
+ * and publish chunks, their workers copy bytes straight to and from the
+ * chunks. No server is in the path; every operation is a few atomic
+ * instructions on the pool's own memory.
+ *
+ * Promises:
+ *  - One pool, one meaning. opts.meaning says what a key and its bytes
+ *    mean ("model=...;dtype=...;block=16;tp=2;seed=0": fields separated by
+ *    ';'), and with chunk_size and chunks it is the pool's declaration: a
+ *    process that declares a pool of the same name otherwise is refused
+ *    (-EINVAL) with the first field that differs named.
+ *  - A chunk is seen by a lookup only once published, whole: a store in
+ *    progress, or abandoned by a process that died at any instruction, is
+ *    never served, and a hit's bytes are its key's.
+ *  - Pins and stores of a process that died are reclaimed on the kernel's
+ *    word (a lock on an open file description of the pool's memfd, which
+ *    goes with the process's last mapping), not on a timeout: at the next
+ *    open, or when an allocation finds no chunk to evict.
+ *  - A record found broken (written by something other than this library)
+ *    resets the pool: every chunk not pinned is forgotten, the operation
+ *    that found it returns -EBADMSG and the sentence says so; nothing is
+ *    served from the broken record.
+ *  - Another user can neither map nor find the pool: the memfd is reached
+ *    only through this user's runtime directory (see the keepers).
+ *  - With opts.keeper, the keeper holds the pool while no process has it
+ *    open, so an engine started later finds what earlier ones stored.
+ *
+ * Keys are SSEG_POOL_KEY_SIZE bytes (a longer name is hashed to 32 bytes
+ * by the caller). A chunk is named by its number, 0..chunks-1; its bytes
+ * are at sseg_pool_chunk(). Calls that take n keys or chunks do them as one
+ * batch; a handle may be used by several threads at once. */
+
+#define SSEG_POOL_KEY_SIZE 32u
+#define SSEG_POOL_MEANING_MAX 1023u
+#define SSEG_POOL_WHY_MAX 256u
+/* Processes that can pin or store in one pool at once. */
+#define SSEG_POOL_SLOTS 32u
+/* No chunk for this key (sseg_pool_get, sseg_pool_reserve). */
+#define SSEG_POOL_NONE UINT32_MAX
+
+typedef struct sseg_pool sseg_pool_t;
+
+/* Open a pool without taking a slot: for a process that only copies bytes
+ * of chunks another process pins or reserves (an engine's worker). Such a
+ * handle can call sseg_pool_chunk, sseg_pool_info and sseg_pool_close. */
+#define SSEG_POOL_MAP_ONLY (1u << 0)
+/* Attach to a pool that exists; -ENOENT rather than make one. */
+#define SSEG_POOL_EXISTING (1u << 1)
+
+struct sseg_pool_opts {
+	size_t sz;              /* sizeof(struct sseg_pool_opts); SSEG_POOL_OPTS sets it */
+	const char *name;       /* 1..SSEG_NAME_MAX bytes of [A-Za-z0-9._-] */
+	const char *meaning;    /* what keys and bytes mean: ';'-separated fields, at
+				 * most SSEG_POOL_MEANING_MAX bytes; NULL: "" */
+	uint64_t chunk_size;    /* bytes a chunk (a multiple of 64); 0 when attaching:
+				 * the pool's */
+	uint64_t chunks;        /* chunks (1..2^31); 0 when attaching: the pool's */
+	enum sseg_pages pages;  /* for a new pool: auto, base, thp, hugetlb-2M */
+	uint32_t flags;         /* SSEG_POOL_* */
+	int timeout_ms;         /* bound on waiting for another process's open; 0: 30000 */
+	const char *keeper;     /* optional: a keeper that holds the pool between engines */
+};
+
+#define SSEG_POOL_OPTS(NAME, ...) \
+	struct sseg_pool_opts NAME = { .sz = sizeof(struct sseg_pool_opts), __VA_ARGS__ }
+
+/* Maps the pool of opts->name: the one a live process of this user has
+ * open, else the one opts->keeper holds, else a new one (made, cleared and
+ * left with the keeper). -EINVAL for another declaration (named), -EUSERS
+ * when SSEG_POOL_SLOTS processes hold slots already, -ENOENT with
+ * SSEG_POOL_EXISTING when none exists. */
+SSEG_API int sseg_pool_open(const struct sseg_pool_opts *opts, sseg_pool_t **pool);
+/* Unpins what this handle pins, gives back what it reserved, and unmaps.
+ * NULL is a no-op. */
+SSEG_API void sseg_pool_close(sseg_pool_t *pool);
+
+/* The bytes of chunk (chunk_size of them), or NULL for a number past the last. */
+SSEG_API void *sseg_pool_chunk(const sseg_pool_t *pool, uint32_t chunk);
+
+/* Only the leading run of hits: the first miss ends the lookup. */
+#define SSEG_POOL_PREFIX (1u << 0)
+
+/* Looks up n keys (n * SSEG_POOL_KEY_SIZE bytes) and pins every hit for
+ * reading: chunks[i] is key i's chunk, or SSEG_POOL_NONE. Returns the
+ * number of hits (with SSEG_POOL_PREFIX: of the leading run, the rest
+ * SSEG_POOL_NONE). A pinned chunk keeps its key and bytes until unpinned. */
+SSEG_API int sseg_pool_get(sseg_pool_t *pool, const void *keys, int n, uint32_t flags,
+			   uint32_t *chunks);
+/* How many of the n keys are in the pool (published), without pinning;
+ * with SSEG_POOL_PREFIX, the length of the leading run. */
+SSEG_API int sseg_pool_contains(sseg_pool_t *pool, const void *keys, int n, uint32_t flags);
+/* Lets go of pins taken by sseg_pool_get (one each). */
+SSEG_API int sseg_pool_unpin(sseg_pool_t *pool, const uint32_t *chunks, int n);
+
+/* Takes a chunk to fill for each key not in the pool yet, evicting chunks
+ * nobody pins (least recently used first, by the clock): chunks[i] is
+ * key i's, or SSEG_POOL_NONE where the key is published or being stored
+ * already. Returns the number taken; -ENOSPC (with nothing taken) when
+ * every chunk is pinned or being filled. A taken chunk is invisible until
+ * published. */
+SSEG_API int sseg_pool_reserve(sseg_pool_t *pool, const void *keys, int n, uint32_t *chunks);
+/* Makes reserved chunks visible, their bytes written whole. SSEG_POOL_NONE
+ * entries are skipped. Returns how many were published: a chunk whose key
+ * another process published meanwhile is given back, not counted. */
+SSEG_API int sseg_pool_publish(sseg_pool_t *pool, const uint32_t *chunks, int n);
+/* Gives back reserved chunks unpublished (a store that failed). */
+SSEG_API int sseg_pool_abandon(sseg_pool_t *pool, const uint32_t *chunks, int n);
+/* Forgets the n keys; returns how many were dropped (a pinned one is not). */
+SSEG_API int sseg_pool_drop(sseg_pool_t *pool, const void *keys, int n);
+
+struct sseg_pool_info {
+	size_t sz;               /* set by the caller */
+	char name[SSEG_NAME_MAX + 1];
+	char meaning[SSEG_POOL_MEANING_MAX + 1];
+	uint64_t chunk_size, chunks;
+	uint64_t size;           /* bytes of the memfd */
+	enum sseg_pages pages;   /* page kind obtained */
+	uint64_t page_size;
+	void *base;              /* this process's mapping */
+	int slot;                /* this handle's slot; -1 with SSEG_POOL_MAP_ONLY */
+	int created;             /* this open made the pool */
+	int kept;                /* this open took it from the keeper */
+	/* a count of the chunks now (a snapshot: others change it meanwhile) */
+	uint64_t used, filling, free, pinned;
+	int attached;            /* slots held by live processes */
+	uint64_t hits, misses, stores, evictions, reclaims, duplicates, resets;
+	char last_reset[SSEG_POOL_WHY_MAX]; /* why the last reset; "" none */
+};
+SSEG_API int sseg_pool_info(sseg_pool_t *pool, struct sseg_pool_info *info);
+/* Which slots live processes hold: pids[s] is slot s's process, or 0
+ * (SSEG_POOL_SLOTS entries). */
+SSEG_API int sseg_pool_attached(sseg_pool_t *pool, int *pids);
+/* Checks every record of the pool; a broken one resets it (-EBADMSG with
+ * the sentence). Frees what dead processes held. 0 when sound. */
+SSEG_API int sseg_pool_check(sseg_pool_t *pool);
+
 /* The thread-local sentence that explains this thread's last failure. */
 SSEG_API const char *sseg_last_error(void);
 

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Finding a pool's memfd by name, with no server: the name's record file
+ * in this user's runtime directory (pool.NAME, mode 0600, in a directory
+ * only this user may enter) lists, a slot each, the processes that have
+ * the pool open and the number of their fd. A process opening the name
+ * locks the file, opens /proc/PID/fd/N of a listed process (a new open
+ * file description of the same memfd; the kernel lets only this user's
+ * processes do it), checks that it is the file and the pool recorded, and
+ * otherwise asks the keeper, or makes the pool. The lock makes "none is
+ * open, so make one" a decision of one process at a time. */
+#define _GNU_SOURCE /* F_OFD_SETLK */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "keeper_wire.h"
+#include "os/claim.h"
+#include "os/named.h"
+#include "pool/pool.h"
+
+struct who_record {
+	uint64_t pid;
+	int32_t fd;
+	uint32_t used;
+	uint64_t dev, ino;
+	uint8_t id[16];
+};
+
+static int who_open(const char *name, int *fd)
+{
+	char dir[SSEG_OS_NAMED_PATH], path[SSEG_OS_NAMED_PATH + 80];
+	struct stat st;
+	int rc = sseg_os_rundir(dir, sizeof(dir));
+
+	if (rc)
+		return rc;
+	snprintf(path, sizeof(path), "%s/pool.%s", dir, name);
+	*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (*fd < 0)
+		return sseg_err(-errno, "pool '%s': cannot open its record %s: %s", name, path,
+				strerror(errno));
+	if (fstat(*fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 077)) {
+		close(*fd);
+		*fd = -1;
+		return sseg_err(-EPERM, "pool '%s': its record %s is not a file of this user's "
+				"that only this user may read (uid %u, mode %o)", name, path,
+				(unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+	}
+	return 0;
+}
+
+/* The name is one process's at a time while it finds or makes the pool. */
+static int who_lock(int fd, const char *name, double deadline)
+{
+	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
+
+	for (;;) {
+		struct timespec ms = { 0, 1000000 };
+
+		if (!fcntl(fd, F_OFD_SETLK, &l))
+			return 0;
+		if (errno != EAGAIN && errno != EACCES)
+			return sseg_err(-errno, "pool '%s': cannot lock its record: %s", name,
+					strerror(errno));
+		if (sseg_now() > deadline)
+			return sseg_err(-ETIMEDOUT, "pool '%s': another process kept its record "
+					"locked past the timeout (it is opening the pool)", name);
+		nanosleep(&ms, NULL);
+	}
+}
+
+/* The geometry at the start of the memfd fd, and its checksum. */
+static int read_geometry(int fd, struct pool_geometry *g, uint64_t *sum)
+{
+	struct pool_header h;
+
+	if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
+		return -EBADMSG;
+	*g = h.g;
+	*sum = h.checksum;
+	return 0;
+}
+
+/* The memfd a live process lists in rec, if it is still the pool listed. */
+static int from_record(const struct who_record *rec, const char *name)
+{
+	struct pool_geometry g;
+	char path[64];
+	struct stat st;
+	uint64_t sum;
+	int fd;
+
+	if (!rec->used || !rec->pid || rec->fd < 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%llu/fd/%d", (unsigned long long)rec->pid, rec->fd);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) || st.st_dev != rec->dev || st.st_ino != rec->ino ||
+	    st.st_uid != geteuid() || read_geometry(fd, &g, &sum) || g.magic != POOL_MAGIC ||
+	    memcmp(g.id, rec->id, sizeof(g.id)) || strncmp(g.name, name, sizeof(g.name))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int from_keeper(const struct sseg_pool_opts *o, int *fd)
+{
+	struct pool_geometry g;
+	uint64_t size, sum;
+	int lent, rc;
+
+	if (!o->keeper)
+		return 0;
+	rc = sseg_keeper_lend(o->keeper, o->name, &lent, &size);
+	if (rc == -ENOENT || rc == -ECONNREFUSED)
+		return 0;
+	if (rc) {
+		sseg_log(SSEG_LOG_WARN, "pool '%s': keeper '%s' was not asked for it: %s", o->name,
+			 o->keeper, sseg_last_error());
+		return 0;
+	}
+	if (read_geometry(lent, &g, &sum) || g.magic != POOL_MAGIC) {
+		sseg_log(SSEG_LOG_WARN, "pool '%s': keeper '%s' holds a segment of that name, not "
+			 "a pool; a new pool is made", o->name, o->keeper);
+		close(lent);
+		return 0;
+	}
+	/* the keeper's description is shared by everyone it lent it to */
+	rc = sseg_os_memfd_reopen(lent, fd);
+	close(lent);
+	return rc ? rc : 1;
+}
+
+static int found(int fd, struct pool_found *f)
+{
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return sseg_err(-errno, "cannot stat the pool's memfd: %s", strerror(errno));
+	f->fd = fd;
+	f->size = (uint64_t)st.st_size;
+	return 0;
+}
+
+static int find_locked(const struct sseg_pool_opts *o, struct pool_found *f)
+{
+	struct who_record recs[SSEG_POOL_SLOTS];
+	ssize_t got = pread(f->who_fd, recs, sizeof(recs), 0);
+	int fd, rc;
+
+	for (ssize_t i = 0; got > 0 && i < got / (ssize_t)sizeof(recs[0]); i++) {
+		fd = from_record(&recs[i], o->name);
+		if (fd >= 0)
+			return found(fd, f);
+	}
+	rc = from_keeper(o, &fd);
+	if (rc < 0)
+		return rc;
+	if (rc) {
+		f->kept = 1;
+		return found(fd, f);
+	}
+	if (o->flags & SSEG_POOL_EXISTING)
+		return sseg_err(-ENOENT, "no pool '%s' is open on this host%s", o->name,
+				o->keeper ? " nor held by the keeper" : "");
+	rc = pool_make(o, &fd, &f->size);
+	if (rc)
+		return rc;
+	f->created = 1;
+	f->fd = fd;
+	return 0;
+}
+
+int pool_find(const struct sseg_pool_opts *o, struct pool_found *f)
+{
+	double deadline = sseg_now() + (o->timeout_ms > 0 ? o->timeout_ms : SSEG_DEFAULT_TIMEOUT_MS) / 1e3;
+	int rc;
+
+	*f = (struct pool_found){ .fd = -1, .who_fd = -1 };
+	rc = who_open(o->name, &f->who_fd);
+	if (!rc)
+		rc = who_lock(f->who_fd, o->name, deadline);
+	if (!rc)
+		rc = find_locked(o, f);
+	if (rc && f->who_fd >= 0) {
+		close(f->who_fd);
+		f->who_fd = -1;
+	}
+	return rc;
+}
+
+void pool_found_done(struct pool_found *f, const struct sseg_pool *p)
+{
+	struct stat st;
+
+	if (p && p->slot >= 0 && !fstat(p->fd, &st)) {
+		struct who_record rec = { .pid = (uint64_t)getpid(), .fd = p->fd, .used = 1,
+					  .dev = st.st_dev, .ino = st.st_ino };
+
+		memcpy(rec.id, p->g.id, sizeof(rec.id));
+		if (pwrite(f->who_fd, &rec, sizeof(rec), (off_t)(p->slot * sizeof(rec))) !=
+		    (ssize_t)sizeof(rec))
+			sseg_log(SSEG_LOG_WARN, "pool '%s': cannot list this process in its record; "
+				 "others find the pool through the rest", p->g.name);
+	}
+	if (f->who_fd >= 0)
+		close(f->who_fd);
+	f->who_fd = -1;
+}
