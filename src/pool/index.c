@@ -75,6 +75,18 @@ int pool_index_insert(struct sseg_pool *p, uint64_t hash, uint32_t chunk)
 	return -ENOSPC;
 }
 
+/* What a bucket that is let go becomes: never used again when the next is
+ * (no probe passes through it to a later key), else a tombstone; so that
+ * buckets never used do not run out as keys come and go. A key inserted
+ * past it meanwhile can be hidden by it: a miss, never another key's hit. */
+static uint64_t vacate(struct sseg_pool *p, uint64_t pos)
+{
+	uint64_t next = atomic_load_explicit(&p->index[(pos + 1) & (p->g.buckets - 1)],
+					     memory_order_relaxed);
+
+	return next == BUCKET_EMPTY ? BUCKET_EMPTY : BUCKET_TOMB;
+}
+
 void pool_index_remove(struct sseg_pool *p, uint64_t hash, uint32_t chunk)
 {
 	uint64_t mask = p->g.buckets - 1, want = bucket_of(hash, chunk);
@@ -85,7 +97,7 @@ void pool_index_remove(struct sseg_pool *p, uint64_t hash, uint32_t chunk)
 
 		if (e == BUCKET_EMPTY)
 			return;
-		if (e == want && atomic_compare_exchange_strong(b, &e, BUCKET_TOMB))
+		if (e == want && atomic_compare_exchange_strong(b, &e, vacate(p, hash + i)))
 			return;
 	}
 }
@@ -100,7 +112,7 @@ void pool_index_clear(struct sseg_pool *p)
 /* A bucket that names a chunk holding another key for good (published
  * under another key, or free) is a leftover of a process that died
  * between two steps: it becomes a tombstone. */
-static void forget_stale(_Atomic uint64_t *b, uint64_t e, const struct sseg_pool *p,
+static void forget_stale(_Atomic uint64_t *b, uint64_t e, struct sseg_pool *p,
 			 uint32_t chunk, uint64_t ctl)
 {
 	const struct pool_chunk *c = &p->chunks[chunk];
@@ -110,7 +122,7 @@ static void forget_stale(_Atomic uint64_t *b, uint64_t e, const struct sseg_pool
 		      (pool_key_hash(&k) & 0xffffffff00000000ull) != (e & 0xffffffff00000000ull));
 
 	if (stale && atomic_load_explicit(&c->ctl, memory_order_acquire) == ctl)
-		atomic_compare_exchange_strong(b, &e, BUCKET_TOMB);
+		atomic_compare_exchange_strong(b, &e, vacate(p, (uint64_t)(b - p->index)));
 }
 
 /* Whether chunk's record (read as ctl) holds key k, sealed: 1 yes, 0 no,
