@@ -360,6 +360,10 @@ PyDoc_STRVAR(status_read_doc,
 	     "status_read(record) -> (errno, arg, aux, body): what status_record wrote;\n"
 	     "SharedSegmentError with the library's sentence for bytes that are none.");
 
+PyDoc_STRVAR(pool_open_doc,
+	     "pool_open(name, meaning=None, chunk_size=0, chunks=0, pages=0, flags=0,\n"
+	     "timeout_ms=0, keeper=None) -> Pool: sseg_pool_open.");
+
 static PyMethodDef module_methods[] = {
 	{ "setting_default", sseg_py_setting_default, METH_VARARGS, setting_default_doc },
 	{ "population_allowance_ms", sseg_py_population_allowance_ms, METH_VARARGS,
@@ -379,6 +383,8 @@ static PyMethodDef module_methods[] = {
 	{ "create", (PyCFunction)(void (*)(void))sseg_py_create, METH_VARARGS | METH_KEYWORDS,
 	  create_doc },
 	{ "lookup", sseg_py_lookup, METH_VARARGS, lookup_doc },
+	{ "pool_open", (PyCFunction)(void (*)(void))sseg_py_pool_open,
+	  METH_VARARGS | METH_KEYWORDS, pool_open_doc },
 	{ "set_log_sink", sseg_py_set_log_sink, METH_O, set_log_sink_doc },
 	{ "drain_log", sseg_py_drain_log, METH_NOARGS, drain_log_doc },
 	{ "set_log_level", sseg_py_set_log_level, METH_O, set_log_level_doc },
@@ -439,6 +445,10 @@ static int add_constants(PyObject *m)
 	return PyModule_AddIntConstant(m, "BLOB_SIZE", SSEG_BLOB_SIZE) ||
 	       PyModule_AddIntConstant(m, "HOST_ID_SIZE", SSEG_HOST_ID_SIZE) ||
 	       PyModule_AddIntConstant(m, "NAME_MAX", SSEG_NAME_MAX) ||
+	       PyModule_AddIntConstant(m, "POOL_KEY_SIZE", SSEG_POOL_KEY_SIZE) ||
+	       PyModule_AddIntConstant(m, "POOL_SLOTS", SSEG_POOL_SLOTS) ||
+	       PyModule_AddIntConstant(m, "POOL_MAP_ONLY", SSEG_POOL_MAP_ONLY) ||
+	       PyModule_AddIntConstant(m, "POOL_EXISTING", SSEG_POOL_EXISTING) ||
 	       PyModule_AddIntConstant(m, "LAYOUT_INTERLEAVED", SSEG_LAYOUT_INTERLEAVED) ||
 	       PyModule_AddIntConstant(m, "LAYOUT_GROUPED", SSEG_LAYOUT_GROUPED) ||
 	       PyModule_AddIntConstant(m, "LOG_OFF", SSEG_LOG_OFF) ||
@@ -458,7 +468,8 @@ PyMODINIT_FUNC PyInit__native(void)
 	if (add_error_type(m) < 0 ||
 	    add_type(m, "Layout", &sseg_py_layout_spec, &sseg_py_layout_type) < 0 ||
 	    add_type(m, "Segment", &sseg_py_segment_spec, &sseg_py_segment_type) < 0 ||
-	    add_type(m, "Pin", &sseg_py_pin_spec, &sseg_py_pin_type) < 0 || add_constants(m) < 0) {
+	    add_type(m, "Pin", &sseg_py_pin_spec, &sseg_py_pin_type) < 0 ||
+	    add_type(m, "Pool", &sseg_py_pool_spec, &sseg_py_pool_type) < 0 || add_constants(m) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}

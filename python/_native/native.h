@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* sharedseg._native: the CPython face of libsharedseg. Shared declarations
  * of the extension's parts (module.c, segment.c, layout.c, log.c, cli.c,
- * doc.c, settings.c). */
+ * doc.c, settings.c, pool.c). */
 #ifndef SSEG_PY_NATIVE_H
 #define SSEG_PY_NATIVE_H
 
@@ -68,6 +68,11 @@ PyObject *sseg_py_status_read(PyObject *module, PyObject *args);
  * documents as objects (doc.c). */
 PyObject *sseg_py_probe(PyObject *module, PyObject *args);
 PyObject *sseg_py_list_segments(PyObject *module, PyObject *unused);
+
+/* The Pool type (pool.c) and _native.pool_open(...). */
+extern PyTypeObject *sseg_py_pool_type;
+extern PyType_Spec sseg_py_pool_spec;
+PyObject *sseg_py_pool_open(PyObject *module, PyObject *args, PyObject *kwargs);
 
 /* _native.cli(args) and _native.cli_c_tool_only(command) (cli.c). */
 PyObject *sseg_py_cli(PyObject *module, PyObject *args);

@@ -16,13 +16,15 @@ from . import _backends, _log, _native
 from ._errors import SharedSegmentKeyError, SharedSegmentTypeError, SharedSegmentValueError
 from ._native import SharedSegmentError
 from ._protocol import create_shared_segment
+from .pool import HostPool, pool_key, pool_keys
 from .segment import SharedSegment
 
 __version__: str = _native.LIBRARY_VERSION  # include/sharedseg.h, as the wheel's metadata
 __all__ = ["create_shared_segment", "SharedSegment", "SharedSegmentError",
            "SharedSegmentValueError", "SharedSegmentTypeError", "SharedSegmentKeyError",
-           "probe", "supported", "shared_segment_supported", "list_segments", "BLOB_SIZE",
-           "HOST_ID_SIZE", "LIBRARY_VERSION"]
+           "HostPool", "pool_key", "pool_keys", "probe", "supported",
+           "shared_segment_supported", "list_segments", "BLOB_SIZE", "HOST_ID_SIZE",
+           "LIBRARY_VERSION"]
 
 BLOB_SIZE: int = _native.BLOB_SIZE
 HOST_ID_SIZE: int = _native.HOST_ID_SIZE
