@@ -143,28 +143,44 @@ enum sseg_keep_answer sseg_keeper_take(struct sseg *seg, struct sseg_keep_talk *
 	return out;
 }
 
+int sseg_keeper_leave(const char *keeper, const struct sseg_keep_msg *q, int fd,
+		      double deadline)
+{
+	struct sseg_keep_msg a;
+	int sock, rc = dial(keeper, deadline, &sock);
+
+	if (rc)
+		return rc;
+	rc = ask(sock, q, fd, &a, deadline);
+	if (rc) {
+		char cause[SSEG_ERR_MAX];
+
+		snprintf(cause, sizeof(cause), "%s", sseg_last_error());
+		rc = sseg_err(-EIO, "keeper '%s' did not take it (%s)", keeper, cause);
+	}
+	else if (a.op != SSEG_KEEP_HELD)
+		rc = sseg_err(-EPERM, "keeper '%s' did not keep it: %s", keeper, a.why);
+	close(sock);
+	return rc;
+}
+
 void sseg_keeper_hold(struct sseg *seg, struct sseg_keep_talk *t, int fd)
 {
-	struct sseg_keep_msg q = { .op = SSEG_KEEP_HOLD, .flags = t->hold_flags }, a;
-	int sock;
+	struct sseg_keep_msg q = { .op = SSEG_KEEP_HOLD, .flags = t->hold_flags };
+	int rc;
 
-	if (dial(seg->opts.keeper, t->deadline, &sock)) {
-		sseg_log(SSEG_LOG_WARN, "segment '%s': %s: it is kept by no one", seg->name,
-			 sseg_last_error());
-		return;
-	}
 	declare(seg, &q.decl);
 	q.decl.mapped_size = seg->mapped_size;
 	q.decl.page_size = seg->page_size;
 	q.decl.pages = seg->pages;
 	snprintf(q.why, sizeof(q.why), "%s", t->why);
-	if (ask(sock, &q, fd, &a, t->deadline))
-		sseg_log(SSEG_LOG_WARN, "segment '%s': keeper '%s' did not take it (%s): it is kept "
-			 "by no one", seg->name, seg->keeper, sseg_last_error());
-	else if (a.op != SSEG_KEEP_HELD)
-		sseg_log(SSEG_LOG_WARN, "segment '%s': keeper '%s' did not keep it: %s", seg->name,
-			 seg->keeper, a.why);
-	close(sock);
+	rc = sseg_keeper_leave(seg->opts.keeper, &q, fd, t->deadline);
+	if (rc == -EPERM || rc == -EIO)
+		sseg_log(SSEG_LOG_WARN, "segment '%s': %s%s", seg->name, sseg_last_error(),
+			 rc == -EIO ? ": it is kept by no one" : "");
+	else if (rc)
+		sseg_log(SSEG_LOG_WARN, "segment '%s': %s: it is kept by no one", seg->name,
+			 sseg_last_error());
 }
 
 int sseg_keeper_lend(const char *keeper, const char *name, int *fd, uint64_t *size)

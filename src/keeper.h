@@ -32,5 +32,10 @@ SSEG_HIDDEN enum sseg_keep_answer sseg_keeper_take(struct sseg *seg, struct sseg
 /* Leaves the owner's memfd with the keeper; a refusal or failure is logged
  * with what it means: the segment is kept by no one. */
 SSEG_HIDDEN void sseg_keeper_hold(struct sseg *seg, struct sseg_keep_talk *t, int fd);
+/* Leaves the memfd fd with keeper, as q (a HOLD) declares it: 0 held;
+ * -EPERM refused (the keeper's why in the sentence), -EIO no answer, or
+ * the dial's error (-ECONNREFUSED: no keeper runs). */
+SSEG_HIDDEN int sseg_keeper_leave(const char *keeper, const struct sseg_keep_msg *q, int fd,
+				  double deadline);
 
 #endif

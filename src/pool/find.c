@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "keeper_wire.h"
+#include "keeper.h"
 #include "os/claim.h"
 #include "os/named.h"
 #include "pool/pool.h"
@@ -212,4 +212,26 @@ void pool_found_done(struct pool_found *f, const struct sseg_pool *p)
 	if (f->who_fd >= 0)
 		close(f->who_fd);
 	f->who_fd = -1;
+}
+
+void pool_keep(const struct sseg_pool_opts *o, const struct sseg_pool *p)
+{
+	struct sseg_keep_msg q = { .op = SSEG_KEEP_HOLD };
+	int rc;
+
+	if (!o->keeper)
+		return;
+	snprintf(q.decl.d.name, sizeof(q.decl.d.name), "%s", p->g.name);
+	q.decl.d.size = p->g.total;
+	q.decl.d.pages = p->g.pages;
+	q.decl.d.backend = SSEG_BACKEND_MEMFD;
+	q.decl.mapped_size = p->g.total;
+	q.decl.page_size = p->g.page_size;
+	q.decl.pages = p->g.pages;
+	snprintf(q.decl.version, sizeof(q.decl.version), "%d.%d.%d", SSEG_VERSION_MAJOR,
+		 SSEG_VERSION_MINOR, SSEG_VERSION_PATCH);
+	rc = sseg_keeper_leave(o->keeper, &q, p->fd, sseg_now() + 10);
+	if (rc)
+		sseg_log(SSEG_LOG_WARN, "pool '%s': %s: it lasts only while a process has it open",
+			 p->g.name, sseg_last_error());
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "keeper_wire.h"
+#include "os/claim.h"
 #include "os/hugepage.h"
 #include "os/memfd.h"
 #include "pages.h"
@@ -118,6 +119,8 @@ int pool_make(const struct sseg_pool_opts *o, int *fd, uint64_t *size)
 	rc = sseg_os_memfd_create("sseg-pool", g.total, hugetlb ? pc.page_size : 0, fd);
 	if (!rc && hugetlb)
 		rc = sseg_os_memfd_allocate(*fd, g.total);
+	if (!rc) /* its size for good: a keeper takes only a memfd sealed so */
+		rc = sseg_os_memfd_seal(*fd, false);
 	if (rc)
 		goto fail;
 	h = mmap(NULL, g.data_off, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
@@ -179,6 +182,10 @@ static int attach(struct sseg_pool *p, const struct sseg_pool_opts *o, uint64_t 
 
 	if (!rc)
 		rc = pool_declaration_check(&p->g, o);
+	/* in use, as a keeper asks of what it holds: never freed for a segment
+	 * of the same name while a process has the pool open */
+	if (!rc)
+		rc = sseg_os_memfd_claim(p->fd);
 	if (rc || (o->flags & SSEG_POOL_MAP_ONLY))
 		return rc;
 	p->pins = calloc(p->g.chunks, sizeof(*p->pins));
@@ -226,6 +233,8 @@ int sseg_pool_open(const struct sseg_pool_opts *o, sseg_pool_t **out)
 		unmap_pool(p, f.size);
 		return rc;
 	}
+	if (p->created)
+		pool_keep(o, p);
 	pool_found_done(&f, p);
 	*out = p;
 	return 0;
