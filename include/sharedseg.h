@@ -363,7 +363,8 @@ struct sseg_pool_opts {
 	size_t sz;              /* sizeof(struct sseg_pool_opts); SSEG_POOL_OPTS sets it */
 	const char *name;       /* 1..SSEG_NAME_MAX bytes of [A-Za-z0-9._-] */
 	const char *meaning;    /* what keys and bytes mean: ';'-separated fields, at
-				 * most SSEG_POOL_MEANING_MAX bytes; NULL: "" */
+				 * most SSEG_POOL_MEANING_MAX bytes; NULL: whatever
+				 * the pool's is (a new pool's: "") */
 	uint64_t chunk_size;    /* bytes a chunk (a multiple of 64); 0 when attaching:
 				 * the pool's */
 	uint64_t chunks;        /* chunks (1..2^31); 0 when attaching: the pool's */
@@ -426,12 +427,14 @@ struct sseg_pool_info {
 	char meaning[SSEG_POOL_MEANING_MAX + 1];
 	uint64_t chunk_size, chunks;
 	uint64_t size;           /* bytes of the memfd */
+	uint64_t inode;          /* the memfd's inode (what /proc/PID/fd shows) */
 	enum sseg_pages pages;   /* page kind obtained */
 	uint64_t page_size;
 	void *base;              /* this process's mapping */
 	int slot;                /* this handle's slot; -1 with SSEG_POOL_MAP_ONLY */
 	int created;             /* this open made the pool */
-	int kept;                /* this open took it from the keeper */
+	int kept;                /* opts.keeper holds it: this open took it from the
+				  * keeper, or made it and left it there */
 	/* a count of the chunks now (a snapshot: others change it meanwhile) */
 	uint64_t used, filling, free, pinned;
 	int attached;            /* slots held by live processes */

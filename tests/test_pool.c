@@ -493,7 +493,7 @@ static int kept_by_the_keeper(void *arg)
 	keeper_start(&k, K("kt-pool"));
 	CHECK_RC(open_kept(name, K("kt-pool"), &p), 0);
 	CHECK_RC(sseg_pool_info(p, &in), 0);
-	CHECK(in.created == 1 && in.kept == 0);
+	CHECK(in.created == 1 && in.kept == 1);
 	CHECK_RC(pu_store(p, 0, 2), 2);
 	sseg_pool_close(p); /* nobody has it open now: the keeper holds it */
 	CHECK_RC(open_kept(name, K("kt-pool"), &p), 0);

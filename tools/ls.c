@@ -36,6 +36,13 @@ void ls_help(FILE *out)
 		"process maps any more but a descriptor keeps alive is marked UNMAPPED,\n"
 		"unless the descriptor is a keeper's (sharedseg keep): \"kept by keeper\n"
 		"NAME\", and the keeper's row reads rank \"keeper\".\n"
+		"Then this user's host pools (sseg_pool_open; each found by its record in\n"
+		"this user's runtime directory and read without taking a slot, or asked of\n"
+		"this user's keepers when no process has it open): name, meaning, chunks\n"
+		"and their size, pages, chunks used, being filled, free and pinned, hits,\n"
+		"misses, stores, evictions, reclaims (slots of processes that died, freed)\n"
+		"and resets (broken records found), the keeper that holds it, and each\n"
+		"process that holds a slot (pid, slot, command).\n"
 		"Names and commands are whatever bytes their processes chose: in the JSON\n"
 		"each byte that is not UTF-8 reads as U+FFFD and controls as \\u00XX; the\n"
 		"table shows every control as an escape (\\x1b, \\u202e) and \\ as \\\\.\n"
@@ -45,9 +52,12 @@ void ls_help(FILE *out)
 		"               backend, size, declared, pages, page_size, resident_bytes,\n"
 		"               numa_nodes [], world_size, owner_rank, owner_pid, unmapped,\n"
 		"               kept_by, processes [{pid, uid, comm, rank, mapped_bytes,\n"
-		"               resident_bytes, holds_fd, readonly, keeper}]}], truncated (a cap\n"
-		"               was reached: the rest are left out); unknown values are\n"
-		"               null\n"
+		"               resident_bytes, holds_fd, readonly, keeper}]}], pools\n"
+		"               [{name, meaning, inode, chunk_size, chunks, size, pages,\n"
+		"               page_size, used, filling, free, pinned, hits, misses, stores,\n"
+		"               evictions, reclaims, duplicates, resets, last_reset, kept_by,\n"
+		"               processes [{pid, slot, comm}]}], truncated (a cap was\n"
+		"               reached: the rest are left out); unknown values are null\n"
 		"  -h, --help   this text\n"
 		"\n"
 		"examples:\n"
@@ -150,12 +160,41 @@ static void print_segment(const struct sseg_list *l, const struct sseg_listed *s
 		print_process(l, &l->holders[i], s->ino != 0, user);
 }
 
+static void print_pool(const struct sseg_listed_pool *x)
+{
+	const struct sseg_pool_info *in = &x->info;
+	char name[512], meaning[2048], chunk[32], size[32], comm[128], keeper[256];
+
+	cli_format_size(in->chunk_size, chunk, sizeof(chunk));
+	cli_format_size(in->size, size, sizeof(size));
+	printf("pool %s  \"%s\", %llu chunks of %s (%s, %s pages)%s%s\n",
+	       shown(in->name, name, sizeof(name)), shown(in->meaning, meaning, sizeof(meaning)),
+	       (unsigned long long)in->chunks, chunk, size, sseg_pages_name(in->pages),
+	       x->kept_by[0] ? ", kept by keeper " : "",
+	       x->kept_by[0] ? shown(x->kept_by, keeper, sizeof(keeper)) : "");
+	printf("    chunks: %llu used, %llu filling, %llu free, %llu pinned\n",
+	       (unsigned long long)in->used, (unsigned long long)in->filling,
+	       (unsigned long long)in->free, (unsigned long long)in->pinned);
+	printf("    hits %llu, misses %llu, stores %llu, evictions %llu, reclaims %llu, "
+	       "resets %llu\n", (unsigned long long)in->hits, (unsigned long long)in->misses,
+	       (unsigned long long)in->stores, (unsigned long long)in->evictions,
+	       (unsigned long long)in->reclaims, (unsigned long long)in->resets);
+	if (in->last_reset[0])
+		printf("    last reset: %s\n", shown(in->last_reset, meaning, sizeof(meaning)));
+	for (int s = 0; s < (int)SSEG_POOL_SLOTS; s++)
+		if (x->pids[s])
+			printf("    pid %-8d slot %-3d %s\n", x->pids[s], s,
+			       shown(x->comms[s], comm, sizeof(comm)));
+}
+
 static void print_table(const struct sseg_list *l)
 {
 	if (l->n == 0)
 		printf("no sharedseg segment is live on this host (that this user can see)\n");
 	for (int i = 0; i < l->n; i++)
 		print_segment(l, &l->segs[i]);
+	for (int i = 0; i < l->npools; i++)
+		print_pool(&l->pools[i]);
 	if (l->truncated)
 		printf("(truncated: this host has more segments or holdings than one listing "
 		       "holds; the rest are left out)\n");

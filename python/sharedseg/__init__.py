@@ -23,7 +23,7 @@ __version__: str = _native.LIBRARY_VERSION  # include/sharedseg.h, as the wheel'
 __all__ = ["create_shared_segment", "SharedSegment", "SharedSegmentError",
            "SharedSegmentValueError", "SharedSegmentTypeError", "SharedSegmentKeyError",
            "HostPool", "pool_key", "pool_keys", "probe", "supported",
-           "shared_segment_supported", "list_segments", "BLOB_SIZE", "HOST_ID_SIZE",
+           "shared_segment_supported", "list_segments", "list_pools", "BLOB_SIZE", "HOST_ID_SIZE",
            "LIBRARY_VERSION"]
 
 BLOB_SIZE: int = _native.BLOB_SIZE
@@ -60,6 +60,17 @@ def list_segments() -> List[Dict[str, Any]]:
     the tags say), with inode, resident_bytes and each process's
     mapped_bytes None."""
     return _native.list_segments()["segments"]
+
+
+def list_pools() -> List[Dict[str, Any]]:
+    """This user's host pools (HostPool), as `sharedseg ls --json` lists them
+    under "pools": each a dict with name, meaning, inode, chunk_size,
+    chunks, size, pages, page_size, used, filling, free, pinned, hits,
+    misses, stores, evictions, reclaims, duplicates, resets, last_reset,
+    kept_by (the keeper that holds it) and processes (pid, slot, comm: each
+    process that holds a slot). Found by their records in this user's
+    runtime directory, read without taking a slot."""
+    return _native.list_segments()["pools"]
 
 
 def supported(backend: str = "auto", pages: str = "auto") -> Tuple[bool, str]:

@@ -62,15 +62,16 @@ class HostPool:
         self.chunks: int = native.chunks
 
     @classmethod
-    def open(cls, name: str, *, meaning: str = "", chunk_size: int = 0, chunks: int = 0,
+    def open(cls, name: str, *, meaning: Optional[str] = None, chunk_size: int = 0,
+             chunks: int = 0,
              pages: str = "auto", keeper: Optional[str] = None, map_only: bool = False,
              existing: bool = False, timeout_s: float = 30.0) -> "HostPool":
         """Opens pool name: the one a live process of this user has open,
         else the one keeper holds, else a new one of chunks chunks of
         chunk_size bytes on pages ("auto", "base", "thp", "hugetlb-2M").
-        meaning: what keys and bytes mean, ';'-separated fields; another
-        meaning, chunk_size or chunks than the pool's raises
-        SharedSegmentError naming it. map_only: copy bytes only (a worker),
+        meaning: what keys and bytes mean, ';'-separated fields (None:
+        whatever the pool's is); another meaning, chunk_size or chunks than
+        the pool's raises SharedSegmentError naming it. map_only: copy bytes only (a worker),
         no slot taken; existing: never make one."""
         flags = ((_native.POOL_MAP_ONLY if map_only else 0) |
                  (_native.POOL_EXISTING if existing else 0))

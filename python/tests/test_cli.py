@@ -188,6 +188,32 @@ def test_ls_lists_a_live_segment_as_the_c_tool_does():
     assert not [s for s in sharedseg.list_segments() if s["name"] == name]
 
 
+def test_ls_lists_a_pool_as_the_c_tool_does():
+    name = f"py-ls-pool-{os.getpid()}"
+    with sharedseg.HostPool.open(name, meaning="model=m;block=16", chunk_size=4096, chunks=8,
+                                 pages="base") as pool:
+        pool.publish(pool.reserve(["a", "b", "c"]))
+        hits = pool.get(["a", "nope"])
+        ours, theirs = both("ls")
+        assert ours.returncode == theirs.returncode == 0, ours.stderr
+        mine = [ln for ln in table_of(ours.stdout, "pool " + name)]
+        assert mine == table_of(theirs.stdout, "pool " + name), ours.stdout
+        assert mine[0] == (f'pool {name}  "model=m;block=16", 8 chunks of 4.0 KiB '
+                           f"(2.0 MiB, base pages)"), mine
+        assert mine[1] == "    chunks: 3 used, 0 filling, 5 free, 1 pinned", mine
+        assert mine[2].startswith("    hits 1, misses 1, stores 3, evictions 0, reclaims 0"), mine
+        assert mine[3].split()[:4] == ["pid", str(os.getpid()), "slot", "0"], mine
+        ours_json, theirs_json = both("ls", "--json")
+        entry = [p for p in json.loads(ours_json.stdout)["pools"] if p["name"] == name]
+        assert entry == [p for p in json.loads(theirs_json.stdout)["pools"] if p["name"] == name]
+        assert entry == [p for p in sharedseg.list_pools() if p["name"] == name]
+        (e,) = entry
+        assert (e["used"], e["free"], e["pinned"], e["stores"]) == (3, 5, 1, 3)
+        assert [p["pid"] for p in e["processes"]] == [os.getpid()] and e["kept_by"] is None
+        pool.unpin(hits)
+    assert not [p for p in sharedseg.list_pools() if p["name"] == name]
+
+
 HOLDER = '''
 import sys
 import sharedseg

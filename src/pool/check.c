@@ -149,7 +149,7 @@ int pool_declaration_check(const struct pool_geometry *g, const struct sseg_pool
 		return sseg_err(-EINVAL, "pool '%s' has %llu chunks; this process declares %llu",
 				g->name, (unsigned long long)g->chunks,
 				(unsigned long long)o->chunks);
-	if (strcmp(mine, g->meaning))
+	if (o->meaning && strcmp(mine, g->meaning))
 		return meaning_differs(g, mine);
 	return 0;
 }

@@ -177,24 +177,78 @@ static int find_locked(const struct sseg_pool_opts *o, struct pool_found *f)
 	return 0;
 }
 
+static void who_unlink(const char *name)
+{
+	char dir[SSEG_OS_NAMED_PATH], path[SSEG_OS_NAMED_PATH + 80];
+
+	if (sseg_os_rundir(dir, sizeof(dir)))
+		return;
+	snprintf(path, sizeof(path), "%s/pool.%s", dir, name);
+	unlink(path);
+}
+
+/* The name's record file, locked. One that was unlinked while this process
+ * waited for its lock (its last holder closed the pool) is no longer the
+ * name's: the path is opened anew. */
+static int who_take(const char *name, double deadline, int *fd)
+{
+	for (;;) {
+		struct stat st;
+		int rc = who_open(name, fd);
+
+		if (!rc)
+			rc = who_lock(*fd, name, deadline);
+		if (!rc && !fstat(*fd, &st) && st.st_nlink > 0)
+			return 0;
+		if (*fd >= 0)
+			close(*fd);
+		*fd = -1;
+		if (rc)
+			return rc;
+	}
+}
+
 int pool_find(const struct sseg_pool_opts *o, struct pool_found *f)
 {
 	double deadline = sseg_now() + (o->timeout_ms > 0 ? o->timeout_ms : SSEG_DEFAULT_TIMEOUT_MS) / 1e3;
 	int rc;
 
 	*f = (struct pool_found){ .fd = -1, .who_fd = -1 };
-	rc = who_open(o->name, &f->who_fd);
-	if (!rc)
-		rc = who_lock(f->who_fd, o->name, deadline);
+	rc = who_take(o->name, deadline, &f->who_fd);
 	if (!rc)
 		rc = find_locked(o, f);
 	if (rc && f->who_fd >= 0) {
+		/* no process has it, no keeper gave it, none was made: the name's
+		 * record names nothing any more */
+		if (f->fd < 0)
+			who_unlink(o->name);
 		close(f->who_fd);
 		f->who_fd = -1;
 	}
 	return rc;
 }
 
+void pool_forget(const struct sseg_pool *p)
+{
+	struct who_record recs[SSEG_POOL_SLOTS];
+	ssize_t got;
+	int fd;
+
+	if (p->slot < 0 || p->kept || who_take(p->g.name, sseg_now() + 1, &fd))
+		return;
+	got = pread(fd, recs, sizeof(recs), 0);
+	for (ssize_t i = 0; got > 0 && i < got / (ssize_t)sizeof(recs[0]); i++) {
+		int other = i == p->slot ? -1 : from_record(&recs[i], p->g.name);
+
+		if (other >= 0) { /* another process has it open: it stays findable */
+			close(other);
+			close(fd);
+			return;
+		}
+	}
+	who_unlink(p->g.name);
+	close(fd);
+}
 void pool_found_done(struct pool_found *f, const struct sseg_pool *p)
 {
 	struct stat st;
@@ -214,13 +268,11 @@ void pool_found_done(struct pool_found *f, const struct sseg_pool *p)
 	f->who_fd = -1;
 }
 
-void pool_keep(const struct sseg_pool_opts *o, const struct sseg_pool *p)
+int pool_keep(const struct sseg_pool_opts *o, const struct sseg_pool *p)
 {
 	struct sseg_keep_msg q = { .op = SSEG_KEEP_HOLD };
 	int rc;
 
-	if (!o->keeper)
-		return;
 	snprintf(q.decl.d.name, sizeof(q.decl.d.name), "%s", p->g.name);
 	q.decl.d.size = p->g.total;
 	q.decl.d.pages = p->g.pages;
@@ -234,4 +286,5 @@ void pool_keep(const struct sseg_pool_opts *o, const struct sseg_pool *p)
 	if (rc)
 		sseg_log(SSEG_LOG_WARN, "pool '%s': %s: it lasts only while a process has it open",
 			 p->g.name, sseg_last_error());
+	return rc;
 }

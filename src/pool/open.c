@@ -233,8 +233,8 @@ int sseg_pool_open(const struct sseg_pool_opts *o, sseg_pool_t **out)
 		unmap_pool(p, f.size);
 		return rc;
 	}
-	if (p->created)
-		pool_keep(o, p);
+	if (p->created && o->keeper)
+		p->kept = pool_keep(o, p) == 0;
 	pool_found_done(&f, p);
 	*out = p;
 	return 0;
@@ -244,6 +244,7 @@ void sseg_pool_close(sseg_pool_t *p)
 {
 	if (!p)
 		return;
+	pool_forget(p);
 	pool_slot_leave(p); /* our pins and reservations go with the slot */
 	unmap_pool(p, p->g.total);
 }
@@ -270,6 +271,7 @@ static void count_chunks(const struct sseg_pool *p, struct sseg_pool_info *in)
 int sseg_pool_info(sseg_pool_t *p, struct sseg_pool_info *in)
 {
 	struct sseg_pool_info mine;
+	struct stat st;
 
 	sseg_err_clear();
 	if (!p || !in || in->sz < offsetof(struct sseg_pool_info, last_reset))
@@ -280,6 +282,8 @@ int sseg_pool_info(sseg_pool_t *p, struct sseg_pool_info *in)
 	mine.chunk_size = p->g.chunk_size;
 	mine.chunks = p->g.chunks;
 	mine.size = p->g.total;
+	if (!fstat(p->fd, &st))
+		mine.inode = (uint64_t)st.st_ino;
 	mine.pages = (enum sseg_pages)p->g.pages;
 	mine.page_size = p->g.page_size;
 	mine.base = p->base;

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "list.h"
+#include "list_pools.h"
 #include "tag.h"
 
 #define MEMFD_PREFIX "/memfd:" SSEG_MEMFD_LABEL
@@ -485,6 +486,7 @@ int sseg_list_scan(struct sseg_list *l)
 	}
 	closedir(d);
 	free(sc.starts);
+	sseg_list_pools(l);
 	if (l->nomem) {
 		sseg_list_free(l);
 		return sseg_err(-ENOMEM, "out of memory listing the segments of this host");

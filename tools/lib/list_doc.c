@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "list_doc.h"
+#include "list_pools.h"
 
 /* seen: its mappings of the segment are in /proc (a memfd's), so what it
  * maps and what is resident are known. */
@@ -149,5 +150,6 @@ void sseg_list_document(struct sseg_json *j, const struct sseg_list *l)
 	for (int i = 0; i < l->n; i++)
 		segment_facts(j, l, &l->segs[i]);
 	sseg_json_end(j, ']');
+	sseg_list_pools_document(j, l);
 	sseg_json_end(j, '}');
 }

@@ -157,6 +157,7 @@ int sseg_list_driver_segment(struct sseg_list *l, const struct sseg_driver_key *
 
 void sseg_list_free(struct sseg_list *l)
 {
+	free(l->pools);
 	free(l->segs);
 	free(l->holders);
 	free(l->procs);

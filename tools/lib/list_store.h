@@ -53,7 +53,17 @@ struct sseg_listed {
 	int first, last;     /* its holders, a list through sseg_holder.next; -1 */
 };
 
+/* A host pool of this user's, as opening it map-only read it. */
+struct sseg_listed_pool {
+	struct sseg_pool_info info;
+	int pids[SSEG_POOL_SLOTS];          /* slot s's process, or 0 */
+	char comms[SSEG_POOL_SLOTS][16];
+	char kept_by[SSEG_NAME_MAX + 1];    /* a keeper holding it; "" */
+};
+
 struct sseg_list {
+	struct sseg_listed_pool *pools;
+	int npools, pools_cap;
 	struct sseg_listed *segs;
 	struct sseg_holder *holders;
 	struct sseg_listed_process *procs;

@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "list_pools.h"
+#include "os/file.h"
+#include "os/named.h"
+
+#define KEEPERS_MAX 64
+
+struct rundir_names {
+	char keepers[KEEPERS_MAX][SSEG_NAME_MAX + 1];
+	int nkeepers;
+};
+
+/* The keepers that listen in the runtime directory: their socket files. */
+static void find_keepers(int dir, struct rundir_names *r)
+{
+	DIR *d = fdopendir(dup(dir));
+	struct dirent *e;
+
+	while (d && (e = readdir(d)) && r->nkeepers < KEEPERS_MAX) {
+		struct stat st;
+
+		if (strncmp(e->d_name, "keep-", 5) || strchr(e->d_name, '.') ||
+		    fstatat(dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISSOCK(st.st_mode))
+			continue;
+		snprintf(r->keepers[r->nkeepers++], SSEG_NAME_MAX + 1, "%s", e->d_name + 5);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* The keeper that holds the pool whose memfd is inode ino, if one does. */
+static void kept_by(const struct rundir_names *r, const char *pool, uint64_t ino, char *out)
+{
+	for (int i = 0; i < r->nkeepers; i++) {
+		struct stat st;
+		uint64_t size;
+		int fd;
+
+		if (sseg_keeper_lend(r->keepers[i], pool, &fd, &size))
+			continue;
+		if (!fstat(fd, &st) && (uint64_t)st.st_ino == ino)
+			snprintf(out, SSEG_NAME_MAX + 1, "%s", r->keepers[i]);
+		close(fd);
+		if (out[0])
+			return;
+	}
+}
+
+/* Pool name, opened map-only: from a live process, else from a keeper. */
+static sseg_pool_t *open_listed(const char *name, const struct rundir_names *r)
+{
+	SSEG_POOL_OPTS(o, .name = name, .flags = SSEG_POOL_MAP_ONLY | SSEG_POOL_EXISTING,
+		       .timeout_ms = 2000);
+	sseg_pool_t *p = NULL;
+
+	for (int i = -1; i < r->nkeepers && !p; i++) {
+		o.keeper = i < 0 ? NULL : r->keepers[i];
+		sseg_pool_open(&o, &p);
+	}
+	return p;
+}
+
+static void describe(struct sseg_list *l, sseg_pool_t *p, const struct rundir_names *r)
+{
+	struct sseg_listed_pool *x, *more;
+
+	if (l->npools == l->pools_cap) {
+		more = sseg_list_grown(l->pools, &l->pools_cap, sizeof(*l->pools));
+		if (!more)
+			return;
+		l->pools = more;
+	}
+	x = &l->pools[l->npools];
+	memset(x, 0, sizeof(*x));
+	x->info.sz = sizeof(x->info);
+	if (sseg_pool_info(p, &x->info) || sseg_pool_attached(p, x->pids))
+		return;
+	for (int s = 0; s < (int)SSEG_POOL_SLOTS; s++) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d/comm", x->pids[s]);
+		if (x->pids[s] && sseg_os_read_text(path, x->comms[s], sizeof(x->comms[s])))
+			x->comms[s][0] = '\0';
+	}
+	kept_by(r, x->info.name, x->info.inode, x->kept_by);
+	l->npools++;
+}
+
+void sseg_list_pools(struct sseg_list *l)
+{
+	char path[SSEG_OS_NAMED_PATH];
+	struct rundir_names *r;
+	struct dirent *e;
+	DIR *d;
+
+	if (sseg_os_rundir(path, sizeof(path)) || !(d = opendir(path)))
+		return;
+	r = calloc(1, sizeof(*r));
+	if (r)
+		find_keepers(dirfd(d), r);
+	while (r && (e = readdir(d))) {
+		sseg_pool_t *p;
+
+		if (strncmp(e->d_name, "pool.", 5) || !e->d_name[5])
+			continue;
+		p = open_listed(e->d_name + 5, r);
+		if (p)
+			describe(l, p, r);
+		sseg_pool_close(p);
+	}
+	free(r);
+	closedir(d);
+	sseg_err_clear();
+}
+
+static void pool_facts(struct sseg_json *j, const struct sseg_listed_pool *x)
+{
+	const struct sseg_pool_info *in = &x->info;
+
+	sseg_json_begin(j, NULL, '{');
+	sseg_json_str(j, "name", in->name);
+	sseg_json_str(j, "meaning", in->meaning);
+	sseg_json_u64(j, "inode", in->inode);
+	sseg_json_u64(j, "chunk_size", in->chunk_size);
+	sseg_json_u64(j, "chunks", in->chunks);
+	sseg_json_u64(j, "size", in->size);
+	sseg_json_str(j, "pages", sseg_pages_name(in->pages));
+	sseg_json_u64(j, "page_size", in->page_size);
+	sseg_json_u64(j, "used", in->used);
+	sseg_json_u64(j, "filling", in->filling);
+	sseg_json_u64(j, "free", in->free);
+	sseg_json_u64(j, "pinned", in->pinned);
+	sseg_json_u64(j, "hits", in->hits);
+	sseg_json_u64(j, "misses", in->misses);
+	sseg_json_u64(j, "stores", in->stores);
+	sseg_json_u64(j, "evictions", in->evictions);
+	sseg_json_u64(j, "reclaims", in->reclaims);
+	sseg_json_u64(j, "duplicates", in->duplicates);
+	sseg_json_u64(j, "resets", in->resets);
+	sseg_json_str(j, "last_reset", in->last_reset[0] ? in->last_reset : NULL);
+	sseg_json_str(j, "kept_by", x->kept_by[0] ? x->kept_by : NULL);
+	sseg_json_begin(j, "processes", '[');
+	for (int s = 0; s < (int)SSEG_POOL_SLOTS; s++) {
+		if (!x->pids[s])
+			continue;
+		sseg_json_begin(j, NULL, '{');
+		sseg_json_int(j, "pid", x->pids[s]);
+		sseg_json_int(j, "slot", s);
+		sseg_json_str(j, "comm", x->comms[s]);
+		sseg_json_end(j, '}');
+	}
+	sseg_json_end(j, ']');
+	sseg_json_end(j, '}');
+}
+
+void sseg_list_pools_document(struct sseg_json *j, const struct sseg_list *l)
+{
+	sseg_json_begin(j, "pools", '[');
+	for (int i = 0; i < l->npools; i++)
+		pool_facts(j, &l->pools[i]);
+	sseg_json_end(j, ']');
+}
