@@ -43,5 +43,8 @@ int limits_run(const struct bench_case *bc);
 int retouch_run(const struct bench_case *bc);
 /* a memfd's 4 KiB pages made resident each way, and a peer's first read after */
 int alternatives_run(const struct bench_case *bc);
+/* the host pool: lookups beside a server's round trip, copies beside
+ * memcpy, what a killed process held given back (pool.c) */
+int pool_run(const struct bench_case *bc);
 
 #endif

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* `sharedseg bench case|limits|retouch|alternatives`: the benchmarks'
+/* `sharedseg bench case|limits|retouch|alternatives|pool`: the benchmarks'
  * driver (bench/: one case a run, its rows as JSON lines on stdout), which
  * `make bench` runs through bench/run.py; this file parses its options. */
 #include <string.h>
@@ -31,6 +31,7 @@ static const struct {
 	{ "limits", limits_run },
 	{ "retouch", retouch_run },
 	{ "alternatives", alternatives_run },
+	{ "pool", pool_run },
 };
 
 void bench_driver_help(FILE *out)
@@ -51,7 +52,11 @@ void bench_driver_help(FILE *out)
 		"  sharedseg bench retouch [--size S] [--pages P]\n"
 		"      first touch of fresh private memory, freed just before or 3 s before\n"
 		"  sharedseg bench alternatives [--size S] [--reps R]\n"
-		"      a memfd's 4 KiB pages made resident each way, then a peer's first read\n",
+		"      a memfd's 4 KiB pages made resident each way, then a peer's first read\n"
+		"  sharedseg bench pool [--size CHUNK] [--pages P] [--ranks N] [--reps R]\n"
+		"      the host pool: a 64-key prefix looked up and pinned by 1..N processes\n"
+		"      beside a Unix-socket server's round trip; a chunk stored and loaded\n"
+		"      beside memcpy; what a SIGKILLed process held, given back\n",
 		mech_names());
 }
 

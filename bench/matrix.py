@@ -32,6 +32,8 @@ QUICK = dict(
     mooncake=[(256 * MIB, [2, 4, 8]), (GIB, [2, 8]), (4 * GIB, [8])],
     # vLLM's own region against ours: (sizes, group sizes); one copy each
     vllm=([GIB, 4 * GIB], [2, 4, 8]),
+    # the host pool: (chunk size, most processes at once, SIGKILL rounds)
+    pool=(256 * 1024, 8, 10000),
 )
 FULL = dict(
     reps=5,
@@ -43,6 +45,7 @@ FULL = dict(
     python=[(256 * MIB, [2, 4, 8]), (GIB, [2, 4, 8])],
     mooncake=[(s, [2, 4, 8]) for s in (256 * MIB, GIB, 4 * GIB)],
     vllm=([GIB, 4 * GIB, 8 * GIB], [2, 4, 8]),
+    pool=(256 * 1024, 8, 10000),
 )
 # sseg populate modes: (populate, owner threads); the scaling cases use the
 # library's default threads (up to 4, bounded by the CPUs)
@@ -74,6 +77,10 @@ class Case:
             return [env["vllm_python"], env["vllmbench"]] + self.args
         if self.runner == "mooncake":  # the engines' environment, which has Mooncake
             return [env["vllm_python"], env["pybench"]] + self.args
+        if self.runner == "kills":  # the pool's attack test, its rounds raised
+            return ["env", f"SSEG_POOL_KILLS={self.args[0]}",
+                    f"SSEG_CASE_TIMEOUT_MS={self.timeout * 1000}", env["pool_attack"],
+                    "killed at random"]
         return [env["python"], env["pybench"]] + self.args
 
 
@@ -199,10 +206,21 @@ def _vllm(m):
                512 * MIB, timeout=300)
 
 
+def _pool(m):
+    """The host pool: lookups beside a server's round trip, copies beside
+    memcpy (every page kind), reclaim after a kill; then the attack test's
+    SIGKILL rounds, counting hits with another key's bytes."""
+    chunk, procs, kills = m["pool"]
+    for pages in KINDS:
+        yield Case("pool", "c", ["pool", "--size", chunk, "--pages", pages, "--ranks", procs,
+                                 "--reps", m["reps"]], pages, 2 * 64 * chunk + 64 * MIB)
+    yield Case("pool", "kills", [kills], "base", 64 * MIB, timeout=1800)
+
+
 SECTIONS = dict(scaling=_scaling, populate=_populate, background=_background,
                 bandwidth=_bandwidth, limits=_limits,
                 retouch=_retouch, knob_default=_knob_default, python=_python,
-                mooncake=_mooncake, vllm=_vllm)
+                mooncake=_mooncake, vllm=_vllm, pool=_pool)
 
 
 def build_matrix(full, facts, python=True, only=()):

@@ -394,6 +394,71 @@ def mooncake_section(rows):
                      "memory factor", "page tables"], lines))
 
 
+def _pool_lookups(rows):
+    lines = []
+    ours = sorted(select(rows, section="pool", bench="pool_lookup", mechanism="sharedseg-pool"),
+                  key=lambda r: (_kind_key(r), r["ranks"]))
+    for r in ours:
+        floor = one(rows, section="pool", bench="pool_lookup", mechanism="unix-socket-server",
+                    ranks=r["ranks"], pages_requested=r["pages_requested"])
+        if floor:
+            lines.append((r["pages_requested"], r["ranks"], f"{r['median']:.0f} ns",
+                          f"{floor['median']:.0f} ns", f"{floor['median'] / r['median']:.1f}x"))
+    return table(["pool on", "processes at once", "pool: a key (lookup + pin + unpin)",
+                  "server floor: a key (64 a round trip)", "floor / pool"], lines)
+
+
+def _pool_copies(rows):
+    lines = []
+    for plain in sorted(select(rows, section="pool", bench="pool_copy", role="memcpy"),
+                        key=_kind_key):
+        key = dict(section="pool", bench="pool_copy", size=plain["size"],
+                   pages_requested=plain["pages_requested"])
+        store, load = one(rows, role="store", **key), one(rows, role="load", **key)
+        if store and load:
+            lines.append((kind_text(store), size_text(plain["size"]), value_text(store),
+                          value_text(load), value_text(plain),
+                          f"{store['median'] / plain['median']:.2f}",
+                          f"{load['median'] / plain['median']:.2f}"))
+    return table(["pages (pool)", "chunk", "store", "load", "memcpy, same kind",
+                  "store / memcpy", "load / memcpy"], lines)
+
+
+def pool_section(rows):
+    got = select(rows, section="pool")
+    if not got:
+        return ""
+    out = ("## The host pool\n\n"
+           "`sharedseg bench pool`: one pool (`sseg_pool_*`), opened by every process by name. "
+           "*Lookups*: a 64-key prefix looked up and pinned, then let go, 2,000 times per "
+           "process, by 1 to 8 processes at once (this machine has "
+           "2 cores: past 2, processes take turns), per key; beside the floor of any design "
+           "with a server in the data path: the same 64 keys sent over a Unix socket to a "
+           "process that answers from a hash table (a thread a client) and the answer read "
+           "back, per key. No server design can do better than its round trip. "
+           "*Copies*: 64 chunks stored (reserve, memcpy in, publish) and loaded (get, memcpy "
+           "out, unpin), against memcpy of the same bytes between private buffers of the "
+           "same page kind.\n\n" + _pool_lookups(rows) + "\n" + _pool_copies(rows))
+    kill = one(got, bench="pool_reclaim", role="open after a kill")
+    clean = one(got, bench="pool_reclaim", role="open")
+    if kill and clean:
+        out += (f"\n*Reclaim*: a process pins {kill['pinned']:,} of {kill['size']:,} chunks "
+                f"and half-stores one, and is SIGKILLed; the next open takes its slot and "
+                f"gives back what it held: {value_text(kill)} "
+                f"({value_text(kill, 'min')}-{value_text(kill, 'max')}), against "
+                f"{value_text(clean)} for an open with nothing to give back.\n")
+    kills = one(got, bench="pool_kills")
+    if kills:
+        out += (f"\n*Under attack* (`tests/test_pool_attack`, its rounds raised): 4 processes "
+                f"look up, store, drop and evict at random on a pool of 24 chunks and 80 keys, "
+                f"each checking every hit's bytes against its key; one is SIGKILLed at a "
+                f"random point each round, {kills['kills']:,} rounds: "
+                f"**{kills['median']:.0f} hits with wrong bytes** in {kills['hits']:,} hits, "
+                f"{kills['stores']:,} stores, {kills['evictions']:,} evictions, "
+                f"{kills['reclaims']:,} slots of killed processes reclaimed.\n")
+    return out
+
+
 def _region_cells(rows, ours, theirs, bench, text):
     key = dict(section="vllm", bench=bench, ranks=ours["ranks"], size=ours["size"])
     a = one(rows, mechanism=ours["mechanism"], pages_requested=ours["pages_requested"], **key)
@@ -587,6 +652,7 @@ def render(result, figs):
              alternatives_section(rows), reads(rows, figs),
              recipe(rows),
              python_section(rows, figs), mooncake_section(rows), vllm_section(result),
+             pool_section(rows),
              limits_section(rows),
              skipped(result),
              others(HERE), method()]

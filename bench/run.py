@@ -96,7 +96,8 @@ def run_driver(args, timeout):
     if p.returncode:
         lines = [ln for ln in p.stderr.strip().splitlines() if ln] or [f"exit {p.returncode}"]
         return None, " / ".join(lines[-3:]), p.returncode == 2
-    return [json.loads(ln) for ln in p.stdout.splitlines() if ln.strip()], None, False
+    # a row a line; a test program run as a case says more besides ("ok ...")
+    return [json.loads(ln) for ln in p.stdout.splitlines() if ln.startswith("{")], None, False
 
 
 def prepare(case, knobs, budget):
@@ -196,7 +197,9 @@ def main(argv=None):
         sys.exit(f"bench: {program} is missing: build first (make)")
     env = dict(driver=[program], python=sys.executable, root=ROOT,
                pybench=os.path.join(HERE, "pybench.py"), vllm_python=vllmbench.venv_python(),
-               vllmbench=os.path.join(HERE, "vllmbench.py"))
+               vllmbench=os.path.join(HERE, "vllmbench.py"),
+               pool_attack=os.path.join(os.path.abspath(args.build), "tests",
+                                        "test_pool_attack"))
     facts = machine.facts()
     only = set(filter(None, args.only.split(",")))
     cases = build_matrix(args.full, facts, python=not args.no_python, only=only)

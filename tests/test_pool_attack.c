@@ -6,7 +6,7 @@
  * another key's bytes or torn bytes; at the end the pool is sound and
  * every chunk can be taken again. The same work by threads, each with its
  * handle, runs under ThreadSanitizer. SSEG_POOL_KILLS sets the rounds
- * (default 1000); `make bench` runs 10,000. */
+ * (default 1000); `make bench` runs 10,000 (and SSEG_CASE_TIMEOUT_MS). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -172,21 +173,28 @@ static struct board *new_board(sseg_pool_t **p)
 	return b;
 }
 
-/* After the attack: sound, nothing wrong served, every chunk takes a store. */
-static void after(sseg_pool_t *p, struct board *b)
+/* After the attack: sound, nothing wrong served, every chunk takes a store.
+ * The counts, as one row of `make bench` (bench/run.py reads it). */
+static void after(sseg_pool_t *p, struct board *b, int kills)
 {
 	struct sseg_pool_info in = { .sz = sizeof(in) };
+	unsigned long long wrong = atomic_load(&b->wrong);
 
 	CHECK_RC(sseg_pool_check(p), 0);
 	CHECK_RC(sseg_pool_info(p, &in), 0);
-	printf("hits %llu, wrong %llu, stores %llu, no room %llu, evictions %llu, reclaims %llu, "
-	       "duplicates %llu\n", (unsigned long long)b->hits, (unsigned long long)b->wrong,
-	       (unsigned long long)b->stores, (unsigned long long)b->enospc,
-	       (unsigned long long)in.evictions, (unsigned long long)in.reclaims,
-	       (unsigned long long)in.duplicates);
-	CHECK(atomic_load(&b->wrong) == 0);
+	printf("{\"schema\": 1, \"bench\": \"pool_kills\", \"mechanism\": \"sharedseg-pool\", "
+	       "\"ranks\": %d, \"size\": %d, \"pages_requested\": \"base\", "
+	       "\"pages_obtained\": \"base\", \"unit\": \"wrong hits\", \"min\": %llu, "
+	       "\"median\": %llu, \"max\": %llu, \"reps\": 1, \"kills\": %d, \"hits\": %llu, "
+	       "\"stores\": %llu, \"no_room\": %llu, \"evictions\": %llu, \"reclaims\": %llu, "
+	       "\"duplicates\": %llu}\n", WORKERS, CHUNK, wrong, wrong, wrong, kills,
+	       (unsigned long long)b->hits, (unsigned long long)b->stores,
+	       (unsigned long long)b->enospc, (unsigned long long)in.evictions,
+	       (unsigned long long)in.reclaims, (unsigned long long)in.duplicates);
+	CHECK(wrong == 0);
 	CHECK(atomic_load(&b->hits) > 0 && in.evictions > 0);
 	CHECK(in.attached == 1 && in.filling == 0 && in.pinned == 0);
+	CHECK(in.reclaims >= (uint64_t)kills);
 	CHECK_RC(pu_store(p, 1000, CHUNKS), CHUNKS);
 	CHECK(in.resets == 0);
 }
@@ -223,17 +231,20 @@ static int threads(void *arg)
 	atomic_store(&b->stop, 1);
 	for (int w = 0; w < WORKERS; w++)
 		pthread_join(t[w], NULL);
-	after(p, b);
+	after(p, b, 0);
 	sseg_pool_close(p);
 	return 0;
 }
 
 static pid_t spawn(struct board *b, int w, uint64_t seed)
 {
-	pid_t pid = fork();
+	pid_t parent = getpid(), pid = fork();
 
 	CHECK(pid >= 0);
 	if (pid == 0) {
+		/* a worker never outlives the case (a timeout kills the case) */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+			_exit(1);
 		work(b, w, seed);
 		_exit(0);
 	}
@@ -274,8 +285,7 @@ static int killed_at_random(void *arg)
 	atomic_store(&b->stop, 1);
 	for (int w = 0; w < WORKERS; w++)
 		CHECK_RC(tu_wait(pids[w], 20000), 0);
-	printf("%d kills: ", kills);
-	after(p, b);
+	after(p, b, kills);
 	sseg_pool_close(p);
 	return 0;
 }

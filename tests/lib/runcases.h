@@ -4,7 +4,8 @@
 #ifndef SSEG_TU_RUNCASES_H
 #define SSEG_TU_RUNCASES_H
 
-/* How long one case may run before it counts as failed. */
+/* How long one case may run before it counts as failed ($SSEG_CASE_TIMEOUT_MS
+ * where set). */
 #define TU_CASE_TIMEOUT_MS 60000
 
 struct tu_case {

@@ -29,3 +29,9 @@ grep -q "rank 1 of 2 reads: written once by rank 0" out1
 rc=0; ./share 2 2 2>err || rc=$?
 [ "$rc" = 2 ] && grep -q "^usage: share RANK WORLD" err
 echo "readme_c: ok"
+
+# The host pool's example (docs/c-api.md): a second process loads what the
+# first stored, found by the pool's name.
+cc examples/pool.c -o pool $(pkg-config --cflags --libs sharedseg)
+./pool >out
+grep -q "loaded: the prefix's KV" out
