@@ -234,7 +234,7 @@ void pool_forget(const struct sseg_pool *p)
 	ssize_t got;
 	int fd;
 
-	if (p->slot < 0 || p->kept || who_take(p->g.name, sseg_now() + 1, &fd))
+	if (p->slot < 0 || p->kept || who_take(p->g.name, sseg_now() + 5, &fd))
 		return;
 	got = pread(fd, recs, sizeof(recs), 0);
 	for (ssize_t i = 0; got > 0 && i < got / (ssize_t)sizeof(recs[0]); i++) {
@@ -276,7 +276,6 @@ int pool_keep(const struct sseg_pool_opts *o, const struct sseg_pool *p)
 	snprintf(q.decl.d.name, sizeof(q.decl.d.name), "%s", p->g.name);
 	q.decl.d.size = p->g.total;
 	q.decl.d.pages = p->g.pages;
-	q.decl.d.backend = SSEG_BACKEND_MEMFD;
 	q.decl.mapped_size = p->g.total;
 	q.decl.page_size = p->g.page_size;
 	q.decl.pages = p->g.pages;
