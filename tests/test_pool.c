@@ -14,7 +14,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "keeperproc.h"
 #include "pool/format.h"
 #include "poolutil.h"
 #include "runcases.h"
@@ -468,67 +467,6 @@ static int no_other_user(void *arg)
 	return 0;
 }
 
-/* ---- kept between engines ---- */
-
-static int open_kept(const char *name, const char *keeper, sseg_pool_t **p)
-{
-	SSEG_POOL_OPTS(o, .name = name, .meaning = MEANING, .chunk_size = CHUNK, .chunks = 4,
-		       .pages = SSEG_PAGES_BASE, .keeper = keeper, .timeout_ms = 10000);
-
-	return sseg_pool_open(&o, p);
-}
-
-static int kept_by_the_keeper(void *arg)
-{
-	struct keeper_proc k;
-	struct sseg_pool_info in = { .sz = sizeof(in) };
-	uint8_t keys[2 * SSEG_POOL_KEY_SIZE];
-	uint32_t got[2];
-	char name[64];
-	sseg_pool_t *p;
-
-	(void)arg;
-	keeper_test_init();
-	tu_name(name, sizeof(name), "kept");
-	keeper_start(&k, K("kt-pool"));
-	CHECK_RC(open_kept(name, K("kt-pool"), &p), 0);
-	CHECK_RC(sseg_pool_info(p, &in), 0);
-	CHECK(in.created == 1 && in.kept == 1);
-	CHECK_RC(pu_store(p, 0, 2), 2);
-	sseg_pool_close(p); /* nobody has it open now: the keeper holds it */
-	CHECK_RC(open_kept(name, K("kt-pool"), &p), 0);
-	CHECK_RC(sseg_pool_info(p, &in), 0);
-	CHECK(in.created == 0 && in.kept == 1 && in.used == 2);
-	pu_keys(0, 2, keys);
-	CHECK_RC(sseg_pool_get(p, keys, 2, 0, got), 2);
-	CHECK(pu_holds(sseg_pool_chunk(p, got[0]), CHUNK, 0));
-	CHECK(pu_holds(sseg_pool_chunk(p, got[1]), CHUNK, 1));
-	/* while it is open, the keeper frees it for no segment of its name */
-	{
-		int fd;
-		uint64_t size;
-
-		CHECK_RC(sseg_keeper_lend(K("kt-pool"), name, &fd, &size), 0);
-		CHECK_RC(sseg_keeper_in_use(fd), 1);
-		close(fd);
-	}
-	sseg_pool_close(p);
-	/* another meaning is refused, kept or not */
-	{
-		SSEG_POOL_OPTS(o, .name = name, .meaning = "model=other", .keeper = K("kt-pool"));
-
-		CHECK_RC(sseg_pool_open(&o, &p), -EINVAL);
-		CHECK_ERR_HAS("means something else");
-	}
-	CHECK_RC(keeper_stop(&k, SIGTERM), 0);
-	/* the keeper gone, nobody has it: a new, empty pool */
-	CHECK_RC(open_kept(name, NULL, &p), 0);
-	CHECK_RC(sseg_pool_info(p, &in), 0);
-	CHECK(in.created == 1 && in.used == 0);
-	sseg_pool_close(p);
-	return 0;
-}
-
 static int map_only_copies(void *arg)
 {
 	char name[64];
@@ -621,7 +559,6 @@ static const struct tu_case cases[] = {
 	{ "broken records reset", broken_records_reset, NULL, 0 },
 	{ "garbage everywhere", garbage_everywhere, NULL, 0 },
 	{ "no other user", no_other_user, NULL, 0 },
-	{ "kept by the keeper", kept_by_the_keeper, NULL, 0 },
 	{ "map only copies", map_only_copies, NULL, 0 },
 	{ "close lets go", close_lets_go, NULL, 0 },
 	{ "bad arguments", bad_arguments, NULL, 0 },

@@ -101,6 +101,7 @@ class HostPool:
         return self._native.contains(_keys(keys), prefix)
 
     def unpin(self, chunks: Sequence[Optional[int]]) -> None:
+        """Lets go of pins get() took, one each (None entries are skipped)."""
         self._native.unpin(list(chunks))
 
     def reserve(self, keys) -> List[Optional[int]]:
@@ -115,9 +116,11 @@ class HostPool:
         return self._native.publish(list(chunks))
 
     def abandon(self, chunks: Sequence[Optional[int]]) -> None:
+        """Gives back reserved chunks unpublished (a store that failed)."""
         self._native.abandon(list(chunks))
 
     def drop(self, keys) -> int:
+        """Forgets keys; how many were dropped (a pinned one is not)."""
         return self._native.drop(_keys(keys))
 
     def info(self) -> Dict[str, Any]:
@@ -137,6 +140,7 @@ class HostPool:
 
     @property
     def closed(self) -> bool:
+        """close() was called."""
         return self._native.closed
 
     def __enter__(self) -> "HostPool":

@@ -130,3 +130,13 @@ def test_other_processes(name):
         info = p.info()
         assert info["reclaims"] == 1 and info["filling"] == 0 and info["pinned"] == 0
         assert info["attached"] == [os.getpid()]
+
+
+def test_the_example():
+    example = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "examples", "pool.py")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(sharedseg.__file__)))
+    run = subprocess.run([sys.executable, example], capture_output=True, text=True, env=env,
+                         timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "loaded: the prefix's KV\n"

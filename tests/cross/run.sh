@@ -32,7 +32,7 @@ tests="$tests|cuda_access|cuda_fabric_hosts|cuda_faults|cuda_fork|cuda_hostreg|c
 tests="$tests|cuda_no_driver|cuda_pending|cuda_placement|cuda_probe|cuda_share|destroy|edges"
 tests="$tests|fake_cuda|intruders|json|layout|local_exchange|local_group|opts|owner_death"
 tests="$tests|parse|symbol_versions|token|verify|structure|hugetlb_closed|hugetlb_use"
-tests="$tests|fuzz_blob|fuzz_exchange|fuzz_layout|fuzz_layout_diff|fuzz_parse"
+tests="$tests|fuzz_blob|fuzz_exchange|fuzz_layout|fuzz_layout_diff|fuzz_parse|pool"
 cd "$build"
 ctest -j "${JOBS:-2}" --timeout 120 --output-on-failure -R "^($tests)\$"
 echo "aarch64 under qemu-user: $(($(date +%s) - start)) s in all"

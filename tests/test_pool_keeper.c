@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The host pool kept by a keeper (`sharedseg keep`): a new pool is left
+ * with it, an open finds it there when no process has it open, and while
+ * one does the keeper frees it for nobody. Apart from test_pool.c, which
+ * the aarch64 leg runs under qemu-user: the keeper's process is the
+ * tool's, which that leg does not start (as test_keeper). */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "keeperproc.h"
+#include "poolutil.h"
+#include "runcases.h"
+#include "testutil.h"
+
+#define CHUNK 4096
+#define MEANING "model=tiny-mla;dtype=bfloat16;block=16;tp=1;seed=0"
+
+static int open_kept(const char *name, const char *keeper, sseg_pool_t **p)
+{
+	SSEG_POOL_OPTS(o, .name = name, .meaning = MEANING, .chunk_size = CHUNK, .chunks = 4,
+		       .pages = SSEG_PAGES_BASE, .keeper = keeper, .timeout_ms = 10000);
+
+	return sseg_pool_open(&o, p);
+}
+
+static int kept_by_the_keeper(void *arg)
+{
+	struct keeper_proc k;
+	struct sseg_pool_info in = { .sz = sizeof(in) };
+	uint8_t keys[2 * SSEG_POOL_KEY_SIZE];
+	uint32_t got[2];
+	char name[64];
+	sseg_pool_t *p;
+
+	(void)arg;
+	keeper_test_init();
+	tu_name(name, sizeof(name), "kept");
+	keeper_start(&k, K("kt-pool"));
+	CHECK_RC(open_kept(name, K("kt-pool"), &p), 0);
+	CHECK_RC(sseg_pool_info(p, &in), 0);
+	CHECK(in.created == 1 && in.kept == 1);
+	CHECK_RC(pu_store(p, 0, 2), 2);
+	sseg_pool_close(p); /* nobody has it open now: the keeper holds it */
+	CHECK_RC(open_kept(name, K("kt-pool"), &p), 0);
+	CHECK_RC(sseg_pool_info(p, &in), 0);
+	CHECK(in.created == 0 && in.kept == 1 && in.used == 2);
+	pu_keys(0, 2, keys);
+	CHECK_RC(sseg_pool_get(p, keys, 2, 0, got), 2);
+	CHECK(pu_holds(sseg_pool_chunk(p, got[0]), CHUNK, 0));
+	CHECK(pu_holds(sseg_pool_chunk(p, got[1]), CHUNK, 1));
+	/* while it is open, the keeper frees it for no segment of its name */
+	{
+		int fd;
+		uint64_t size;
+
+		CHECK_RC(sseg_keeper_lend(K("kt-pool"), name, &fd, &size), 0);
+		CHECK_RC(sseg_keeper_in_use(fd), 1);
+		close(fd);
+	}
+	sseg_pool_close(p);
+	/* another meaning is refused, kept or not */
+	{
+		SSEG_POOL_OPTS(o, .name = name, .meaning = "model=other", .keeper = K("kt-pool"));
+
+		CHECK_RC(sseg_pool_open(&o, &p), -EINVAL);
+		CHECK_ERR_HAS("means something else");
+	}
+	CHECK_RC(keeper_stop(&k, SIGTERM), 0);
+	/* the keeper gone, nobody has it: a new, empty pool */
+	CHECK_RC(open_kept(name, NULL, &p), 0);
+	CHECK_RC(sseg_pool_info(p, &in), 0);
+	CHECK(in.created == 1 && in.used == 0);
+	sseg_pool_close(p);
+	return 0;
+}
+
+static const struct tu_case cases[] = {
+	{ "kept by the keeper", kept_by_the_keeper, NULL, 0 },
+	{ NULL, NULL, NULL, 0 },
+};
+
+int main(int argc, char **argv)
+{
+	return tu_run_cases(argc, argv, cases);
+}
