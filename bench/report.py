@@ -438,7 +438,11 @@ def pool_section(rows):
            "back, per key. No server design can do better than its round trip. "
            "*Copies*: 64 chunks stored (reserve, memcpy in, publish) and loaded (get, memcpy "
            "out, unpin), against memcpy of the same bytes between private buffers of the "
-           "same page kind.\n\n" + _pool_lookups(rows) + "\n" + _pool_copies(rows))
+           "same page kind. LMCache's own multi-process server (0.5.6, `python -m "
+           "lmcache.v1.multiprocess.server --l1-size-gb 1 --eviction-policy LRU` in the "
+           "engines' environment) does not start on this machine: it imports "
+           "`opentelemetry.exporter.prometheus`, which its wheel does not install; it is not "
+           "measured here.\n\n" + _pool_lookups(rows) + "\n" + _pool_copies(rows))
     kill = one(got, bench="pool_reclaim", role="open after a kill")
     clean = one(got, bench="pool_reclaim", role="open")
     if kill and clean:

@@ -315,15 +315,19 @@ static int broken_records_reset(void *arg)
 {
 	uint8_t keys[4 * SSEG_POOL_KEY_SIZE];
 	struct sseg_pool_info in = { .sz = sizeof(in) };
-	uint32_t got[4];
+	uint32_t got[4], held;
 	char name[64];
 	sseg_pool_t *p = fresh(8, name, sizeof(name));
 	struct pool_header *h = (void *)scribbler(p);
 
 	(void)arg;
 	pu_keys(0, 4, keys);
-	/* a key changed under its seal: never served, found, reset */
+	/* a key changed under its seal: never served, found, reset; a chunk
+	 * pinned meanwhile keeps its bytes until let go */
 	CHECK_RC(pu_store(p, 0, 2), 2);
+	CHECK_RC(pu_store(p, 9, 1), 1);
+	pu_keys(9, 1, keys + 3 * SSEG_POOL_KEY_SIZE);
+	CHECK_RC(sseg_pool_get(p, keys + 3 * SSEG_POOL_KEY_SIZE, 1, 0, &held), 1);
 	CHECK_RC(sseg_pool_get(p, keys, 1, 0, got), 1);
 	CHECK_RC(sseg_pool_unpin(p, got, 1), 0);
 	atomic_store(&record(p, got[0])->seal, 12345);
@@ -334,6 +338,12 @@ static int broken_records_reset(void *arg)
 	CHECK_RC(sseg_pool_get(p, keys, 2, 0, got), 0);
 	CHECK_RC(sseg_pool_info(p, &in), 0);
 	CHECK(in.resets == 1 && strstr(in.last_reset, "does not match its seal"));
+	CHECK(in.pinned == 0 && in.free == 8); /* forgotten, but still pinned: */
+	CHECK_RC(pu_store(p, 100, 8), 7);       /* every chunk but the pinned one */
+	CHECK(pu_holds(sseg_pool_chunk(p, held), CHUNK, 9));
+	CHECK_RC(sseg_pool_unpin(p, &held, 1), 0);
+	CHECK_RC(pu_store(p, 200, 1), 1);
+	pu_keys(0, 4, keys);
 	/* a control word no state has */
 	CHECK_RC(pu_store(p, 0, 1), 1);
 	CHECK_RC(sseg_pool_get(p, keys, 1, 0, got), 1);

@@ -3,8 +3,9 @@
  * undone: a geometry that does not match its checksum, a control word or a
  * bucket this library never writes, a record whose key does not match its
  * seal. The reset forgets every key: each chunk becomes free in a new
- * generation, keeping only the pins of live processes (so bytes being read
- * stay until their readers let go), and the index is cleared. Operations
+ * generation, keeping its pins (bytes being read stay until their readers
+ * let go; a dead process's pins go when its slot is reclaimed), and the
+ * index is cleared. Operations
  * in flight meanwhile see free chunks and empty buckets, and serve
  * nothing. */
 #include <stdio.h>
@@ -23,27 +24,17 @@ bool pool_ctl_sound(const struct sseg_pool *p, uint64_t ctl)
 	return CTL_STATE(ctl) != POOL_FILLING || (pins && !(pins & (pins - 1)));
 }
 
-static uint32_t live_slots(const struct sseg_pool *p)
-{
-	uint32_t live = 0;
-
-	for (uint32_t s = 0; s < p->g.slots; s++)
-		if (pool_slot_live(p, (int)s) == 1)
-			live |= 1u << s;
-	return live;
-}
-
 static void reset(struct sseg_pool *p, const char *why)
 {
-	uint32_t live = live_slots(p);
-
 	snprintf(p->h->last_reset, sizeof(p->h->last_reset), "%s", why);
 	for (uint32_t c = 0; c < p->g.chunks; c++) {
 		_Atomic uint64_t *ctl = &p->chunks[c].ctl;
 		uint64_t seen = atomic_load(ctl), want;
 
 		do {
-			uint32_t pins = pool_ctl_sound(p, seen) ? CTL_PINS(seen) & live : 0;
+			/* pins stay: a process attached a moment ago may be reading;
+			 * a dead one's go with its slot (slots.c) */
+			uint32_t pins = pool_ctl_sound(p, seen) ? CTL_PINS(seen) : 0;
 
 			want = CTL_MAKE((CTL_GEN(seen) + 1) & CTL_GEN_MASK, POOL_FREE, pins);
 		} while (!atomic_compare_exchange_weak(ctl, &seen, want));
@@ -159,7 +150,7 @@ int sseg_pool_check(sseg_pool_t *p)
 	sseg_err_clear();
 	if (!p)
 		return sseg_err(-EINVAL, "sseg_pool_check: NULL pool");
-	pool_reclaim_dead(p);
+	pool_reclaim_dead(p, true);
 	if (memcmp(&p->h->g, &p->g, sizeof(p->g)) || p->h->checksum != pool_geometry_sum(&p->g))
 		return pool_broken(p, "its header was changed since it was made");
 	for (uint32_t c = 0; c < p->g.chunks; c++) {

@@ -195,7 +195,7 @@ static int attach(struct sseg_pool *p, const struct sseg_pool_opts *o, uint64_t 
 				"chunks", p->g.name, (unsigned long long)p->g.chunks);
 	rc = pool_slot_take(p);
 	if (!rc)
-		pool_reclaim_dead(p);
+		pool_reclaim_dead(p, false);
 	return rc;
 }
 

@@ -227,7 +227,7 @@ static int reserve_one(struct sseg_pool *p, const struct pool_key *k, uint32_t *
 	if (rc)
 		return rc < 0 ? rc : 0; /* there, or on its way */
 	rc = clock_take(p, &c);
-	if (rc == 0 && pool_reclaim_dead(p) > 0)
+	if (rc == 0 && pool_reclaim_dead(p, false) > 0)
 		rc = clock_take(p, &c);
 	if (rc <= 0)
 		return rc ? rc : -ENOSPC;

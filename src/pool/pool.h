@@ -58,8 +58,10 @@ SSEG_HIDDEN int pool_index_find(struct sseg_pool *p, const struct pool_key *k, u
 /* slots.c */
 SSEG_HIDDEN int pool_slot_take(struct sseg_pool *p);
 SSEG_HIDDEN void pool_slot_leave(struct sseg_pool *p);
-/* Frees what processes that died held; the number of slots reclaimed. */
-SSEG_HIDDEN int pool_reclaim_dead(struct sseg_pool *p);
+/* Frees what processes that died held: of the slots that name a process,
+ * or of every slot nobody holds (a pin bit written by something other
+ * than sharedseg goes too); the number of slots that held anything. */
+SSEG_HIDDEN int pool_reclaim_dead(struct sseg_pool *p, bool every);
 /* 1 when a live process holds slot s, 0 when none, negative on error. */
 SSEG_HIDDEN int pool_slot_live(const struct sseg_pool *p, int s);
 

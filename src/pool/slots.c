@@ -111,14 +111,26 @@ void pool_slot_leave(struct sseg_pool *p)
 	p->slot = -1;
 }
 
-int pool_reclaim_dead(struct sseg_pool *p)
+/* The slots whose bit some control word has. */
+static uint32_t bits_in_use(const struct sseg_pool *p)
 {
+	uint32_t bits = 0;
+
+	for (uint32_t c = 0; c < p->g.chunks; c++)
+		bits |= CTL_PINS(atomic_load_explicit(&p->chunks[c].ctl, memory_order_relaxed));
+	return bits;
+}
+
+int pool_reclaim_dead(struct sseg_pool *p, bool every)
+{
+	uint32_t bits = every ? bits_in_use(p) : 0;
 	int freed = 0;
 
 	for (int s = 0; s < (int)p->g.slots; s++) {
 		struct flock l = slot_lock(s, F_UNLCK);
 
-		if (s == p->slot || !atomic_load_explicit(&p->slots[s].pid, memory_order_relaxed))
+		if (s == p->slot || (!(bits & (1u << s)) &&
+				     !atomic_load_explicit(&p->slots[s].pid, memory_order_relaxed)))
 			continue;
 		if (lock_slot(p, s, F_WRLCK) != 1)
 			continue;
