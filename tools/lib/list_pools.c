@@ -19,22 +19,20 @@ struct rundir_names {
 	int nkeepers;
 };
 
-/* The keepers that listen in the runtime directory: their socket files. */
-static void find_keepers(int dir, struct rundir_names *r)
+/* The keepers that listen in the runtime directory: their socket files.
+ * Reads d through; the caller rewinds it. */
+static void find_keepers(DIR *d, struct rundir_names *r)
 {
-	DIR *d = fdopendir(dup(dir));
 	struct dirent *e;
 
-	while (d && (e = readdir(d)) && r->nkeepers < KEEPERS_MAX) {
+	while ((e = readdir(d)) && r->nkeepers < KEEPERS_MAX) {
 		struct stat st;
 
 		if (strncmp(e->d_name, "keep-", 5) || strchr(e->d_name, '.') ||
-		    fstatat(dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISSOCK(st.st_mode))
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISSOCK(st.st_mode))
 			continue;
 		snprintf(r->keepers[r->nkeepers++], SSEG_NAME_MAX + 1, "%s", e->d_name + 5);
 	}
-	if (d)
-		closedir(d);
 }
 
 /* The keeper that holds the pool whose memfd is inode ino, if one does. */
@@ -106,7 +104,8 @@ void sseg_list_pools(struct sseg_list *l)
 		return;
 	r = calloc(1, sizeof(*r));
 	if (r)
-		find_keepers(dirfd(d), r);
+		find_keepers(d, r);
+	rewinddir(d);
 	while (r && (e = readdir(d))) {
 		sseg_pool_t *p;
 
