@@ -130,6 +130,9 @@ int pool_declaration_check(const struct pool_geometry *g, const struct sseg_pool
 	const char *mine = o->meaning ? o->meaning : "";
 	char have[32], want[32];
 
+	/* what the bytes mean first: it says why the sizes differ too */
+	if (o->meaning && strcmp(mine, g->meaning))
+		return meaning_differs(g, mine);
 	if (o->chunk_size && o->chunk_size != g->chunk_size) {
 		sseg_format_size(g->chunk_size, have, sizeof(have));
 		sseg_format_size(o->chunk_size, want, sizeof(want));
@@ -140,8 +143,6 @@ int pool_declaration_check(const struct pool_geometry *g, const struct sseg_pool
 		return sseg_err(-EINVAL, "pool '%s' has %llu chunks; this process declares %llu",
 				g->name, (unsigned long long)g->chunks,
 				(unsigned long long)o->chunks);
-	if (o->meaning && strcmp(mine, g->meaning))
-		return meaning_differs(g, mine);
 	return 0;
 }
 

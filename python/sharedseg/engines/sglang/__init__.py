@@ -6,6 +6,7 @@ there, and the names it takes from SGLang."""
 from ..base import Engine
 
 PLUGIN = "sharedseg.sglang"
+STORAGE = "sharedseg.sglang (storage)"
 # The modules that call get_allocator_from_storage and
 # host_memory_budget_bytes by the names they imported (0.5.23), and those
 # that define them.
@@ -27,12 +28,17 @@ ENGINE = Engine(
         PLUGIN: "python/tests/test_sglang.py on the engines leg (make test-python-pypi): "
                 "SGLang's own MLA and MHA host pools on CPU over 2 and 4 gloo ranks, switched "
                 "on by SHAREDSEG_SGLANG in spawned processes through its plugin loader; "
-                "SGLang's host memory guard, without a budget scope of the tests' own"}},
+                "SGLang's host memory guard, without a budget scope of the tests' own",
+        STORAGE: "python/tests/test_sglang_storage.py on the engines leg (make "
+                 "test-python-pypi): the host pool as HiCache's storage tier, built by SGLang's "
+                 "own storage factory from the documented configuration over SGLang's own MLA "
+                 "and MHA host pools on CPU, in separate processes as separate engines"}},
     names={PLUGIN: {**{m: ("get_allocator_from_storage", "host_memory_budget_bytes")
                        for m in USERS},
                     BASE: ("get_allocator_from_storage", "host_memory_budget_bytes",
                            "ranks_per_host"),
                     COMMON: ("get_allocator_from_storage", "HostTensorAllocator"),
                     "sglang.srt.mem_cache.pool_host.mla": ("MLATokenToKVPoolHost",),
-                    "sglang.srt.runtime_context": ("get_parallel",)}},
+                    "sglang.srt.runtime_context": ("get_parallel",)},
+           STORAGE: {"sglang.srt.mem_cache.hicache_storage": ("HiCacheStorage",)}},
     release_parts=3)
