@@ -59,6 +59,8 @@ static int stores_and_finds(void *arg)
 	CHECK_RC(sseg_pool_drop(p, keys, 1), 0);
 	CHECK_RC(sseg_pool_unpin(p, got, 3), 0);
 	CHECK_RC(sseg_pool_drop(p, keys, 1), 1);
+	CHECK_RC(sseg_pool_drop(p, keys, 1), 0);                          /* gone already */
+	CHECK_RC(sseg_pool_drop(p, keys + 3 * SSEG_POOL_KEY_SIZE, 1), 0); /* never stored */
 	CHECK_RC(sseg_pool_contains(p, keys, 3, 0), 2);
 	/* stored twice: the second store takes nothing */
 	CHECK_RC(pu_store(p, 101, 2), 0);

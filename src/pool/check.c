@@ -146,12 +146,36 @@ int pool_declaration_check(const struct pool_geometry *g, const struct sseg_pool
 	return 0;
 }
 
+/* This process's bit where this handle neither pins nor fills: written by
+ * something else, it would keep the chunk for as long as this process
+ * lives. */
+static void forget_phantoms(struct sseg_pool *p)
+{
+	if (p->slot < 0)
+		return;
+	pthread_mutex_lock(&p->lock);
+	for (uint32_t c = 0; c < p->g.chunks; c++) {
+		_Atomic uint64_t *ctl = &p->chunks[c].ctl;
+		uint64_t seen = atomic_load(ctl);
+
+		if (!(CTL_PINS(seen) & p->bit) || p->pins[c] || p->reserved[c])
+			continue;
+		if (CTL_STATE(seen) == POOL_FILLING && CTL_PINS(seen) == p->bit)
+			atomic_compare_exchange_strong(ctl, &seen,
+						       CTL_MAKE(CTL_GEN(seen), POOL_FREE, 0));
+		else
+			atomic_fetch_and(ctl, ~(uint64_t)p->bit);
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
 int sseg_pool_check(sseg_pool_t *p)
 {
 	sseg_err_clear();
 	if (!p)
 		return sseg_err(-EINVAL, "sseg_pool_check: NULL pool");
 	pool_reclaim_dead(p, true);
+	forget_phantoms(p);
 	if (memcmp(&p->h->g, &p->g, sizeof(p->g)) || p->h->checksum != pool_geometry_sum(&p->g))
 		return pool_broken(p, "its header was changed since it was made");
 	for (uint32_t c = 0; c < p->g.chunks; c++) {

@@ -381,6 +381,8 @@ int sseg_pool_drop(sseg_pool_t *p, const void *keys, int n)
 		rc = pool_index_find(p, &k, hash, false, &c, &ctl);
 		if (rc < 0)
 			break;
+		if (rc == 0) /* not there */
+			continue;
 		rc = 0;
 		if (CTL_PINS(ctl) || CTL_STATE(ctl) != POOL_READY)
 			continue;

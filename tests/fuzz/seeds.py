@@ -157,6 +157,26 @@ def frame_seeds():
     write("frame", "cut", b"\x09" + frame(9, 2, 1, 40)[:13])
 
 
+def pool_seeds():
+    """Steps of fuzz_pool.c: op byte, key byte, operands."""
+    def store(k):
+        return bytes([0, k])
+
+    def get(k):
+        return bytes([1, k])
+
+    def scribble(offset, data):
+        return bytes([3, 0]) + struct.pack("<QB", offset, len(data)) + data
+    write("pool", "store-then-get", store(1) + store(2) + get(1) + get(2) + get(3))
+    write("pool", "evict-all", b"".join(store(k) for k in range(24)) + get(0) + get(23))
+    write("pool", "drop-pinned", store(5) + get(5) + bytes([2, 5]) + get(5))
+    # the slots come first: 32 of 64 bytes, then the chunks' records
+    write("pool", "scribble-a-record", store(1) + scribble(32 * 64 + 8, b"\xff" * 8) + get(1)
+          + bytes([4, 0]) + get(1))
+    write("pool", "scribble-a-control-word", store(1) + store(2) + scribble(32 * 64, b"\x07" * 8)
+          + get(1) + get(2))
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 1:
         CORPUS = sys.argv[1]
@@ -166,3 +186,4 @@ if __name__ == "__main__":
     layout_seeds()
     exchange_seeds()
     frame_seeds()
+    pool_seeds()
