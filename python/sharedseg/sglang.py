@@ -3,10 +3,7 @@
 group: the module SGLang's plugin entry point names
 (sharedseg.sglang:plugin), with install()/uninstall() for Python and
 `python -m sharedseg.sglang --check`. The adapter is
-sharedseg.engines.sglang.plugin; this module is its documented name.
-HostPoolStorage, SGLang's HiCache storage tier on the host pool
-(sharedseg.engines.sglang.storage), is loaded from here by SGLang's
-"dynamic" storage backend, on first use (it imports SGLang)."""
+sharedseg.engines.sglang.plugin; this module is its documented name."""
 import sys
 
 if __name__ == "__main__":
@@ -21,13 +18,4 @@ from .engines.sglang.plugin import (SERVED, SWITCH, SharedSegHostTensorAllocator
                                     switch_request, uninstall)
 
 __all__ = ["plugin", "install", "uninstall", "installed", "SharedSegHostTensorAllocator",
-           "ENGINE", "SWITCH", "SERVED", "USERS", "check_version", "refused", "switch_request",
-           "HostPoolStorage"]
-
-
-def __getattr__(name):
-    # The storage tier imports SGLang: only when SGLang's loader asks for it.
-    if name == "HostPoolStorage":
-        from .engines.sglang.storage import HostPoolStorage
-        return HostPoolStorage
-    raise AttributeError(f"module 'sharedseg.sglang' has no attribute {name!r}")
+           "ENGINE", "SWITCH", "SERVED", "USERS", "check_version", "refused", "switch_request"]

@@ -137,5 +137,5 @@ def test_the_documented_line_is_what_the_tests_build():
     args = parser.parse_args(argv[3:])
     assert args.enable_hierarchical_cache and args.hicache_storage_backend == "dynamic"
     assert json.loads(args.hicache_storage_backend_extra_config) == {
-        "backend_name": "sharedseg", "module_path": "sharedseg.sglang",
+        "backend_name": "sharedseg", "module_path": "sharedseg.engines.sglang.storage",
         "class_name": "HostPoolStorage", "interface_v1": 1, "pool": "kv"}

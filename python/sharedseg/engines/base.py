@@ -373,6 +373,12 @@ def create(name: str, request: SegmentRequest, **call: Any) -> SharedSegment:
                                              fallback=False), call)
 
 
+def parse_size(value: Any) -> int:
+    """Bytes of a size setting: an int, or text as the C library reads it
+    ("64GiB", "4096"); ValueError names a malformed one."""
+    return _native.parse("size", value) if isinstance(value, str) else int(value)
+
+
 def group_size(group: Any, world_size: Optional[int] = None) -> int:
     """The ranks of a group: world_size where given, else the group's (a
     coordinator's world_size, a process group's size()); one without a

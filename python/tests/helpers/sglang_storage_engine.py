@@ -31,7 +31,7 @@ def main():
     from sglang.srt.mem_cache.storage import StorageBackendFactory
     host = (sglang_ranks.mla_pool("layer_first")[0] if kind == "mla"
             else sglang_ranks.mha_pool(tp_rank))
-    config = {"backend_name": "sharedseg", "module_path": "sharedseg.sglang",
+    config = {"backend_name": "sharedseg", "module_path": "sharedseg.engines.sglang.storage",
               "class_name": "HostPoolStorage", "interface_v1": 1, "pool": name,
               "size": "1MiB", "pages": "base"}
     config.update(json.loads(extra))

@@ -8,7 +8,7 @@ earlier ones stored while any of them, or the keeper, holds the pool.
 SGLang loads it as an out-of-tree backend, with its own flags:
 
     --hicache-storage-backend dynamic --hicache-storage-backend-extra-config
-    '{"backend_name": "sharedseg", "module_path": "sharedseg.sglang",
+    '{"backend_name": "sharedseg", "module_path": "sharedseg.engines.sglang.storage",
       "class_name": "HostPoolStorage", "interface_v1": 1, "pool": "kv"}'
 
 Settings in the same object: "pool" (the pool's name, required), "size"
@@ -28,8 +28,8 @@ from typing import Any, List, Optional
 import torch
 
 from . import ENGINE, STORAGE
-from ...pool import HostPool, pool_key
-from ..._native import SharedSegmentError, parse
+from ... import HostPool, SharedSegmentError, pool_key
+from ..base import parse_size
 
 _log = logging.getLogger("sharedseg.sglang")
 
@@ -71,8 +71,7 @@ class HostPoolStorage(HiCacheStorage):
         self.page_bytes = self.numel * page.element_size()
         self.page_size = mem_pool_host.page_size
         chunk = -(-self.page_bytes // 64) * 64
-        size = self.settings.get("size", DEFAULT_SIZE)
-        size = parse("size", size) if isinstance(size, str) else int(size)
+        size = parse_size(self.settings.get("size", DEFAULT_SIZE))
         c = self.config
         meaning = ";".join((
             "engine=sglang", f"model={c.model_name}", f"pool={type(mem_pool_host).__name__}",
