@@ -502,6 +502,42 @@ static int map_only_copies(void *arg)
 	return 0;
 }
 
+/* A map-only open may be the first (an engine's workers start before its
+ * scheduler): the pool it makes is the one every later open finds, while
+ * it alone has it open too. */
+static int map_only_maker_is_found(void *arg)
+{
+	char name[64];
+	sseg_pool_t *m, *p, *q;
+	struct sseg_pool_info mi = { .sz = sizeof(mi) }, in = { .sz = sizeof(in) };
+	uint8_t keys[SSEG_POOL_KEY_SIZE];
+	uint32_t got;
+
+	(void)arg;
+	tu_name(name, sizeof(name), "mapmaker");
+	CHECK_RC(pu_open(name, CHUNK, 4, MEANING, SSEG_POOL_MAP_ONLY, &m), 0);
+	CHECK_RC(sseg_pool_info(m, &mi), 0);
+	CHECK(mi.created == 1 && mi.slot == -1);
+	CHECK_RC(pu_open(name, CHUNK, 4, MEANING, 0, &p), 0);
+	CHECK_RC(sseg_pool_info(p, &in), 0);
+	CHECK(in.created == 0 && in.inode == mi.inode);
+	CHECK_RC(pu_store(p, 0, 1), 1);
+	pu_keys(0, 1, keys);
+	CHECK_RC(sseg_pool_get(p, keys, 1, 0, &got), 1);
+	CHECK(pu_holds(sseg_pool_chunk(m, got), CHUNK, 0));
+	sseg_pool_close(p); /* the map-only handle still has it: found again */
+	CHECK_RC(pu_open(name, CHUNK, 4, MEANING, 0, &q), 0);
+	CHECK_RC(sseg_pool_info(q, &in), 0);
+	CHECK(in.created == 0 && in.inode == mi.inode && in.used == 1);
+	sseg_pool_close(q);
+	sseg_pool_close(m);
+	CHECK_RC(pu_open(name, CHUNK, 4, MEANING, 0, &q), 0); /* nobody had it: a new one */
+	CHECK_RC(sseg_pool_info(q, &in), 0);
+	CHECK(in.created == 1 && in.used == 0);
+	sseg_pool_close(q);
+	return 0;
+}
+
 static int close_lets_go(void *arg)
 {
 	char name[64];
@@ -572,6 +608,7 @@ static const struct tu_case cases[] = {
 	{ "garbage everywhere", garbage_everywhere, NULL, 0 },
 	{ "no other user", no_other_user, NULL, 0 },
 	{ "map only copies", map_only_copies, NULL, 0 },
+	{ "a map-only maker is found", map_only_maker_is_found, NULL, 0 },
 	{ "close lets go", close_lets_go, NULL, 0 },
 	{ "bad arguments", bad_arguments, NULL, 0 },
 	{ NULL, NULL, NULL, 0 },

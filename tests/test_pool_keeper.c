@@ -76,8 +76,52 @@ static int kept_by_the_keeper(void *arg)
 	return 0;
 }
 
+/* Kept whoever closes it last: an open that finds the pool in another
+ * process says it is kept when the keeper it names holds that very pool,
+ * and leaves it with the keeper when the keeper holds none of its name (a
+ * keeper restarted since the pool was made). */
+static int kept_whoever_closes_last(void *arg)
+{
+	struct keeper_proc k;
+	struct sseg_pool_info in = { .sz = sizeof(in) };
+	char name[64];
+	sseg_pool_t *a, *b;
+
+	(void)arg;
+	keeper_test_init();
+	tu_name(name, sizeof(name), "last");
+	keeper_start(&k, K("kt-last"));
+	CHECK_RC(open_kept(name, K("kt-last"), &a), 0);
+	CHECK_RC(pu_store(a, 0, 2), 2);
+	CHECK_RC(open_kept(name, K("kt-last"), &b), 0);
+	CHECK_RC(sseg_pool_info(b, &in), 0);
+	CHECK(in.created == 0 && in.kept == 1);
+	sseg_pool_close(a); /* the maker first: the other is the last to close */
+	sseg_pool_close(b);
+	CHECK_RC(open_kept(name, K("kt-last"), &a), 0);
+	CHECK_RC(sseg_pool_info(a, &in), 0);
+	CHECK(in.created == 0 && in.kept == 1 && in.used == 2);
+
+	/* the keeper restarted while the pool is open: the next open leaves it
+	 * with the new one */
+	CHECK_RC(keeper_stop(&k, SIGTERM), 0);
+	keeper_start(&k, K("kt-last"));
+	CHECK_RC(open_kept(name, K("kt-last"), &b), 0);
+	CHECK_RC(sseg_pool_info(b, &in), 0);
+	CHECK(in.created == 0 && in.kept == 1);
+	sseg_pool_close(a);
+	sseg_pool_close(b);
+	CHECK_RC(open_kept(name, K("kt-last"), &a), 0);
+	CHECK_RC(sseg_pool_info(a, &in), 0);
+	CHECK(in.created == 0 && in.kept == 1 && in.used == 2);
+	sseg_pool_close(a);
+	CHECK_RC(keeper_stop(&k, SIGTERM), 0);
+	return 0;
+}
+
 static const struct tu_case cases[] = {
 	{ "kept by the keeper", kept_by_the_keeper, NULL, 0 },
+	{ "kept whoever closes last", kept_whoever_closes_last, NULL, 0 },
 	{ NULL, NULL, NULL, 0 },
 };
 

@@ -214,6 +214,34 @@ def test_ls_lists_a_pool_as_the_c_tool_does():
     assert not [p for p in sharedseg.list_pools() if p["name"] == name]
 
 
+def test_ls_names_the_keeper_of_a_pool_among_a_hundred_dead_keepers():
+    """A keeper killed leaves its socket behind: ls still finds the live
+    keeper that holds a pool, however many dead ones lie beside it."""
+    import socket
+    from conftest import start_keeper
+    name = f"py-ls-kept-{os.getpid()}"
+    keeper = start_keeper(name)
+    with open("/proc/net/unix") as f:
+        rundir = next(os.path.dirname(ln.split()[-1]) for ln in f
+                      if ln.rstrip().endswith(f"/keep-{name}"))
+    dead = [os.path.join(rundir, f"keep-dead-{os.getpid()}-{i}") for i in range(100)]
+    try:
+        for path in dead:  # bound and closed: a socket file nobody listens on
+            with socket.socket(socket.AF_UNIX) as s:
+                s.bind(path)
+        with sharedseg.HostPool.open(name, meaning="m", chunk_size=4096, chunks=2, pages="base",
+                                     keeper=name):
+            ours, theirs = both("ls", "--json")
+            for out in (ours, theirs):
+                (e,) = [p for p in json.loads(out.stdout)["pools"] if p["name"] == name]
+                assert e["kept_by"] == name, e
+    finally:
+        for path in dead:
+            os.unlink(path)
+        keeper.terminate()
+        keeper.communicate(timeout=30)
+
+
 HOLDER = '''
 import sys
 import sharedseg

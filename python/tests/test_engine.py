@@ -128,7 +128,8 @@ def test_a_request_is_one_frozen_object_from_the_settings_to_the_create():
     with pytest.raises(dataclasses.FrozenInstanceError):
         request.pages = "thp"
     assert request.settings() == dict(pages="base", numa=None, populate=None,
-                                      populate_threads=2, pin="auto", timeout=None, keep=None)
+                                      populate_threads=2, pin="auto", timeout=None, keep=None,
+                                      pool=None)
     assert list(request.settings()) == list(base.SETTINGS)
     with pytest.raises(ValueError, match=r"decided for the engine's platform \(on\(\)\)"):
         base.create("py-engine-undecided", request, size=4096)

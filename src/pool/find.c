@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Finding a pool's memfd by name, with no server: the name's record file
  * in this user's runtime directory (pool.NAME, mode 0600, in a directory
- * only this user may enter) lists, a slot each, the processes that have
- * the pool open and the number of their fd. A process opening the name
+ * only this user may enter) lists the processes that have the pool open and
+ * the number of their fd: a record a slot, then records for processes that
+ * opened it map-only (a worker may be the first to open it). A process opening the name
  * locks the file, opens /proc/PID/fd/N of a listed process (a new open
  * file description of the same memfd; the kernel lets only this user's
  * processes do it), checks that it is the file and the pool recorded, and
@@ -28,6 +29,10 @@ struct who_record {
 	uint64_t dev, ino;
 	uint8_t id[16];
 };
+
+/* Records of map-only handles, after the slots' */
+#define WHO_MAP_ONLY 224
+#define WHO_RECORDS (SSEG_POOL_SLOTS + WHO_MAP_ONLY)
 
 static int who_open(const char *name, int *fd)
 {
@@ -148,16 +153,35 @@ static int found(int fd, struct pool_found *f)
 	return 0;
 }
 
+/* Whether opts->keeper holds the pool whose memfd is fd: 1 it does, 0 it
+ * holds none of that name, -1 it holds another. */
+static int keeper_holds(const struct sseg_pool_opts *o, int fd)
+{
+	struct stat mine, its;
+	int lent, rc = from_keeper(o, &lent);
+
+	if (rc <= 0)
+		return 0;
+	rc = !fstat(fd, &mine) && !fstat(lent, &its) && mine.st_dev == its.st_dev &&
+	     mine.st_ino == its.st_ino ? 1 : -1;
+	close(lent);
+	return rc;
+}
+
 static int find_locked(const struct sseg_pool_opts *o, struct pool_found *f)
 {
-	struct who_record recs[SSEG_POOL_SLOTS];
+	struct who_record recs[WHO_RECORDS];
 	ssize_t got = pread(f->who_fd, recs, sizeof(recs), 0);
 	int fd, rc;
 
 	for (ssize_t i = 0; got > 0 && i < got / (ssize_t)sizeof(recs[0]); i++) {
 		fd = from_record(&recs[i], o->name);
-		if (fd >= 0)
-			return found(fd, f);
+		if (fd < 0)
+			continue;
+		rc = found(fd, f);
+		if (!rc && o->keeper) /* kept by the keeper this open names? */
+			f->kept = keeper_holds(o, fd);
+		return rc;
 	}
 	rc = from_keeper(o, &fd);
 	if (rc < 0)
@@ -228,17 +252,22 @@ int pool_find(const struct sseg_pool_opts *o, struct pool_found *f)
 	return rc;
 }
 
+static bool is_mine(const struct who_record *rec, const struct sseg_pool *p)
+{
+	return rec->used && rec->pid == (uint64_t)getpid() && rec->fd == p->fd;
+}
+
 void pool_forget(const struct sseg_pool *p)
 {
-	struct who_record recs[SSEG_POOL_SLOTS];
+	struct who_record recs[WHO_RECORDS];
 	ssize_t got;
 	int fd;
 
-	if (p->slot < 0 || p->kept || who_take(p->g.name, sseg_now() + 5, &fd))
+	if (p->kept || who_take(p->g.name, sseg_now() + 5, &fd))
 		return;
 	got = pread(fd, recs, sizeof(recs), 0);
 	for (ssize_t i = 0; got > 0 && i < got / (ssize_t)sizeof(recs[0]); i++) {
-		int other = i == p->slot ? -1 : from_record(&recs[i], p->g.name);
+		int other = is_mine(&recs[i], p) ? -1 : from_record(&recs[i], p->g.name);
 
 		if (other >= 0) { /* another process has it open: it stays findable */
 			close(other);
@@ -249,16 +278,36 @@ void pool_forget(const struct sseg_pool *p)
 	who_unlink(p->g.name);
 	close(fd);
 }
+/* Where a map-only handle lists itself: the first record past the slots'
+ * that lists no live process with the pool open; -1 when all do. */
+static int map_only_index(int who_fd, const char *name)
+{
+	struct who_record recs[WHO_MAP_ONLY];
+	ssize_t got = pread(who_fd, recs, sizeof(recs),
+			    (off_t)(SSEG_POOL_SLOTS * sizeof(struct who_record)));
+	int i, fd;
+
+	for (i = 0; got > 0 && i < got / (ssize_t)sizeof(recs[0]); i++) {
+		fd = from_record(&recs[i], name);
+		if (fd < 0)
+			return (int)SSEG_POOL_SLOTS + i;
+		close(fd);
+	}
+	return i < WHO_MAP_ONLY ? (int)SSEG_POOL_SLOTS + i : -1;
+}
+
 void pool_found_done(struct pool_found *f, const struct sseg_pool *p)
 {
 	struct stat st;
+	int at = !p || f->who_fd < 0 ? -1 :
+		 p->slot >= 0 ? (int)p->slot : map_only_index(f->who_fd, p->g.name);
 
-	if (p && p->slot >= 0 && !fstat(p->fd, &st)) {
+	if (at >= 0 && !fstat(p->fd, &st)) {
 		struct who_record rec = { .pid = (uint64_t)getpid(), .fd = p->fd, .used = 1,
 					  .dev = st.st_dev, .ino = st.st_ino };
 
 		memcpy(rec.id, p->g.id, sizeof(rec.id));
-		if (pwrite(f->who_fd, &rec, sizeof(rec), (off_t)(p->slot * sizeof(rec))) !=
+		if (pwrite(f->who_fd, &rec, sizeof(rec), (off_t)(at * sizeof(rec))) !=
 		    (ssize_t)sizeof(rec))
 			sseg_log(SSEG_LOG_WARN, "pool '%s': cannot list this process in its record; "
 				 "others find the pool through the rest", p->g.name);

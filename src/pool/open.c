@@ -225,7 +225,7 @@ int sseg_pool_open(const struct sseg_pool_opts *o, sseg_pool_t **out)
 	}
 	p->fd = f.fd;
 	p->created = f.created;
-	p->kept = f.kept;
+	p->kept = f.kept == 1;
 	rc = attach(p, o, f.size);
 	if (rc) {
 		pool_slot_leave(p);
@@ -233,7 +233,9 @@ int sseg_pool_open(const struct sseg_pool_opts *o, sseg_pool_t **out)
 		unmap_pool(p, f.size);
 		return rc;
 	}
-	if (p->created && o->keeper)
+	/* made here, or open elsewhere while the keeper holds none of its name
+	 * (restarted since): left with the keeper */
+	if (o->keeper && (p->created || f.kept == 0))
 		p->kept = pool_keep(o, p) == 0;
 	pool_found_done(&f, p);
 	*out = p;

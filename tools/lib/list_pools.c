@@ -12,11 +12,11 @@
 #include "os/file.h"
 #include "os/named.h"
 
-#define KEEPERS_MAX 64
-
+/* Every keeper socket in the runtime directory, however many a host has
+ * (a keeper killed leaves its socket: hundreds after a test run). */
 struct rundir_names {
-	char keepers[KEEPERS_MAX][SSEG_NAME_MAX + 1];
-	int nkeepers;
+	char (*keepers)[SSEG_NAME_MAX + 1];
+	int nkeepers, cap;
 };
 
 /* The keepers that listen in the runtime directory: their socket files.
@@ -25,12 +25,19 @@ static void find_keepers(DIR *d, struct rundir_names *r)
 {
 	struct dirent *e;
 
-	while ((e = readdir(d)) && r->nkeepers < KEEPERS_MAX) {
+	while ((e = readdir(d))) {
 		struct stat st;
 
 		if (strncmp(e->d_name, "keep-", 5) || strchr(e->d_name, '.') ||
 		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISSOCK(st.st_mode))
 			continue;
+		if (r->nkeepers == r->cap) {
+			void *more = sseg_list_grown(r->keepers, &r->cap, sizeof(*r->keepers));
+
+			if (!more)
+				return;
+			r->keepers = more;
+		}
 		snprintf(r->keepers[r->nkeepers++], SSEG_NAME_MAX + 1, "%s", e->d_name + 5);
 	}
 }
@@ -116,6 +123,8 @@ void sseg_list_pools(struct sseg_list *l)
 			describe(l, p, r);
 		sseg_pool_close(p);
 	}
+	if (r)
+		free(r->keepers);
 	free(r);
 	closedir(d);
 	sseg_err_clear();

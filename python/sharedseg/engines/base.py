@@ -200,6 +200,9 @@ def _help() -> Dict[str, str]:
         "keep": "a keeper's name (sharedseg keep --name NAME): the tier outlives the engine, "
                 "and the next one of the same configuration serves from it (vLLM only; "
                 "default none)",
+        "pool": "a host pool's name: every engine of the same configuration on this host "
+                "that names it shares one tier, and with keep the keeper holds it between "
+                "engines (vLLM only; default none)",
     }
 
 
@@ -228,6 +231,7 @@ class SegmentRequest:
     pin: str = "auto"
     timeout: Any = None
     keep: Optional[str] = None
+    pool: Optional[str] = None
     platform: Optional[str] = None
     backend: Optional[str] = None
     fallback: bool = False
@@ -248,16 +252,34 @@ class SegmentRequest:
                              f"{', '.join(map(repr, unknown))} in {where}; known: "
                              + settings_help())
         request = cls(**given)
-        keep = request.keep
-        if keep is not None and not keeps:
-            raise ValueError(f"sharedseg setting keep in {where}: only vLLM's adapter keeps a "
-                             f"tier between engines (its index of blocks is vLLM's)")
-        if keep is not None and (not isinstance(keep, str) or not keep):
-            raise ValueError(f"sharedseg setting keep={keep!r} in {where}: expected a keeper's "
-                             f"name (sharedseg keep --name NAME)")
-        if keep is not None and request.pin == "vmm":
-            raise ValueError(f"sharedseg settings keep and pin='vmm' in {where}: a keeper holds "
-                             f"memfd segments only (use pin auto or host_register)")
+        # The vLLM-only names: (setting, why other adapters refuse it, what it
+        # names, why pin vmm cannot serve it).
+        for name, only, what, no_vmm in (
+                ("keep", "keeps a tier between engines (its index of blocks is vLLM's)",
+                 "a keeper's name (sharedseg keep --name NAME)",
+                 "a keeper holds memfd segments only"),
+                ("pool", "serves its tier from a host pool (SGLang's is its storage tier, "
+                         "sharedseg.engines.sglang.storage)",
+                 "a pool's name", "a host pool is a memfd")):
+            value = getattr(request, name)
+            if value is None:
+                continue
+            if not keeps:
+                raise ValueError(f"sharedseg setting {name} in {where}: only vLLM's adapter "
+                                 f"{only}")
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"sharedseg setting {name}={value!r} in {where}: expected "
+                                 f"{what}")
+            if request.pin == "vmm":
+                raise ValueError(f"sharedseg settings {name} and pin='vmm' in {where}: {no_vmm} "
+                                 f"(use pin auto or host_register)")
+        pool = request.pool
+        unused = [k for k in ("numa", "populate", "populate_threads", "timeout")
+                  if pool is not None and getattr(request, k) != getattr(cls, k)]
+        if unused:
+            raise ValueError(f"sharedseg setting{'s' if len(unused) > 1 else ''} "
+                             f"{', '.join(unused)} in {where}: a host pool takes pages, pin "
+                             f"and keep only")
         threads = request.populate_threads
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
             raise ValueError(f"sharedseg setting populate_threads={threads!r} in {where}: "
@@ -280,7 +302,10 @@ class SegmentRequest:
         elsewhere). "host_register" and "vmm" need CUDA: ValueError
         elsewhere."""
         pin, fallback = self.pin, False
-        if self.keep and pin == "auto" and platform == PINNING_PLATFORM:
+        if self.pool and pin == "auto" and platform == PINNING_PLATFORM:
+            pin = "host_register"
+            log.info("pin auto is host_register: host pool '%s' is a memfd", self.pool)
+        elif self.keep and pin == "auto" and platform == PINNING_PLATFORM:
             pin = "host_register"
             log.info("pin auto is host_register: keeper '%s' holds memfd segments only",
                      self.keep)

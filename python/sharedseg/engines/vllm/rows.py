@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-"""An engine's offloaded-KV region as one segment: the part of vLLM's
-adapter that needs no vLLM (spec.py builds on it; the GPU checks use it
-where no engine can be installed)."""
+"""An engine's offloaded-KV region as one segment, and the declaration
+that gives its bytes their meaning: the part of vLLM's adapter that needs
+no vLLM (spec.py builds on it; the GPU checks use it where no engine can
+be installed)."""
 from typing import Any, Dict
 
 from ..base import SegmentRequest, SharedSegmentError, block_offsets, create
@@ -34,3 +35,22 @@ def region_segment(name: str, group: Any, num_chunks: int, row_stride: int,
         raise SharedSegmentError(f"segment '{name}' laid chunks out with a stride other than "
                                  f"the row stride {row_stride}")
     return seg
+
+
+def declaration(config: Any) -> Dict[str, Any]:
+    """What gives a block hash and its bytes their meaning, from vLLM's
+    OffloadingConfig: the model, its dtype, the KV groups (their layers),
+    the block and chunk geometry, the bytes a block holds in each worker,
+    the TP layout and the cache layout."""
+    return {
+        "model": config.model.name,
+        "dtype": config.model.dtype,
+        "groups": [[g.group_id, g.tokens_per_block, list(g.layer_names)] for g in config.groups],
+        "tokens_per_hash": config.cache.tokens_per_hash,
+        "blocks_per_chunk": config.cache.blocks_per_chunk,
+        "worker_kv_bytes_per_block": config.worker_kv_bytes_per_block,
+        "tp_size": config.parallel.tp_size,
+        "world_size": config.parallel.world_size,
+        "replicated_layout": bool(config.replicated_layout),
+        "kv_cache_layout": config.kv_cache_layout,
+    }

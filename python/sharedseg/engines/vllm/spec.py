@@ -32,7 +32,7 @@ from typing import Any, Dict, Mapping, Optional
 
 import torch
 
-from . import ENGINE, KEEP, SPEC
+from . import ENGINE, KEEP, POOL, SPEC
 from ..base import (PINNING_PLATFORM, SETTINGS, SegmentRequest, named_setting, segment_name,
                     sharing, slot_of)
 from .cpu_worker import SharedSegCPUWorker
@@ -96,8 +96,10 @@ class SharedSegRegion(_Region):  # type: ignore[misc, valid-type]
 
     def __init__(self, *, name: str, group: Any, num_chunks: int, row_stride: int,
                  slot: Optional[int], slot_bytes: int, request: SegmentRequest,
-                 index_bytes: int = 0):
-        self.segment = region_segment(name, group, num_chunks, row_stride, request, index_bytes)
+                 index_bytes: int = 0, segment: Any = None):
+        # segment: one made already (a worker's map of the host pool, pool.py)
+        self.segment = segment if segment is not None else region_segment(
+            name, group, num_chunks, row_stride, request, index_bytes)
         self.cpu_page_size = slot_bytes
         vars(self).update(self._vllm_state(num_chunks, row_stride, slot, slot_bytes))
         facts = self.segment.info
@@ -184,9 +186,17 @@ class SharedSegOffloadingSpec(_Spec):  # type: ignore[misc, valid-type]
         return True  # one segment per group, on every platform served
 
     def get_manager(self) -> Any:
-        """vLLM's manager; with keep, one whose index of blocks lives in the
-        kept tier too (keep.py), so that the next engine finds the blocks."""
+        """vLLM's manager; with pool, one over the host pool (pool.py); with
+        keep alone, one whose index of blocks lives in the kept tier too
+        (keep.py), so that the next engine finds the blocks."""
         keeper = self.sharedseg_request.keep
+        if self.sharedseg_request.pool:
+            if not self._manager:
+                from . import pool
+                ENGINE.check(POOL)
+                self._manager = pool.pool_manager(self.sharedseg_request, self.config,
+                                                  self.kv_bytes_per_chunk, self.num_chunks)
+            return self._manager
         if not keeper:
             return super().get_manager()
         if not self._manager:
@@ -220,6 +230,20 @@ class SharedSegOffloadingSpec(_Spec):  # type: ignore[misc, valid-type]
                              f"holds no chunk of {self.kv_bytes_per_chunk} bytes")
         parallel = self.config.parallel
         slot = slot_of(self.replicated_layout, parallel.rank)
+        if self.sharedseg_request.pool:  # every engine's workers map the host pool's chunks
+            from . import pool
+            ENGINE.check(POOL)
+            segment = pool.PoolSegment(pool.open_pool(
+                self.sharedseg_request, self.config, self.kv_bytes_per_chunk, self.num_chunks,
+                map_only=True), parallel.rank, parallel.world_size)
+            try:
+                return SharedSegRegion(name=segment.name, group=None, num_chunks=self.num_chunks,
+                                       row_stride=self.kv_bytes_per_chunk, slot=slot,
+                                       slot_bytes=self.cpu_page_size_per_worker,
+                                       request=self.sharedseg_request, segment=segment)
+            except BaseException:
+                segment.close()
+                raise
         name = segment_name("vllm", self.config.engine_id)
         index_bytes = 0
         keeper = self.sharedseg_request.keep

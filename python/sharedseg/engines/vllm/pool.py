@@ -1,0 +1,242 @@
+# SPDX-License-Identifier: Apache-2.0
+"""vLLM's host KV tier in the host pool ("sharedseg": {"pool": NAME}): one
+tier for every engine and data-parallel rank of one model on the host.
+
+Every engine that names the pool opens the same host pool (sharedseg's
+HostPool): its scheduler's manager (PoolOffloadingManager) looks blocks up,
+pins, reserves and publishes through the pool, which is shared by every
+scheduler on the host, and its workers map the pool's chunks as their
+region (PoolSegment under spec.py's SharedSegRegion: row i is chunk i) and
+copy to and from them. So engine B's request for a prefix engine A stored
+loads A's chunks, while A runs and after it is gone; the host holds one
+copy of each block.
+
+The pool's meaning is the engine's declaration (declaration(): the model,
+its dtype, the block geometry, the TP layout): an engine configured
+otherwise is refused the pool with the field that differs, never given
+another's bytes. With "keep": KEEPER beside it the keeper holds the pool
+between engines, so an engine started later serves what earlier ones
+stored.
+
+What differs from vLLM's own manager, by design:
+  - A block looked up as a hit is pinned for its request until it is
+    loaded or the request ends: another engine may evict anything else at
+    any moment, and vLLM's prepare_load assumes every looked-up block is
+    still there.
+  - Eviction is the pool's (a clock over every engine's blocks), so
+    prepare_store reports no evicted keys: vLLM's KV events do not list
+    evictions other engines cause.
+  - reset_cache forgets what this engine looked up and pins, and from then
+    on this engine's keys are its own (a reset number in every key): the
+    blocks stored before the reset are not served to it again, while the
+    other engines keep theirs.
+"""
+import hashlib
+import logging
+from typing import Any, Collection, Dict, List, Optional
+
+from . import ENGINE
+from ... import HostPool, SharedSegmentError, pool_key
+from ..base import SegmentRequest
+from .rows import declaration
+
+_BASE = "vllm.v1.kv_offload.base"
+_COMMON = "vllm.v1.kv_offload.cpu.common"
+_HITS = "vllm.v1.metrics.cache_hit_source"
+_log = logging.getLogger("vllm.kv_offload.sharedseg")
+
+_Manager = ENGINE.get(f"{_BASE}.OffloadingManager", object)
+
+
+def meaning(config: Any) -> str:
+    """The pool's meaning for this engine: its declaration as the pool's
+    ';'-separated fields, the layers' names as a count and a hash (a
+    model's hundreds of layers would not fit the pool's 1023 bytes)."""
+    fields = declaration(config)
+    groups = fields.pop("groups")
+    digest = hashlib.sha256(repr(groups).encode()).hexdigest()[:16]
+    fields["groups"] = ",".join(f"{gid}/{tpb}/{len(names)}" for gid, tpb, names in groups) + \
+        f"#{digest}"
+    text = "vllm;" + ";".join(f"{k}={str(v).replace(';', ',')}" for k, v in fields.items())
+    if len(text.encode()) > 1023:  # a model path of hundreds of bytes
+        fields["model"] = hashlib.sha256(str(fields["model"]).encode()).hexdigest()[:32]
+        text = "vllm;" + ";".join(f"{k}={str(v).replace(';', ',')}" for k, v in fields.items())
+    return text
+
+
+def open_pool(request: SegmentRequest, config: Any, chunk_size: int, chunks: int, *,
+              map_only: bool) -> HostPool:
+    """The engine's pool, opened as its declaration: SharedSegmentError, in
+    a sentence naming the setting and what differs, where the pool holds
+    another engine's declaration."""
+    try:
+        return HostPool.open(request.pool, meaning=meaning(config), chunk_size=chunk_size,
+                             chunks=chunks, pages=request.pages or "auto",
+                             keeper=request.keep or None, map_only=map_only)
+    except SharedSegmentError as e:
+        said = SharedSegmentError(f"sharedseg setting pool={request.pool!r}: {e}")
+        said.errno = e.errno
+        raise said from None
+
+
+class PoolSegment:
+    """A worker's map-only handle of the pool, as SharedSegRegion reads a
+    segment (buffer(), info, name, rank, world_size, is_owner, close()):
+    chunk i at i * chunk_size, which is the region's row i. Not pinned by
+    sharedseg: on CUDA vLLM's worker registers its mapping, as it does its
+    own region's (untested on hardware)."""
+
+    def __init__(self, pool: HostPool, rank: int, world_size: int):
+        self.pool, self.name = pool, pool.info()["name"]
+        facts = pool.info()
+        self.info: Dict[str, Any] = dict(pinned=False, pages=facts["pages"],
+                                         page_size=facts["page_size"])
+        self.rank, self.world_size, self.is_owner = rank, world_size, False
+
+    def buffer(self) -> memoryview:
+        return self.pool.buffer()
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+class _Pins:
+    """One request's pins: chunks of blocks it looked up (held until loaded
+    or the request ends) and of blocks being loaded, key by key."""
+
+    def __init__(self) -> None:
+        self.held: Dict[bytes, int] = {}
+        self.loading: Dict[bytes, List[int]] = {}
+
+
+class PoolOffloadingManager(_Manager):  # type: ignore[misc, valid-type]
+    """vLLM's OffloadingManager over the host pool: lookup pins a hit for
+    the request, prepare_load hands the pinned chunks to the workers,
+    complete_load unpins them; prepare_store reserves chunks (evicting
+    what no engine pins), complete_store publishes them (or gives them
+    back when the store failed)."""
+
+    def __init__(self, pool: HostPool, name: str):
+        self.pool, self.name = pool, name
+        self._resets = 0
+        self._requests: Dict[str, _Pins] = {}
+        self._storing: Dict[bytes, int] = {}
+        self._spec = ENGINE.get(f"{_COMMON}.CPULoadStoreSpec")
+        self._result = ENGINE.get(f"{_BASE}.LookupResult")
+
+    def _key(self, key: bytes) -> bytes:
+        """The pool's key of vLLM's OffloadKey (block hash and group): the
+        key itself until this engine's first reset_cache, then salted with
+        the reset's number."""
+        return pool_key(bytes(key) if not self._resets else b"%d:" % self._resets + bytes(key))
+
+    def _pins(self, req_context: Any) -> _Pins:
+        return self._requests.setdefault(req_context.req_id, _Pins())
+
+    # ---- vLLM's manager ----
+
+    def on_new_request(self, req_context: Any) -> Any:
+        self._pins(req_context)
+        return ENGINE.get(f"{_BASE}.RequestOffloadingContext")()
+
+    def lookup(self, key: Any, req_context: Any) -> Any:
+        pins = self._pins(req_context)
+        if key in pins.held:
+            return self._result.HIT
+        (chunk,) = self.pool.get(self._key(key))
+        if chunk is None:
+            return self._result.MISS
+        pins.held[key] = chunk
+        return self._result.HIT
+
+    def get_load_source(self, key: Any, req_context: Any) -> Any:
+        return ENGINE.get(f"{_HITS}.CacheHitSource").HOST
+
+    def prepare_load(self, keys: Collection[Any], req_context: Any) -> Any:
+        pins, chunks = self._pins(req_context), []
+        for key in keys:
+            chunk = pins.held.pop(key, None)
+            if chunk is None:  # not looked up by this request: pinned now, or refused
+                (chunk,) = self.pool.get(self._key(key))
+                if chunk is None:
+                    self._unpin_loading(pins, chunks, keys)
+                    raise RuntimeError(f"sharedseg pool '{self.name}': a block vLLM asks to "
+                                       f"load was not looked up by its request and is not in "
+                                       f"the pool")
+            pins.loading.setdefault(key, []).append(chunk)
+            chunks.append(chunk)
+        return self._spec(chunks)
+
+    def _unpin_loading(self, pins: _Pins, chunks: List[int], keys: Collection[Any]) -> None:
+        for key, chunk in zip(keys, chunks):
+            pins.loading[key].remove(chunk)
+        self.pool.unpin(chunks)
+
+    def touch(self, keys: Collection[Any], req_context: Any) -> None:
+        keys = list(keys)
+        if keys:  # a lookup marks a block recently used: pinned and let go at once
+            self.pool.unpin(self.pool.get(b"".join(self._key(k) for k in keys)))
+
+    def complete_load(self, keys: Collection[Any], req_context: Any) -> None:
+        pins = self._requests.get(req_context.req_id)
+        if pins is None:
+            return
+        self.pool.unpin([pins.loading[k].pop() for k in keys if pins.loading.get(k)])
+
+    def prepare_store(self, keys: Collection[Any], req_context: Any) -> Any:
+        keys = [k for k in keys if k not in self._storing]
+        try:
+            chunks = self.pool.reserve(b"".join(self._key(k) for k in keys)) if keys else []
+        except SharedSegmentError as e:
+            if e.errno == 28:  # ENOSPC: every chunk pinned or being filled
+                return None
+            raise
+        mine = [(k, c) for k, c in zip(keys, chunks) if c is not None]
+        self._storing.update(mine)
+        return ENGINE.get(f"{_BASE}.PrepareStoreOutput")(
+            keys_to_store=[k for k, _ in mine], store_spec=self._spec([c for _, c in mine]),
+            evicted_keys=[])
+
+    def complete_store(self, keys: Collection[Any], req_context: Any,
+                       success: bool = True) -> None:
+        chunks = [self._storing.pop(k) for k in keys if k in self._storing]
+        if chunks:
+            (self.pool.publish if success else self.pool.abandon)(chunks)
+
+    def on_request_finished(self, req_context: Any) -> None:
+        pins = self._requests.pop(req_context.req_id, None)
+        if pins is not None:
+            self.pool.unpin(list(pins.held.values()) +
+                            [c for chunks in pins.loading.values() for c in chunks])
+
+    def reset_cache(self) -> None:
+        """Every pin this engine holds let go, and its keys its own from
+        now on (the module's docstring says why)."""
+        for pins in self._requests.values():
+            self.pool.unpin(list(pins.held.values()) +
+                            [c for chunks in pins.loading.values() for c in chunks])
+            pins.held.clear()
+            pins.loading.clear()
+        # Stores in flight stay reserved: their workers may still be
+        # writing, and vLLM drops their completions. Closing the pool gives
+        # them back.
+        self._storing.clear()
+        self._resets += 1
+        _log.info("sharedseg pool '%s': reset: this engine no longer serves what was stored "
+                  "before (the other engines keep it)", self.name)
+
+    def shutdown(self) -> None:
+        if not self.pool.closed:
+            self.pool.close()  # its pins and reservations go with it
+
+
+def pool_manager(request: SegmentRequest, config: Any, chunk_size: int,
+                 chunks: int) -> Optional[PoolOffloadingManager]:
+    """The scheduler's manager over the engine's pool."""
+    pool = open_pool(request, config, chunk_size, chunks, map_only=False)
+    facts = pool.info()
+    _log.info("sharedseg pool '%s': %d chunks of %d bytes on %s pages, %s%s", request.pool,
+              facts["chunks"], facts["chunk_size"], facts["pages"],
+              "made by this engine" if facts["created"] else "shared with the engines "
+              "that opened it", f", kept by '{request.keep}'" if facts["kept"] else "")
+    return PoolOffloadingManager(pool, request.pool)
