@@ -310,9 +310,10 @@ static PyObject *pool_info(PyObject *self_obj, PyObject *unused)
 	if (!attached)
 		return NULL;
 	d = Py_BuildValue(
-		"{s:s,s:s,s:K,s:K,s:K,s:s,s:K,s:i,s:O,s:O,s:K,s:K,s:K,s:K,s:N,s:K,s:K,s:K,s:K,s:K,"
-		"s:K,s:K,s:s}",
-		"name", in.name, "meaning", in.meaning, "chunk_size",
+		"{s:s,s:s,s:K,s:K,s:K,s:K,s:s,s:K,s:i,s:O,s:O,s:K,s:K,s:K,s:K,s:N,s:K,s:K,s:K,s:K,"
+		"s:K,s:K,s:K,s:s}",
+		"name", in.name, "meaning", in.meaning, "inode", (unsigned long long)in.inode,
+		"chunk_size",
 		(unsigned long long)in.chunk_size, "chunks", (unsigned long long)in.chunks, "size",
 		(unsigned long long)in.size, "pages", sseg_pages_name(in.pages), "page_size",
 		(unsigned long long)in.page_size, "slot", in.slot, "created",

@@ -124,8 +124,9 @@ class HostPool:
         return self._native.drop(_keys(keys))
 
     def info(self) -> Dict[str, Any]:
-        """sseg_pool_info: geometry, pages, this handle's slot, chunks used,
-        filling, free and pinned, the attached pids, and the counters."""
+        """sseg_pool_info: geometry, the memfd's inode, pages, this handle's
+        slot, chunks used, filling, free and pinned, the attached pids, and
+        the counters."""
         return self._native.info()
 
     def check(self) -> None:

@@ -231,8 +231,8 @@ def vllm_serve(marker, nth=0):
 # Every scenario of vllm_ranks.py that the vLLM tests read, by world size;
 # the refusals last (they fail every rank on purpose, then the group goes on).
 VLLM_SCENARIOS = {2: "replicated,direct,background,slots,canonical,too-big,short-pool,"
-                     "disagree",
-                  4: "replicated,direct,background,slots,canonical"}
+                     "disagree,pool,pool-replicated",
+                  4: "replicated,direct,background,slots,canonical,pool,pool-replicated"}
 
 
 @pytest.fixture(scope="session")

@@ -35,6 +35,8 @@ def test_store_and_get(name):
         info = p.info()
         assert info["created"] and info["chunks"] == 8 and info["pages"] == "base"
         assert info["attached"] == [os.getpid()]
+        from sharedseg import list_pools  # the memfd's inode, as `sharedseg ls` shows it
+        assert info["inode"] == next(x["inode"] for x in list_pools() if x["name"] == name) > 0
         chunks = p.reserve([f"block-{i}" for i in range(3)])
         assert None not in chunks
         for i, c in enumerate(chunks):

@@ -13,7 +13,8 @@ import uuid
 
 import pytest
 
-from conftest import HELPERS, built, env_with_package, kill_group, start_keeper
+from conftest import HELPERS, built, env_with_package, start_keeper
+from driven import Driven
 
 pytestmark = pytest.mark.engine
 
@@ -102,10 +103,14 @@ def test_two_engines_managers_share_one_pool():
         assert load.block_ids.tolist() == chunks
         assert [bytes(pool.chunk(c)[:8]) for c in chunks] == [b"block-%02d" % i for i in range(3)]
         assert pool.info()["pinned"] == 3
+        b.on_request_finished(rb)  # ended with its load in flight: the load keeps its pins
+        assert pool.info()["pinned"] == 3
         b.complete_load(keys, rb)
         assert pool.info()["pinned"] == 0
-        assert b.lookup(keys[1], rb) == LookupResult.HIT
-        b.on_request_finished(rb)  # what its lookups still pinned goes with it
+        rb1 = _request("b1")
+        b.on_new_request(rb1)
+        assert b.lookup(keys[1], rb1) == LookupResult.HIT and pool.info()["pinned"] == 1
+        b.on_request_finished(rb1)  # what its lookups still pinned goes with it
         assert pool.info()["pinned"] == 0
 
         b.reset_cache()
@@ -161,69 +166,34 @@ def test_the_workers_region_is_the_pools_chunks():
         manager.shutdown()
 
 
+@pytest.mark.parametrize("world", [2, 4])
+def test_a_tp_groups_workers_share_the_pool_in_their_slots(vllm_group_run, world):
+    """A TP group's workers over the host pool (vllm_ranks.py, vLLM's TP
+    group on gloo): each maps the one memfd map-only, its region's row is
+    the pool's chunk; a slot per rank (each rank loads its own blocks back)
+    or, in the replicated MLA layout, one copy (rank 0 stores, every rank
+    loads rank 0's)."""
+    per_rank = vllm_group_run(world)
+    for scenario, slots in (("pool", list(range(world))), ("pool-replicated", [0] * world)):
+        seen = [r[scenario] for r in per_rank]
+        assert len({s["inode"] for s in seen}) == 1, seen
+        assert [s["slot"] for s in seen] == slots
+        for s in seen:
+            assert s["cpu_worker"] and s["pool_slot"] == -1 and s["loaded_equal"], s
+            assert (s["chunk_size"], s["chunks"]) == (s["row_stride"], s["num_chunks"]), s
+        assert all(s["views"][0][1][0] == s["row_stride"] for s in seen), seen  # row i: chunk i
+
+
 # ---- real engines sharing one pool ----
 
-class Engine:
-    """One engine (helpers/vllm_pool_engine.py) in a session of its own,
-    driven one command at a time: each answer is a JSON line on a pipe of
-    its own (vLLM logs to stdout, kept in TAG.log)."""
+class Engine(Driven):
+    """One engine (helpers/vllm_pool_engine.py), driven one command at a
+    time; its workers trace their transfers in TAG.trace."""
 
     def __init__(self, tmp_path, model, pool, keeper, tag, dtype=None):
-        self.tag, self.log = tag, tmp_path / f"{tag}.log"
         self.trace = tmp_path / f"{tag}.trace"
-        r, w = os.pipe()
-        with open(self.log, "w") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, os.path.join(HELPERS, "vllm_pool_engine.py"), str(model), pool,
-                 keeper, str(w)] + ([dtype] if dtype else []),
-                stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, text=True,
-                pass_fds=(w,), start_new_session=True,
-                env=env_with_package(SHAREDSEG_VLLM_TRACE=str(self.trace)))
-        os.close(w)
-        self._fd, self._got = r, b""
-
-    def said(self):
-        return self.log.read_text()[-6000:]
-
-    def next(self, op, timeout=420):
-        """The engine's next answer, which must be op's."""
-        import select
-        while b"\n" not in self._got:
-            ready, _, _ = select.select([self._fd], [], [], timeout)
-            assert ready, f"engine {self.tag} did not answer in {timeout} s:\n{self.said()}"
-            more = os.read(self._fd, 1 << 16)
-            assert more, f"engine {self.tag} exited ({self.proc.wait()}):\n{self.said()}"
-            self._got += more
-        line, self._got = self._got.split(b"\n", 1)
-        got = json.loads(line)
-        assert got["op"] == op, (got, self.said())
-        return got
-
-    def send(self, command):
-        self.proc.stdin.write(command + "\n")
-        self.proc.stdin.flush()
-
-    def ask(self, command, op):
-        self.send(command)
-        return self.next(op)
-
-    def quit(self):
-        self.ask("quit", "quit")
-        assert self.proc.wait(timeout=120) == 0, self.said()
-        self.close()
-
-    def kill(self):
-        """SIGKILL to every process of the engine; back once the kernel has
-        none of them left."""
-        assert kill_group(self.proc.pid) == []
-        self.proc.wait(timeout=60)
-        self.close()
-
-    def close(self):
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-            self.proc.stdin.close()
+        super().__init__(tmp_path, tag, "vllm_pool_engine.py", [model, pool, keeper],
+                         [dtype] if dtype else [], env=dict(SHAREDSEG_VLLM_TRACE=str(self.trace)))
 
     def traced(self, op):
         """Its workers' transfers of kind op (cpu_worker's trace lines)."""
@@ -315,17 +285,13 @@ def test_engines_of_one_model_share_one_pool_and_a_keeper_keeps_it(tmp_path):
         assert (served["cached"], served["tokens"], served["logprobs"]) == \
             (64, cold["tokens"], hit["logprobs"])
         c.quit()
-        assert d.proc.wait(timeout=420) != 0
-        said = d.said()
+        said = d.failed()
         assert (f"sharedseg setting pool='{name}': pool '{name}' means something else: its "
                 f"field 3 is 'dtype=bfloat16', this process declares "
                 f"'dtype=float32'") in said, said
-        d.close()
     finally:
         for e in engines:
-            if e.proc.poll() is None:
-                kill_group(e.proc.pid)
-            e.close()
+            e.end()
         keeper.terminate()
         keeper.communicate(timeout=30)
     assert _pool_listed(name) is None

@@ -7,7 +7,8 @@ what it saw to OUT/rank<N>.json; test_vllm.py asserts on them.
 
     python vllm_ranks.py SCENARIOS WORLD PORT OUT    (comma-separated: replicated,
                                                      direct, background, too-big,
-                                                     short-pool, disagree; slots,
+                                                     short-pool, disagree, pool,
+                                                     pool-replicated; slots,
                                                      canonical:
                                                      vllm_region_ranks.py's)
 """
@@ -41,7 +42,7 @@ def config(rank, world, scenario, extra):
             rank=rank, world_size=world, tp_size=world, pp_size=1, pcp_size=1, dcp_size=1,
             data_parallel_index=0, data_parallel_size=1, data_parallel_rank_local=None,
             is_parallelism_agnostic=False),
-        replicated_layout=scenario in ("replicated", "background"))
+        replicated_layout=scenario in ("replicated", "background", "pool-replicated"))
 
 
 def kv_caches():
@@ -76,9 +77,31 @@ def vllm_views(spec, slot, sizes, group):
         region.cleanup()
 
 
-def transfers(rank, world, scenario, group):
+def round_trip(worker, tensors, rank, per_rank, group):
+    """Stores engine blocks 1, 2, 3 into chunks 0 (two blocks) and 1 (one):
+    every rank into its slot (per_rank), or rank 0 alone into the one copy;
+    loads them back into blocks 4, 5, 6, and the second block of chunk 0
+    alone (a chunk entered part-way) into block 7. Whether every block
+    loaded is the one its writer stored."""
     from vllm.v1.kv_offload.base import GPULoadStoreSpec
     from vllm.v1.kv_offload.cpu.common import CPULoadStoreSpec
+    for t in range(2):
+        for b in (1, 2, 3):
+            tensors[t][b] = pattern(rank, t, b)
+    if rank == 0 or per_rank:
+        worker.submit_store(10 + rank, GPULoadStoreSpec([1, 2, 3], [3], [0]),
+                            CPULoadStoreSpec([0, 1]))
+    group.barrier()
+    for t in tensors:
+        t.zero_()
+    worker.submit_load(20 + rank, CPULoadStoreSpec([0, 1]), GPULoadStoreSpec([4, 5, 6], [3], [0]))
+    worker.submit_load(30 + rank, CPULoadStoreSpec([0]), GPULoadStoreSpec([7], [1], [1]))
+    source = rank if per_rank else 0
+    return all(torch.equal(tensors[t][dst], pattern(source, t, src))
+               for t in range(2) for dst, src in {4: 1, 5: 2, 6: 3, 7: 2}.items())
+
+
+def transfers(rank, world, scenario, group):
     from vllm.v1.kv_offload.factory import OffloadingSpecFactory
 
     import sharedseg
@@ -98,25 +121,7 @@ def transfers(rank, world, scenario, group):
                 vllm_views=vllm_views(spec, region.rank, [PAGE * PER_CHUNK] * 2, group),
                 same_worker=spec.get_worker(caches) is worker)
     seen["populate"] = region.segment.info["settings"]["populate"]["value"]
-    writer = rank == 0 or scenario == "direct"
-    # Store: engine blocks 1, 2, 3 into chunks 0 (two blocks) and 1 (one).
-    for t in range(2):
-        for b in (1, 2, 3):
-            tensors[t][b] = pattern(rank, t, b)
-    if writer:
-        worker.submit_store(10 + rank, GPULoadStoreSpec([1, 2, 3], [3], [0]),
-                            CPULoadStoreSpec([0, 1]))
-    group.barrier()
-    # Load them back into blocks 4, 5, 6, and the second block of chunk 0
-    # alone (a chunk entered part-way) into block 7.
-    for t in tensors:
-        t.zero_()
-    worker.submit_load(20 + rank, CPULoadStoreSpec([0, 1]), GPULoadStoreSpec([4, 5, 6], [3], [0]))
-    worker.submit_load(30 + rank, CPULoadStoreSpec([0]), GPULoadStoreSpec([7], [1], [1]))
-    source = rank if scenario == "direct" else 0
-    want = {4: 1, 5: 2, 6: 3, 7: 2}
-    seen["loaded_equal"] = all(torch.equal(tensors[t][dst], pattern(source, t, src))
-                               for t in range(2) for dst, src in want.items())
+    seen["loaded_equal"] = round_trip(worker, tensors, rank, scenario == "direct", group)
     seen["untouched_zero"] = all(int(tensors[t][b].abs().sum()) == 0
                                  for t in range(2) for b in (0, 1, 2, 3))
     seen["finished"] = sorted((r.job_id, r.success, r.transfer_size)
@@ -133,6 +138,33 @@ def transfers(rank, world, scenario, group):
     group.barrier()
     seen["left"] = [s["name"] for s in sharedseg.list_segments()
                     if s["name"] == region.segment.name]
+    return seen
+
+
+def pool_transfers(rank, world, scenario, group):
+    """The region in the host pool ("sharedseg": {"pool": NAME}): every
+    rank's worker maps the pool map-only (no slot) as its region, stores
+    engine blocks into its slot of each chunk's row (pool: a slot per rank)
+    or rank 0 alone into the one copy (pool-replicated), and loads them
+    back; the facts to check that every rank maps one memfd."""
+    from vllm.v1.kv_offload.factory import OffloadingSpecFactory
+
+    from sharedseg.engines.vllm.cpu_worker import SharedSegCPUWorker
+
+    name = f"vr-{scenario}-{os.getppid()}"
+    spec = OffloadingSpecFactory.create_spec(
+        config(rank, world, scenario, {"sharedseg": {"pages": "base", "pool": name}}))
+    tensors, caches = kv_caches()
+    worker = spec.get_worker(caches)
+    region = worker._region
+    facts = region.segment.pool.info()
+    seen = dict(cpu_worker=isinstance(worker, SharedSegCPUWorker), slot=region.rank,
+                inode=facts["inode"], pool_slot=facts["slot"], chunk_size=facts["chunk_size"],
+                chunks=facts["chunks"], row_stride=spec.kv_bytes_per_chunk,
+                num_chunks=spec.num_chunks, views=views(region._views))
+    seen["loaded_equal"] = round_trip(worker, tensors, rank, scenario == "pool", group)
+    group.barrier()
+    worker.shutdown()
     return seen
 
 
@@ -188,7 +220,8 @@ def rank_main(rank, scenarios, world, port):
             if name in ("slots", "canonical"):  # the region alone (test_vllm_region.py)
                 seen[name] = getattr(vllm_region_ranks, name)(rank, world, group)
                 continue
-            run = refused if name in ("too-big", "short-pool", "disagree") else transfers
+            run = (refused if name in ("too-big", "short-pool", "disagree") else
+                   pool_transfers if name.startswith("pool") else transfers)
             seen[name] = run(rank, world, name, group)
         return seen
 

@@ -33,7 +33,7 @@ What differs from vLLM's own manager, by design:
 """
 import hashlib
 import logging
-from typing import Any, Collection, Dict, List, Optional
+from typing import Any, Collection, Dict, List, Optional, Tuple
 
 from . import ENGINE
 from ... import HostPool, SharedSegmentError, pool_key
@@ -100,15 +100,6 @@ class PoolSegment:
         self.pool.close()
 
 
-class _Pins:
-    """One request's pins: chunks of blocks it looked up (held until loaded
-    or the request ends) and of blocks being loaded, key by key."""
-
-    def __init__(self) -> None:
-        self.held: Dict[bytes, int] = {}
-        self.loading: Dict[bytes, List[int]] = {}
-
-
 class PoolOffloadingManager(_Manager):  # type: ignore[misc, valid-type]
     """vLLM's OffloadingManager over the host pool: lookup pins a hit for
     the request, prepare_load hands the pinned chunks to the workers,
@@ -119,7 +110,11 @@ class PoolOffloadingManager(_Manager):  # type: ignore[misc, valid-type]
     def __init__(self, pool: HostPool, name: str):
         self.pool, self.name = pool, name
         self._resets = 0
-        self._requests: Dict[str, _Pins] = {}
+        # Pins: of the blocks each request looked up (let go at its load or
+        # its end), and of blocks being loaded (let go at complete_load, as
+        # vLLM's manager keeps a block being loaded past its request's end).
+        self._held: Dict[str, Dict[bytes, int]] = {}
+        self._loading: Dict[Tuple[str, bytes], List[int]] = {}
         self._storing: Dict[bytes, int] = {}
         self._spec = ENGINE.get(f"{_COMMON}.CPULoadStoreSpec")
         self._result = ENGINE.get(f"{_BASE}.LookupResult")
@@ -130,47 +125,43 @@ class PoolOffloadingManager(_Manager):  # type: ignore[misc, valid-type]
         the reset's number."""
         return pool_key(bytes(key) if not self._resets else b"%d:" % self._resets + bytes(key))
 
-    def _pins(self, req_context: Any) -> _Pins:
-        return self._requests.setdefault(req_context.req_id, _Pins())
+    def _looked_up(self, req_context: Any) -> Dict[bytes, int]:
+        return self._held.setdefault(req_context.req_id, {})
 
     # ---- vLLM's manager ----
 
     def on_new_request(self, req_context: Any) -> Any:
-        self._pins(req_context)
+        self._looked_up(req_context)
         return ENGINE.get(f"{_BASE}.RequestOffloadingContext")()
 
     def lookup(self, key: Any, req_context: Any) -> Any:
-        pins = self._pins(req_context)
-        if key in pins.held:
+        held = self._looked_up(req_context)
+        if key in held:
             return self._result.HIT
         (chunk,) = self.pool.get(self._key(key))
         if chunk is None:
             return self._result.MISS
-        pins.held[key] = chunk
+        held[key] = chunk
         return self._result.HIT
 
     def get_load_source(self, key: Any, req_context: Any) -> Any:
         return ENGINE.get(f"{_HITS}.CacheHitSource").HOST
 
     def prepare_load(self, keys: Collection[Any], req_context: Any) -> Any:
-        pins, chunks = self._pins(req_context), []
+        keys, held, chunks = list(keys), self._looked_up(req_context), []
         for key in keys:
-            chunk = pins.held.pop(key, None)
+            chunk = held.pop(key, None)
             if chunk is None:  # not looked up by this request: pinned now, or refused
                 (chunk,) = self.pool.get(self._key(key))
                 if chunk is None:
-                    self._unpin_loading(pins, chunks, keys)
+                    self.pool.unpin(chunks)
                     raise RuntimeError(f"sharedseg pool '{self.name}': a block vLLM asks to "
                                        f"load was not looked up by its request and is not in "
                                        f"the pool")
-            pins.loading.setdefault(key, []).append(chunk)
             chunks.append(chunk)
-        return self._spec(chunks)
-
-    def _unpin_loading(self, pins: _Pins, chunks: List[int], keys: Collection[Any]) -> None:
         for key, chunk in zip(keys, chunks):
-            pins.loading[key].remove(chunk)
-        self.pool.unpin(chunks)
+            self._loading.setdefault((req_context.req_id, key), []).append(chunk)
+        return self._spec(chunks)
 
     def touch(self, keys: Collection[Any], req_context: Any) -> None:
         keys = list(keys)
@@ -178,10 +169,14 @@ class PoolOffloadingManager(_Manager):  # type: ignore[misc, valid-type]
             self.pool.unpin(self.pool.get(b"".join(self._key(k) for k in keys)))
 
     def complete_load(self, keys: Collection[Any], req_context: Any) -> None:
-        pins = self._requests.get(req_context.req_id)
-        if pins is None:
-            return
-        self.pool.unpin([pins.loading[k].pop() for k in keys if pins.loading.get(k)])
+        chunks = []
+        for key in keys:
+            loading = self._loading.get((req_context.req_id, key))
+            if loading:
+                chunks.append(loading.pop())
+                if not loading:
+                    del self._loading[(req_context.req_id, key)]
+        self.pool.unpin(chunks)
 
     def prepare_store(self, keys: Collection[Any], req_context: Any) -> Any:
         keys = [k for k in keys if k not in self._storing]
@@ -204,22 +199,20 @@ class PoolOffloadingManager(_Manager):  # type: ignore[misc, valid-type]
             (self.pool.publish if success else self.pool.abandon)(chunks)
 
     def on_request_finished(self, req_context: Any) -> None:
-        pins = self._requests.pop(req_context.req_id, None)
-        if pins is not None:
-            self.pool.unpin(list(pins.held.values()) +
-                            [c for chunks in pins.loading.values() for c in chunks])
+        held = self._held.pop(req_context.req_id, None)
+        if held:
+            self.pool.unpin(list(held.values()))
 
     def reset_cache(self) -> None:
-        """Every pin this engine holds let go, and its keys its own from
-        now on (the module's docstring says why)."""
-        for pins in self._requests.values():
-            self.pool.unpin(list(pins.held.values()) +
-                            [c for chunks in pins.loading.values() for c in chunks])
-            pins.held.clear()
-            pins.loading.clear()
-        # Stores in flight stay reserved: their workers may still be
-        # writing, and vLLM drops their completions. Closing the pool gives
-        # them back.
+        """The lookups' pins let go, and this engine's keys its own from now
+        on (the module's docstring says why). Loads and stores in flight keep
+        their pins and chunks: vLLM flushes them in the workers after this
+        call and drops their completions, so what they hold goes back when
+        the pool is closed."""
+        for held in self._held.values():
+            self.pool.unpin(list(held.values()))
+            held.clear()
+        self._loading.clear()
         self._storing.clear()
         self._resets += 1
         _log.info("sharedseg pool '%s': reset: this engine no longer serves what was stored "
