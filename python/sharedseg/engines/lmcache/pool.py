@@ -35,6 +35,7 @@ Exception, which would leave the engine without the tier).
 Importing sharedseg never imports this module; this module imports LMCache
 (through ENGINE, sharedseg.engines.lmcache).
 """
+import errno
 import logging
 import math
 import os
@@ -230,7 +231,7 @@ class HostPoolBackend(_Plugin):  # type: ignore[misc, valid-type]
         try:
             chunks = self.pool.reserve(b"".join(self._key(k) for k, _ in pairs))
         except SharedSegmentError as e:
-            if e.errno == 28:  # ENOSPC: every chunk pinned or being filled
+            if e.errno == errno.ENOSPC:  # every chunk pinned or being filled
                 self._say_once("the pool was full of pinned chunks: some stores were skipped")
                 return None
             raise

@@ -31,6 +31,7 @@ What differs from vLLM's own manager, by design:
     blocks stored before the reset are not served to it again, while the
     other engines keep theirs.
 """
+import errno
 import hashlib
 import logging
 from typing import Any, Collection, Dict, List, Optional, Tuple
@@ -183,7 +184,7 @@ class PoolOffloadingManager(_Manager):  # type: ignore[misc, valid-type]
         try:
             chunks = self.pool.reserve(b"".join(self._key(k) for k in keys)) if keys else []
         except SharedSegmentError as e:
-            if e.errno == 28:  # ENOSPC: every chunk pinned or being filled
+            if e.errno == errno.ENOSPC:  # every chunk pinned or being filled
                 return None
             raise
         mine = [(k, c) for k, c in zip(keys, chunks) if c is not None]
