@@ -35,13 +35,12 @@ def test_the_pool_setting_is_checked():
 
 # ---- the manager over a real pool ----
 
-def _spec(name, model="tiny", pool_settings=None):
+def _spec(name, model="tiny"):
     """vLLM's spec factory on a one-rank configuration naming pool name."""
     import vllm_ranks
     from vllm.v1.kv_offload.factory import OffloadingSpecFactory
     config = vllm_ranks.config(0, 1, f"pool-{uuid.uuid4().hex[:8]}",
-                               {"sharedseg": dict({"pages": "base", "pool": name},
-                                                  **(pool_settings or {}))})
+                               {"sharedseg": {"pages": "base", "pool": name}})
     if model != "tiny":
         import dataclasses
         config = dataclasses.replace(config, model=dataclasses.replace(config.model, name=model))
@@ -130,7 +129,6 @@ def test_another_declaration_is_refused_the_pool_by_field():
     try:
         with pytest.raises(SharedSegmentError) as refused:
             _spec(name, model="other").get_manager()
-        print(refused.value)
         assert str(refused.value) == (
             f"sharedseg setting pool='{name}': pool '{name}' means something else: its field 2 "
             f"is 'model=tiny', this process declares 'model=other' (a pool holds keys of one "
@@ -139,7 +137,6 @@ def test_another_declaration_is_refused_the_pool_by_field():
         bigger.num_chunks += 1
         with pytest.raises(SharedSegmentError) as refused:
             bigger.get_manager()
-        print(refused.value)
         assert "chunks" in str(refused.value)
     finally:
         a.shutdown()

@@ -3,12 +3,12 @@
  * in this user's runtime directory (pool.NAME, mode 0600, in a directory
  * only this user may enter) lists the processes that have the pool open and
  * the number of their fd: a record a slot, then records for processes that
- * opened it map-only (a worker may be the first to open it). A process opening the name
- * locks the file, opens /proc/PID/fd/N of a listed process (a new open
- * file description of the same memfd; the kernel lets only this user's
- * processes do it), checks that it is the file and the pool recorded, and
- * otherwise asks the keeper, or makes the pool. The lock makes "none is
- * open, so make one" a decision of one process at a time. */
+ * opened it map-only (a worker may be the first to open it). A process
+ * opening the name locks the file, opens /proc/PID/fd/N of a listed
+ * process (a new open file description of the same memfd; the kernel lets
+ * only this user's processes do it), checks that it is the file and the
+ * pool recorded, and otherwise asks the keeper, or makes the pool. The lock
+ * makes "none is open, so make one" a decision of one process at a time. */
 #define _GNU_SOURCE /* F_OFD_SETLK */
 #include <fcntl.h>
 #include <stdio.h>

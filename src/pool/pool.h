@@ -92,7 +92,8 @@ SSEG_HIDDEN int pool_find(const struct sseg_pool_opts *o, struct pool_found *f);
 /* At close: the name's record file goes when no other process has the
  * pool open and no keeper was involved (a kept pool stays listed). */
 SSEG_HIDDEN void pool_forget(const struct sseg_pool *p);
-/* Leaves the pool with o->keeper (a new one, or one the keeper lost): 0 held; a refusal is a warning. */
+/* Leaves the pool with o->keeper (a new one, or one the keeper lost): 0
+ * held; a refusal is a warning. */
 SSEG_HIDDEN int pool_keep(const struct sseg_pool_opts *o, const struct sseg_pool *p);
 /* Writes this process's record (the slot it holds) and lets the name go. */
 SSEG_HIDDEN void pool_found_done(struct pool_found *f, const struct sseg_pool *p);

@@ -52,7 +52,7 @@ __all__ = ["Engine", "SegmentRequest", "create", "pool", "slot_of", "sharing", "
            "group_size", "auto_pin",
            "block_offsets", "SETTINGS", "settings_help", "choices", "PINS",
            "PINNING_PLATFORM", "torch_platform", "U64_MAX", "keeper_in_use", "keeper_lend",
-           "quoted", "visible", "SharedSegmentError"]
+           "quoted", "visible", "SharedSegmentError", "parse_size", "pool_meaning"]
 
 NAME_MAX = 63  # a segment name's bytes (SSEG_NAME_MAX)
 
@@ -396,6 +396,14 @@ def create(name: str, request: SegmentRequest, **call: Any) -> SharedSegment:
                     "memfd mapping for DMA instead (pin auto)", name, e)
     return _create(name, dataclasses.replace(request, pin="host_register", backend=None,
                                              fallback=False), call)
+
+
+def pool_meaning(engine: str, fields: Mapping[str, Any]) -> str:
+    """A host pool's meaning for an engine's declaration, the pool's
+    ';'-separated fields: "engine=ENGINE;key=value;..." (a ';' in a value
+    becomes ','), so that another declaration is refused by field."""
+    return ";".join([f"engine={engine}"] +
+                    [f"{k}={str(v).replace(';', ',')}" for k, v in fields.items()])
 
 
 def parse_size(value: Any) -> int:

@@ -47,6 +47,7 @@ import torch
 
 from ... import HostPool, SharedSegmentError, pool_key
 from . import ENGINE, POOL
+from ..base import pool_meaning
 
 _ABSTRACT = "lmcache.v1.storage_backend.abstract_backend"
 _MEMORY = "lmcache.v1.memory_management"
@@ -77,7 +78,7 @@ def declaration(metadata: Any) -> str:
     fields = dict(model=metadata.model_name, world_size=metadata.world_size,
                   kv_dtype=str(metadata.kv_dtype).removeprefix("torch."), kv_shape=shape,
                   mla=bool(metadata.use_mla))
-    return "lmcache;" + ";".join(f"{k}={str(v).replace(';', ',')}" for k, v in fields.items())
+    return pool_meaning("lmcache", fields)
 
 
 def chunk_bytes(metadata: Any) -> int:

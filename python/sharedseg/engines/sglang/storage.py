@@ -29,7 +29,7 @@ import torch
 
 from . import ENGINE, STORAGE
 from ... import HostPool, SharedSegmentError, pool_key
-from ..base import parse_size
+from ..base import parse_size, pool_meaning
 
 _log = logging.getLogger("sharedseg.sglang")
 
@@ -73,11 +73,11 @@ class HostPoolStorage(HiCacheStorage):
         chunk = -(-self.page_bytes // 64) * 64
         size = parse_size(self.settings.get("size", DEFAULT_SIZE))
         c = self.config
-        meaning = ";".join((
-            "engine=sglang", f"model={c.model_name}", f"pool={type(mem_pool_host).__name__}",
-            f"layout={getattr(mem_pool_host, 'layout', '')}", f"dtype={self.dtype}",
-            f"page_tokens={self.page_size}", f"page_bytes={self.page_bytes}",
-            f"mla={int(bool(c.is_mla_model))}", f"tp_size={c.tp_size}", f"pp_size={c.pp_size}"))
+        meaning = pool_meaning("sglang", dict(
+            model=c.model_name, pool=type(mem_pool_host).__name__,
+            layout=getattr(mem_pool_host, "layout", ""), dtype=self.dtype,
+            page_tokens=self.page_size, page_bytes=self.page_bytes,
+            mla=int(bool(c.is_mla_model)), tp_size=c.tp_size, pp_size=c.pp_size))
         common = dict(meaning=meaning, chunk_size=chunk, keeper=self.settings.get("keeper"))
         try:  # the pool as another engine made it, whatever size it was given
             self.pool = HostPool.open(self.settings["pool"], existing=True, **common)

@@ -34,11 +34,11 @@ What differs from vLLM's own manager, by design:
 import errno
 import hashlib
 import logging
-from typing import Any, Collection, Dict, List, Optional, Tuple
+from typing import Any, Collection, Dict, List, Tuple
 
 from . import ENGINE
 from ... import HostPool, SharedSegmentError, pool_key
-from ..base import SegmentRequest
+from ..base import SegmentRequest, pool_meaning
 from .rows import declaration
 
 _BASE = "vllm.v1.kv_offload.base"
@@ -58,10 +58,10 @@ def meaning(config: Any) -> str:
     digest = hashlib.sha256(repr(groups).encode()).hexdigest()[:16]
     fields["groups"] = ",".join(f"{gid}/{tpb}/{len(names)}" for gid, tpb, names in groups) + \
         f"#{digest}"
-    text = "vllm;" + ";".join(f"{k}={str(v).replace(';', ',')}" for k, v in fields.items())
+    text = pool_meaning("vllm", fields)
     if len(text.encode()) > 1023:  # a model path of hundreds of bytes
         fields["model"] = hashlib.sha256(str(fields["model"]).encode()).hexdigest()[:32]
-        text = "vllm;" + ";".join(f"{k}={str(v).replace(';', ',')}" for k, v in fields.items())
+        text = pool_meaning("vllm", fields)
     return text
 
 
@@ -88,8 +88,8 @@ class PoolSegment:
     own region's (untested on hardware)."""
 
     def __init__(self, pool: HostPool, rank: int, world_size: int):
-        self.pool, self.name = pool, pool.info()["name"]
         facts = pool.info()
+        self.pool, self.name = pool, facts["name"]
         self.info: Dict[str, Any] = dict(pinned=False, pages=facts["pages"],
                                          page_size=facts["page_size"])
         self.rank, self.world_size, self.is_owner = rank, world_size, False
@@ -225,7 +225,7 @@ class PoolOffloadingManager(_Manager):  # type: ignore[misc, valid-type]
 
 
 def pool_manager(request: SegmentRequest, config: Any, chunk_size: int,
-                 chunks: int) -> Optional[PoolOffloadingManager]:
+                 chunks: int) -> PoolOffloadingManager:
     """The scheduler's manager over the engine's pool."""
     pool = open_pool(request, config, chunk_size, chunks, map_only=False)
     facts = pool.info()
