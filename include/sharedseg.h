@@ -370,7 +370,9 @@ struct sseg_pool_opts {
 	uint64_t chunks;        /* chunks (1..2^31); 0 when attaching: the pool's */
 	enum sseg_pages pages;  /* for a new pool: auto, base, thp, hugetlb-2M */
 	uint32_t flags;         /* SSEG_POOL_* */
-	int timeout_ms;         /* bound on waiting for another process's open; 0: 30000 */
+	int timeout_ms;         /* bound on waiting for another process's open; 0: 30000.
+				 * The keeper is asked within half of it (at most
+				 * 10 s); one that does not answer is not used */
 	const char *keeper;     /* optional: a keeper that holds the pool between engines */
 };
 

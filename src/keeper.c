@@ -71,10 +71,8 @@ static int ask(int sock, const struct sseg_keep_msg *q, int fd, struct sseg_keep
 
 void sseg_keeper_talk_init(const struct sseg *seg, struct sseg_keep_talk *t)
 {
-	double share = sseg_timeout_ms(seg) / 1000.0 * KEEPER_TIMEOUT_SHARE;
-
 	memset(t, 0, sizeof(*t));
-	t->deadline = sseg_now() + (share < KEEPER_REPLY_S ? share : KEEPER_REPLY_S);
+	t->deadline = sseg_keeper_deadline(sseg_timeout_ms(seg));
 }
 
 static enum sseg_keep_answer unkept(const struct sseg *seg, const char *what)
@@ -183,10 +181,23 @@ void sseg_keeper_hold(struct sseg *seg, struct sseg_keep_talk *t, int fd)
 			 sseg_last_error());
 }
 
+double sseg_keeper_deadline(int timeout_ms)
+{
+	double share = (timeout_ms > 0 ? timeout_ms : SSEG_DEFAULT_TIMEOUT_MS) / 1000.0 *
+		       KEEPER_TIMEOUT_SHARE;
+
+	return sseg_now() + (share < KEEPER_REPLY_S ? share : KEEPER_REPLY_S);
+}
+
 int sseg_keeper_lend(const char *keeper, const char *name, int *fd, uint64_t *size)
 {
+	return sseg_keeper_lend_by(keeper, name, fd, size, sseg_now() + KEEPER_REPLY_S);
+}
+
+int sseg_keeper_lend_by(const char *keeper, const char *name, int *fd, uint64_t *size,
+			double deadline)
+{
 	struct sseg_keep_msg q = { .op = SSEG_KEEP_LEND }, a;
-	double deadline = sseg_now() + KEEPER_REPLY_S;
 	int sock, rc;
 	char one;
 

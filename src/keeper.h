@@ -38,4 +38,11 @@ SSEG_HIDDEN void sseg_keeper_hold(struct sseg *seg, struct sseg_keep_talk *t, in
 SSEG_HIDDEN int sseg_keeper_leave(const char *keeper, const struct sseg_keep_msg *q, int fd,
 				  double deadline);
 
+/* The deadline of a conversation with a keeper within an open bounded by
+ * timeout_ms (0: the default): a share of it, and at most KEEPER_REPLY_S. */
+SSEG_HIDDEN double sseg_keeper_deadline(int timeout_ms);
+/* sseg_keeper_lend, every wait bounded by deadline. */
+SSEG_HIDDEN int sseg_keeper_lend_by(const char *keeper, const char *name, int *fd,
+				    uint64_t *size, double deadline);
+
 #endif

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "keeperproc.h"
@@ -119,9 +120,57 @@ static int kept_whoever_closes_last(void *arg)
 	return 0;
 }
 
+/* A keeper that does not answer (stopped) costs an open a share of its
+ * timeout, not 10 s a question: the open makes a pool of its own, kept
+ * by no one, and what the keeper holds stays as it was for the opens after
+ * it answers again. */
+static int a_stopped_keeper(void *arg)
+{
+	struct keeper_proc k;
+	struct sseg_pool_info in = { .sz = sizeof(in) };
+	struct rank_job heard = { .log = "" };
+	char name[64];
+	sseg_pool_t *p;
+	double t0;
+
+	(void)arg;
+	keeper_test_init();
+	tu_name(name, sizeof(name), "stopped");
+	keeper_start(&k, K("kt-stop"));
+	CHECK_RC(open_kept(name, K("kt-stop"), &p), 0);
+	CHECK_RC(pu_store(p, 0, 2), 2);
+	sseg_pool_close(p);
+	CHECK(kill(k.pid, SIGSTOP) == 0);
+	sseg_set_log(keep_log, &heard);
+	{
+		SSEG_POOL_OPTS(o, .name = name, .meaning = MEANING, .chunk_size = CHUNK,
+			       .chunks = 4, .pages = SSEG_PAGES_BASE, .keeper = K("kt-stop"),
+			       .timeout_ms = 1000);
+
+		t0 = tu_now();
+		CHECK_RC(sseg_pool_open(&o, &p), 0);
+	}
+	/* half of the 1 s timeout for the keeper (before, 10 s to lend and
+	 * 10 s more to leave): a bound, with room for a loaded machine */
+	CHECK(tu_now() - t0 < 8.0);
+	sseg_set_log(NULL, NULL);
+	CHECK(strstr(heard.log, "did not answer") != NULL);
+	CHECK_RC(sseg_pool_info(p, &in), 0);
+	CHECK(in.created == 1 && in.kept == 0 && in.used == 0);
+	sseg_pool_close(p);
+	CHECK(kill(k.pid, SIGCONT) == 0);
+	CHECK_RC(open_kept(name, K("kt-stop"), &p), 0);
+	CHECK_RC(sseg_pool_info(p, &in), 0);
+	CHECK(in.created == 0 && in.kept == 1 && in.used == 2);
+	sseg_pool_close(p);
+	CHECK_RC(keeper_stop(&k, SIGTERM), 0);
+	return 0;
+}
+
 static const struct tu_case cases[] = {
 	{ "kept by the keeper", kept_by_the_keeper, NULL, 0 },
 	{ "kept whoever closes last", kept_whoever_closes_last, NULL, 0 },
+	{ "a stopped keeper costs a share of the timeout", a_stopped_keeper, NULL, 0 },
 	{ NULL, NULL, NULL, 0 },
 };
 

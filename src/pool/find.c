@@ -114,19 +114,23 @@ static int from_record(const struct who_record *rec, const char *name)
 	return fd;
 }
 
-static int from_keeper(const struct sseg_pool_opts *o, int *fd)
+static int from_keeper(const struct sseg_pool_opts *o, struct pool_found *f, int *fd)
 {
 	struct pool_geometry g;
 	uint64_t size, sum;
 	int lent, rc;
 
-	if (!o->keeper)
+	if (!o->keeper || f->keeper_silent)
 		return 0;
-	rc = sseg_keeper_lend(o->keeper, o->name, &lent, &size);
+	rc = sseg_keeper_lend_by(o->keeper, o->name, &lent, &size, f->keeper_deadline);
 	if (rc == -ENOENT || rc == -ECONNREFUSED)
 		return 0;
 	if (rc) {
-		sseg_log(SSEG_LOG_WARN, "pool '%s': keeper '%s' was not asked for it: %s", o->name,
+		/* stopped, or slow: what it holds stays as it is, and the pool
+		 * this open finds or makes is not left with it */
+		f->keeper_silent = 1;
+		sseg_log(SSEG_LOG_WARN, "pool '%s': keeper '%s' did not answer (%s): the pool it "
+			 "may hold is not used, and this process's is not left with it", o->name,
 			 o->keeper, sseg_last_error());
 		return 0;
 	}
@@ -155,10 +159,10 @@ static int found(int fd, struct pool_found *f)
 
 /* Whether opts->keeper holds the pool whose memfd is fd: 1 it does, 0 it
  * holds none of that name, -1 it holds another. */
-static int keeper_holds(const struct sseg_pool_opts *o, int fd)
+static int keeper_holds(const struct sseg_pool_opts *o, struct pool_found *f, int fd)
 {
 	struct stat mine, its;
-	int lent, rc = from_keeper(o, &lent);
+	int lent, rc = from_keeper(o, f, &lent);
 
 	if (rc <= 0)
 		return 0;
@@ -180,10 +184,10 @@ static int find_locked(const struct sseg_pool_opts *o, struct pool_found *f)
 			continue;
 		rc = found(fd, f);
 		if (!rc && o->keeper) /* kept by the keeper this open names? */
-			f->kept = keeper_holds(o, fd);
+			f->kept = keeper_holds(o, f, fd);
 		return rc;
 	}
-	rc = from_keeper(o, &fd);
+	rc = from_keeper(o, f, &fd);
 	if (rc < 0)
 		return rc;
 	if (rc) {
@@ -239,6 +243,9 @@ int pool_find(const struct sseg_pool_opts *o, struct pool_found *f)
 
 	*f = (struct pool_found){ .fd = -1, .who_fd = -1 };
 	rc = who_take(o->name, deadline, &f->who_fd);
+	/* the keeper's share counts from here: waiting for another opener
+	 * does not use it up */
+	f->keeper_deadline = sseg_keeper_deadline(o->timeout_ms);
 	if (!rc)
 		rc = find_locked(o, f);
 	if (rc && f->who_fd >= 0) {
@@ -317,7 +324,7 @@ void pool_found_done(struct pool_found *f, const struct sseg_pool *p)
 	f->who_fd = -1;
 }
 
-int pool_keep(const struct sseg_pool_opts *o, const struct sseg_pool *p)
+int pool_keep(const struct sseg_pool_opts *o, const struct sseg_pool *p, double deadline)
 {
 	struct sseg_keep_msg q = { .op = SSEG_KEEP_HOLD };
 	int rc;
@@ -330,7 +337,7 @@ int pool_keep(const struct sseg_pool_opts *o, const struct sseg_pool *p)
 	q.decl.pages = p->g.pages;
 	snprintf(q.decl.version, sizeof(q.decl.version), "%d.%d.%d", SSEG_VERSION_MAJOR,
 		 SSEG_VERSION_MINOR, SSEG_VERSION_PATCH);
-	rc = sseg_keeper_leave(o->keeper, &q, p->fd, sseg_now() + 10);
+	rc = sseg_keeper_leave(o->keeper, &q, p->fd, deadline);
 	if (rc)
 		sseg_log(SSEG_LOG_WARN, "pool '%s': %s: it lasts only while a process has it open",
 			 p->g.name, sseg_last_error());

@@ -235,8 +235,8 @@ int sseg_pool_open(const struct sseg_pool_opts *o, sseg_pool_t **out)
 	}
 	/* made here, or open elsewhere while the keeper holds none of its name
 	 * (restarted since): left with the keeper */
-	if (o->keeper && (p->created || f.kept == 0))
-		p->kept = pool_keep(o, p) == 0;
+	if (o->keeper && !f.keeper_silent && (p->created || f.kept == 0))
+		p->kept = pool_keep(o, p, f.keeper_deadline) == 0;
 	pool_found_done(&f, p);
 	*out = p;
 	return 0;

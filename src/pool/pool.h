@@ -87,6 +87,8 @@ struct pool_found {
 	int kept;         /* opts.keeper holds it: 1; holds none of its name: 0;
 			   * holds another of its name: -1 */
 	int who_fd;       /* the name's record file, locked until pool_found_done */
+	double keeper_deadline; /* every question to opts.keeper: a share of the timeout */
+	int keeper_silent; /* opts.keeper was asked and did not answer: not asked again */
 };
 SSEG_HIDDEN int pool_find(const struct sseg_pool_opts *o, struct pool_found *f);
 /* At close: the name's record file goes when no other process has the
@@ -94,7 +96,8 @@ SSEG_HIDDEN int pool_find(const struct sseg_pool_opts *o, struct pool_found *f);
 SSEG_HIDDEN void pool_forget(const struct sseg_pool *p);
 /* Leaves the pool with o->keeper (a new one, or one the keeper lost): 0
  * held; a refusal is a warning. */
-SSEG_HIDDEN int pool_keep(const struct sseg_pool_opts *o, const struct sseg_pool *p);
+SSEG_HIDDEN int pool_keep(const struct sseg_pool_opts *o, const struct sseg_pool *p,
+			  double deadline);
 /* Writes this process's record (the slot it holds) and lets the name go. */
 SSEG_HIDDEN void pool_found_done(struct pool_found *f, const struct sseg_pool *p);
 
