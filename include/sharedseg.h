@@ -358,6 +358,10 @@ typedef struct sseg_pool sseg_pool_t;
 #define SSEG_POOL_MAP_ONLY (1u << 0)
 /* Attach to a pool that exists; -ENOENT rather than make one. */
 #define SSEG_POOL_EXISTING (1u << 1)
+/* Look only (`sharedseg ls`): map-only and existing, and the handle is
+ * neither listed in the name's record (no open finds the pool through
+ * it) nor leaves the pool with opts.keeper. */
+#define SSEG_POOL_OBSERVE (1u << 2)
 
 struct sseg_pool_opts {
 	size_t sz;              /* sizeof(struct sseg_pool_opts); SSEG_POOL_OPTS sets it */

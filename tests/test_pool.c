@@ -538,6 +538,34 @@ static int map_only_maker_is_found(void *arg)
 	return 0;
 }
 
+/* An observer (SSEG_POOL_OBSERVE, as `sharedseg ls` opens) maps the pool
+ * but keeps it findable for no one: once its last process closes it, the
+ * next open makes a new one, as if no one had looked. */
+static int an_observer_is_found_by_no_one(void *arg)
+{
+	char name[64];
+	sseg_pool_t *p, *o, *q;
+	struct sseg_pool_info pi = { .sz = sizeof(pi) }, in = { .sz = sizeof(in) };
+
+	(void)arg;
+	tu_name(name, sizeof(name), "observed");
+	CHECK_RC(pu_open(name, CHUNK, 4, MEANING, SSEG_POOL_OBSERVE, &o), -ENOENT);
+	CHECK_RC(pu_open(name, CHUNK, 4, MEANING, 0, &p), 0);
+	CHECK_RC(pu_store(p, 0, 1), 1);
+	CHECK_RC(sseg_pool_info(p, &pi), 0);
+	CHECK_RC(pu_open(name, 0, 0, NULL, SSEG_POOL_OBSERVE, &o), 0);
+	CHECK_RC(sseg_pool_info(o, &in), 0);
+	CHECK(in.created == 0 && in.slot == -1 && in.inode == pi.inode && in.used == 1);
+	sseg_pool_close(p); /* the observer still maps it, and no open finds it */
+	CHECK_RC(pu_open(name, CHUNK, 4, MEANING, SSEG_POOL_EXISTING, &q), -ENOENT);
+	CHECK_RC(pu_open(name, CHUNK, 4, MEANING, 0, &q), 0);
+	CHECK_RC(sseg_pool_info(q, &in), 0);
+	CHECK(in.created == 1 && in.used == 0 && in.inode != pi.inode);
+	sseg_pool_close(q);
+	sseg_pool_close(o);
+	return 0;
+}
+
 static int close_lets_go(void *arg)
 {
 	char name[64];
@@ -609,6 +637,7 @@ static const struct tu_case cases[] = {
 	{ "no other user", no_other_user, NULL, 0 },
 	{ "map only copies", map_only_copies, NULL, 0 },
 	{ "a map-only maker is found", map_only_maker_is_found, NULL, 0 },
+	{ "an observer is found by no one", an_observer_is_found_by_no_one, NULL, 0 },
 	{ "close lets go", close_lets_go, NULL, 0 },
 	{ "bad arguments", bad_arguments, NULL, 0 },
 	{ NULL, NULL, NULL, 0 },

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "keeperproc.h"
+#include "os/named.h"
 #include "poolutil.h"
 #include "runcases.h"
 #include "testutil.h"
@@ -167,10 +168,87 @@ static int a_stopped_keeper(void *arg)
 	return 0;
 }
 
+/* An observer naming a keeper that holds none of the pool's name (as `sharedseg
+ * ls` asks every keeper on the host) leaves the pool with it no more than it
+ * keeps it findable: the keeper still holds nothing of that name. */
+static int an_observer_leaves_nothing_with_a_keeper(void *arg)
+{
+	struct keeper_proc k;
+	char name[64];
+	sseg_pool_t *p, *o;
+	int fd;
+	uint64_t size;
+
+	(void)arg;
+	keeper_test_init();
+	tu_name(name, sizeof(name), "observer");
+	keeper_start(&k, K("kt-obs"));
+	CHECK_RC(open_kept(name, NULL, &p), 0); /* a live process's pool, kept by no one */
+	{
+		SSEG_POOL_OPTS(oo, .name = name, .flags = SSEG_POOL_OBSERVE, .keeper = K("kt-obs"),
+			       .timeout_ms = 10000);
+
+		CHECK_RC(sseg_pool_open(&oo, &o), 0);
+	}
+	CHECK_RC(sseg_keeper_lend(K("kt-obs"), name, &fd, &size), -ENOENT);
+	sseg_pool_close(o);
+	sseg_pool_close(p);
+	CHECK_RC(sseg_keeper_lend(K("kt-obs"), name, &fd, &size), -ENOENT);
+	CHECK_RC(keeper_stop(&k, SIGTERM), 0);
+	return 0;
+}
+
+/* A pool the keeper alone holds stays listed (its record file, by which a
+ * listing finds kept pools) after an open that names no keeper finds
+ * nothing: that open cannot tell whether a keeper holds it. Before, it
+ * removed the record file, and a listing running beside it missed the
+ * pool. */
+static int a_kept_pool_stays_listed(void *arg)
+{
+	struct keeper_proc k;
+	struct sseg_pool_info in = { .sz = sizeof(in) };
+	char name[64], dir[SSEG_OS_NAMED_PATH], path[SSEG_OS_NAMED_PATH + 80];
+	sseg_pool_t *p;
+
+	(void)arg;
+	keeper_test_init();
+	tu_name(name, sizeof(name), "listed");
+	keeper_start(&k, K("kt-list"));
+	CHECK_RC(open_kept(name, K("kt-list"), &p), 0);
+	sseg_pool_close(p);
+	CHECK_RC(sseg_os_rundir(dir, sizeof(dir)), 0);
+	snprintf(path, sizeof(path), "%s/pool.%s", dir, name);
+	CHECK(access(path, F_OK) == 0);
+	{
+		SSEG_POOL_OPTS(o, .name = name, .flags = SSEG_POOL_EXISTING);
+
+		CHECK_RC(sseg_pool_open(&o, &p), -ENOENT);
+	}
+	CHECK(access(path, F_OK) == 0);
+	CHECK_RC(open_kept(name, K("kt-list"), &p), 0);
+	CHECK_RC(sseg_pool_info(p, &in), 0);
+	CHECK(in.created == 0 && in.kept == 1);
+	sseg_pool_close(p);
+	CHECK_RC(keeper_stop(&k, SIGTERM), 0);
+	/* a name nothing ever recorded leaves no file behind */
+	tu_name(name, sizeof(name), "never");
+	snprintf(path, sizeof(path), "%s/pool.%s", dir, name);
+	{
+		SSEG_POOL_OPTS(o, .name = name, .flags = SSEG_POOL_EXISTING);
+
+		CHECK_RC(sseg_pool_open(&o, &p), -ENOENT);
+	}
+	CHECK(access(path, F_OK) != 0);
+	return 0;
+}
+
 static const struct tu_case cases[] = {
 	{ "kept by the keeper", kept_by_the_keeper, NULL, 0 },
 	{ "kept whoever closes last", kept_whoever_closes_last, NULL, 0 },
 	{ "a stopped keeper costs a share of the timeout", a_stopped_keeper, NULL, 0 },
+	{ "an observer leaves nothing with a keeper", an_observer_leaves_nothing_with_a_keeper,
+	  NULL, 0 },
+	{ "a kept pool stays listed", a_kept_pool_stays_listed, NULL, 0 },
 	{ NULL, NULL, NULL, 0 },
 };
 

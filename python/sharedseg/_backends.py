@@ -10,7 +10,7 @@ explicitly is probed alone (sseg_probe_backend), once per process, and only
 mmap=False probes them all."""
 import functools
 import sys
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, List
 
 from . import _native
 

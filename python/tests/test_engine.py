@@ -150,12 +150,13 @@ def test_pinning_off_cuda_is_refused_with_a_sentence(pin):
                             f"cpu platform here (use pin: none)")
 
 
-def test_keep_makes_pin_auto_registration_on_cuda(caplog):
-    request = SegmentRequest.parse({"keep": "k"}, "X", keeps=True)
+@pytest.mark.parametrize("given", [{"keep": "k"}, {"pool": "p"}])
+def test_a_host_pool_makes_pin_auto_registration_on_cuda(caplog, given):
+    request = SegmentRequest.parse(given, "X", keeps=True)
     with caplog.at_level("INFO", logger="sharedseg"):
         on_cuda = request.on(base.PINNING_PLATFORM)
     assert (on_cuda.pin, on_cuda.backend, on_cuda.fallback) == ("host_register", None, False)
-    assert "pin auto is host_register: keeper 'k' holds memfd segments only" in caplog.text
+    assert "pin auto is host_register: a host pool is a memfd" in caplog.text
 
 
 @pytest.mark.parametrize("replicated", [True, False])
@@ -289,7 +290,7 @@ def test_one_engine_object_for_each_engine_every_adapter_uses():
     code = ("import sys, sharedseg; sys.exit(any(m.split('.')[0] in ('vllm', 'sglang', "
             "'lmcache') for m in sys.modules))")
     assert subprocess.run([sys.executable, "-c", code], env=env_with_package()).returncode == 0
-    for module, title in (("sharedseg.vllm", "vLLM"), ("sharedseg.vllm_keep", "vLLM"),
+    for module, title in (("sharedseg.vllm", "vLLM"),
                           ("sharedseg.lmcache_vllm", "vLLM"), ("sharedseg.sglang", "SGLang"),
                           ("sharedseg.lmcache", "LMCache")):
         assert importlib.import_module(module).ENGINE is found[title], module

@@ -85,7 +85,7 @@ ADAPTERS = "engines"
 BASE = "engines.base"
 # The documented module names (users' configurations name them), which
 # re-export the adapters and do nothing else.
-DOCUMENTED = {"vllm", "vllm_keep", "sglang", "lmcache", "lmcache_vllm"}
+DOCUMENTED = {"vllm", "sglang", "lmcache", "lmcache_vllm"}
 
 
 def package_modules():
@@ -114,7 +114,7 @@ def engine_imports(path):
 
 def test_no_module_imports_an_engine_itself():
     adapters = [p for p in package_modules() if ADAPTERS in p.relative_to(PACKAGE).parts]
-    assert {p.stem for p in adapters} >= {"spec", "keep", "cpu_worker", "plugin", "tier",
+    assert {p.stem for p in adapters} >= {"spec", "pool", "cpu_worker", "plugin", "tier",
                                           "connector"}
     found = [o for path in package_modules() for o in engine_imports(path)]
     assert not found, ("an adapter takes its engine's names from its Engine "
@@ -170,7 +170,7 @@ def test_the_layering_check_catches_a_private_import_and_a_stray_adapter():
              "vllm": {"engines.vllm.spec"}, "engines.base": {"_plan"}}
     assert layering_offences(graph) == [
         "cli imports the adapter engines.vllm.spec: only the documented names (lmcache, "
-        "lmcache_vllm, sglang, vllm, vllm_keep) re-export adapters",
+        "lmcache_vllm, sglang, vllm) re-export adapters",
         "engines.vllm.spec imports _plan: the adapters take the package from its public API "
         "(sharedseg) and engines.base only"]
 
@@ -205,7 +205,6 @@ def test_the_documented_names_only_re_export():
     ("sharedseg.sglang", ["plugin", "install", "uninstall"]),
     ("sharedseg.lmcache", ["SharedSegCPUBackend", "SharedSegMemoryAllocator"]),
     ("sharedseg.lmcache_vllm", ["SharedSegLMCacheConnector"]),
-    ("sharedseg.vllm_keep", ["KeptOffloadingManager"]),
 ])
 def test_the_documented_names_import_without_their_engine(module, names):
     """Each loads by module path as the engines load it, and names what

@@ -28,8 +28,9 @@ def test_the_pool_setting_is_checked():
         SegmentRequest.parse({"pool": ""}, "here", keeps=True)
     with pytest.raises(ValueError, match="a host pool is a memfd"):
         SegmentRequest.parse({"pool": "p", "pin": "vmm"}, "here", keeps=True)
-    with pytest.raises(ValueError, match="numa, populate in here: a host pool takes pages, pin "
-                                         "and keep only"):
+    with pytest.raises(ValueError, match=r"numa, populate in here: a host pool \(pool, or keep: "
+                                         r"the pool its keeper holds\) takes pages, pin, "
+                                         r"timeout and keep only"):
         SegmentRequest.parse({"pool": "p", "numa": 0, "populate": "owner"}, "here", keeps=True)
 
 

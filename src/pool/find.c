@@ -194,7 +194,7 @@ static int find_locked(const struct sseg_pool_opts *o, struct pool_found *f)
 		f->kept = 1;
 		return found(fd, f);
 	}
-	if (o->flags & SSEG_POOL_EXISTING)
+	if (POOL_EXISTING(o))
 		return sseg_err(-ENOENT, "no pool '%s' is open on this host%s", o->name,
 				o->keeper ? " nor held by the keeper" : "");
 	rc = pool_make(o, &fd, &f->size);
@@ -249,9 +249,13 @@ int pool_find(const struct sseg_pool_opts *o, struct pool_found *f)
 	if (!rc)
 		rc = find_locked(o, f);
 	if (rc && f->who_fd >= 0) {
-		/* no process has it, no keeper gave it, none was made: the name's
-		 * record names nothing any more */
-		if (f->fd < 0)
+		struct stat st;
+
+		/* nothing found, none made, and the record file this open made is
+		 * empty: it names nothing. One with records stays: a keeper may
+		 * hold its pool (one this open, naming no keeper or another, did
+		 * not ask), and a listing finds kept pools by their record files. */
+		if (f->fd < 0 && !fstat(f->who_fd, &st) && st.st_size == 0)
 			who_unlink(o->name);
 		close(f->who_fd);
 		f->who_fd = -1;

@@ -43,7 +43,7 @@ static int check_opts(const struct sseg_pool_opts *o)
 	if (o->chunks > (1ull << 31))
 		return sseg_err(-EINVAL, "pool '%s': %llu chunks, at most 2^31", o->name,
 				(unsigned long long)o->chunks);
-	if (o->flags & ~(SSEG_POOL_MAP_ONLY | SSEG_POOL_EXISTING))
+	if (o->flags & ~(SSEG_POOL_MAP_ONLY | SSEG_POOL_EXISTING | SSEG_POOL_OBSERVE))
 		return sseg_err(-EINVAL, "pool '%s': unknown flags %#x", o->name, o->flags);
 	if (o->keeper && sseg_keep_check_name(o->keeper))
 		return -EINVAL;
@@ -186,7 +186,7 @@ static int attach(struct sseg_pool *p, const struct sseg_pool_opts *o, uint64_t 
 	 * of the same name while a process has the pool open */
 	if (!rc)
 		rc = sseg_os_memfd_claim(p->fd);
-	if (rc || (o->flags & SSEG_POOL_MAP_ONLY))
+	if (rc || POOL_MAP_ONLY(o))
 		return rc;
 	p->pins = calloc(p->g.chunks, sizeof(*p->pins));
 	p->reserved = calloc(p->g.chunks, 1);
@@ -235,9 +235,11 @@ int sseg_pool_open(const struct sseg_pool_opts *o, sseg_pool_t **out)
 	}
 	/* made here, or open elsewhere while the keeper holds none of its name
 	 * (restarted since): left with the keeper */
-	if (o->keeper && !f.keeper_silent && (p->created || f.kept == 0))
+	if (o->keeper && !f.keeper_silent && !(o->flags & SSEG_POOL_OBSERVE) &&
+	    (p->created || f.kept == 0))
 		p->kept = pool_keep(o, p, f.keeper_deadline) == 0;
-	pool_found_done(&f, p);
+	/* an observer is found by no one: it keeps nobody's pool findable */
+	pool_found_done(&f, o->flags & SSEG_POOL_OBSERVE ? NULL : p);
 	*out = p;
 	return 0;
 }

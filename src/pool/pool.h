@@ -15,6 +15,10 @@
 #include "internal.h"
 #include "pool/format.h"
 
+/* The open's flags as they act: SSEG_POOL_OBSERVE is map-only and existing. */
+#define POOL_MAP_ONLY(o) ((o)->flags & (SSEG_POOL_MAP_ONLY | SSEG_POOL_OBSERVE))
+#define POOL_EXISTING(o) ((o)->flags & (SSEG_POOL_EXISTING | SSEG_POOL_OBSERVE))
+
 struct sseg_pool {
 	int fd; /* this process's own description of the memfd: slot locks live on it */
 	void *base;

@@ -144,10 +144,9 @@ REGRESSIONS = [
     ("Ascend as its driver behaves", "a PCIe NPU (no HCCS), a child touching after fork, "
      "1 GiB pages refused at each step", "ascend_stack ascend_fork ascend_pages fake_acl"),
     # The fourth round. "pypi:" runs a test file on the engines' environment.
-    ("a kept vLLM tier serving another block's bytes", "a scheduler whose keeper is stopped "
-     "(SIGSTOP) under it, then answers; six unreadable indexes; sequence numbers at 2^64; two "
-     "kept managers in one process; an engine of another configuration beside a running one",
-     "pypi:test_vllm_keep_faults.py"),
+    ("a kept vLLM tier serving another block's bytes", "the kept tier is the host pool its "
+     "keeper holds (no index of its own since): a keeper stopped (SIGSTOP) under an engine, "
+     "then answering; an engine of another configuration refused", "pypi:test_vllm_keep.py"),
     ("another user keeping the keeper from its user", "20,000 connections by another uid while "
      "its user is served 50 times; a hand-over after a failed take; a keeper that never "
      "answers inside a 5 s create", "keeper_faults"),

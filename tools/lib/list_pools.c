@@ -8,9 +8,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "keeper.h"
 #include "list_pools.h"
 #include "os/file.h"
 #include "os/named.h"
+#include "util.h"
 
 /* Every keeper socket in the runtime directory, however many a host has
  * (a keeper killed leaves its socket: hundreds after a test run). */
@@ -42,15 +44,29 @@ static void find_keepers(DIR *d, struct rundir_names *r)
 	}
 }
 
+/* A keeper's answer, within 1 s: one stopped costs a listing that, not
+ * the 10 s an engine gives it. */
+#define LIST_KEEPER_S 1.0
+
+/* The memfd of a segment named name that keeper lends, or -1. */
+static int lent_by(const char *keeper, const char *name)
+{
+	uint64_t size;
+	int fd;
+
+	if (sseg_keeper_lend_by(keeper, name, &fd, &size, sseg_now() + LIST_KEEPER_S))
+		return -1;
+	return fd;
+}
+
 /* The keeper that holds the pool whose memfd is inode ino, if one does. */
 static void kept_by(const struct rundir_names *r, const char *pool, uint64_t ino, char *out)
 {
 	for (int i = 0; i < r->nkeepers; i++) {
 		struct stat st;
-		uint64_t size;
-		int fd;
+		int fd = lent_by(r->keepers[i], pool);
 
-		if (sseg_keeper_lend(r->keepers[i], pool, &fd, &size))
+		if (fd < 0)
 			continue;
 		if (!fstat(fd, &st) && (uint64_t)st.st_ino == ino)
 			snprintf(out, SSEG_NAME_MAX + 1, "%s", r->keepers[i]);
@@ -60,15 +76,24 @@ static void kept_by(const struct rundir_names *r, const char *pool, uint64_t ino
 	}
 }
 
-/* Pool name, opened map-only: from a live process, else from a keeper. */
+/* Pool name, opened map-only: from a live process, else from a keeper
+ * that lends one of that name. The open names no other keeper: one that
+ * finds the pool in a process (opened meanwhile) would leave it with the
+ * keeper it names where that keeper holds none of the name. */
 static sseg_pool_t *open_listed(const char *name, const struct rundir_names *r)
 {
-	SSEG_POOL_OPTS(o, .name = name, .flags = SSEG_POOL_MAP_ONLY | SSEG_POOL_EXISTING,
-		       .timeout_ms = 2000);
+	SSEG_POOL_OPTS(o, .name = name, .flags = SSEG_POOL_OBSERVE, .timeout_ms = 2000);
 	sseg_pool_t *p = NULL;
 
-	for (int i = -1; i < r->nkeepers && !p; i++) {
-		o.keeper = i < 0 ? NULL : r->keepers[i];
+	if (!sseg_pool_open(&o, &p))
+		return p;
+	for (int i = 0; i < r->nkeepers && !p; i++) {
+		int fd = lent_by(r->keepers[i], name);
+
+		if (fd < 0)
+			continue;
+		close(fd);
+		o.keeper = r->keepers[i];
 		sseg_pool_open(&o, &p);
 	}
 	return p;

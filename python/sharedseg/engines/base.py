@@ -36,9 +36,8 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 from .. import _native
 from .._backends import PINNING_PLATFORM, torch_platform, vmm_backend
 from .._log import log
-from .._native import SharedSegmentError, keeper_in_use, keeper_lend
+from .._native import SharedSegmentError
 from .._options import U64_MAX
-from .._plan import _declare
 from .._protocol import create_shared_segment
 from .._visible import quoted, visible
 from ..segment import SharedSegment
@@ -46,12 +45,11 @@ from ..segment import SharedSegment
 # What the adapters take from the package besides the public API, through
 # this module only: the platform whose devices pin host memory and the
 # torch device module that tells it, the C library's largest size, the
-# keeper's client (vLLM's kept tier), the way sentences show what users
-# typed.
+# way sentences show what users typed.
 __all__ = ["Engine", "SegmentRequest", "create", "pool", "slot_of", "sharing", "segment_name",
            "group_size", "auto_pin",
-           "block_offsets", "SETTINGS", "settings_help", "choices", "PINS",
-           "PINNING_PLATFORM", "torch_platform", "U64_MAX", "keeper_in_use", "keeper_lend",
+           "SETTINGS", "settings_help", "choices", "PINS",
+           "PINNING_PLATFORM", "torch_platform", "U64_MAX",
            "quoted", "visible", "SharedSegmentError", "parse_size", "pool_meaning"]
 
 NAME_MAX = 63  # a segment name's bytes (SSEG_NAME_MAX)
@@ -195,11 +193,12 @@ def _help() -> Dict[str, str]:
         "pin": f"{', '.join(PINS)} (default auto: on CUDA VMM host memory where the probe "
                f"says it works, pinned once for the group, else host_register; none "
                f"elsewhere)",
-        "timeout": "seconds a rank waits for the others while the segment is made "
-                   "(default 30)",
-        "keep": "a keeper's name (sharedseg keep --name NAME): the tier outlives the engine, "
-                "and the next one of the same configuration serves from it (vLLM only; "
-                "default none)",
+        "timeout": "seconds a rank waits for the others while the segment is made; with "
+                   "pool or keep, an engine for the pool's other openers and its keeper (at "
+                   "most half of it, and 10 s) (default 30)",
+        "keep": "a keeper's name (sharedseg keep --name NAME): the tier is a host pool the "
+                "keeper holds, which outlives the engine, and every engine of the same "
+                "configuration, now and next, serves from it (vLLM only; default none)",
         "pool": "a host pool's name: every engine of the same configuration on this host "
                 "that names it shares one tier, and with keep the keeper holds it between "
                 "engines (vLLM only; default none)",
@@ -255,7 +254,8 @@ class SegmentRequest:
         # The vLLM-only names: (setting, why other adapters refuse it, what it
         # names, why pin vmm cannot serve it).
         for name, only, what, no_vmm in (
-                ("keep", "keeps a tier between engines (its index of blocks is vLLM's)",
+                ("keep", "keeps a tier between engines (vLLM's is a host pool its keeper "
+                         "holds)",
                  "a keeper's name (sharedseg keep --name NAME)",
                  "a keeper holds memfd segments only"),
                 ("pool", "serves its tier from a host pool (SGLang's is its storage tier, "
@@ -273,13 +273,13 @@ class SegmentRequest:
             if request.pin == "vmm":
                 raise ValueError(f"sharedseg settings {name} and pin='vmm' in {where}: {no_vmm} "
                                  f"(use pin auto or host_register)")
-        pool = request.pool
-        unused = [k for k in ("numa", "populate", "populate_threads", "timeout")
-                  if pool is not None and getattr(request, k) != getattr(cls, k)]
+        pooled = request.pool is not None or request.keep is not None  # keep: a kept pool
+        unused = [k for k in ("numa", "populate", "populate_threads")
+                  if pooled and getattr(request, k) != getattr(cls, k)]
         if unused:
             raise ValueError(f"sharedseg setting{'s' if len(unused) > 1 else ''} "
-                             f"{', '.join(unused)} in {where}: a host pool takes pages, pin "
-                             f"and keep only")
+                             f"{', '.join(unused)} in {where}: a host pool (pool, or keep: "
+                             f"the pool its keeper holds) takes pages, pin, timeout and keep only")
         threads = request.populate_threads
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
             raise ValueError(f"sharedseg setting populate_threads={threads!r} in {where}: "
@@ -298,17 +298,13 @@ class SegmentRequest:
         """This request on the engine's platform (PINNING_PLATFORM, "cpu",
         ...): pin "auto" decided (logged with its reason: VMM host memory
         on CUDA where the probe says it works, else registration; with
-        keep, registration, since a keeper holds memfd segments only; none
+        pool or keep, registration, since a host pool is a memfd; none
         elsewhere). "host_register" and "vmm" need CUDA: ValueError
         elsewhere."""
         pin, fallback = self.pin, False
-        if self.pool and pin == "auto" and platform == PINNING_PLATFORM:
+        if (self.pool or self.keep) and pin == "auto" and platform == PINNING_PLATFORM:
             pin = "host_register"
-            log.info("pin auto is host_register: host pool '%s' is a memfd", self.pool)
-        elif self.keep and pin == "auto" and platform == PINNING_PLATFORM:
-            pin = "host_register"
-            log.info("pin auto is host_register: keeper '%s' holds memfd segments only",
-                     self.keep)
+            log.info("pin auto is host_register: a host pool is a memfd")
         if pin == "auto":
             pin, why = auto_pin(platform)
             if pin != "none":
@@ -456,13 +452,6 @@ def pool(name: str, request: SegmentRequest, *, replicated: bool, shape: Any = N
     seg = create(name, request, blocks={block: dict(count=count, shape=tuple(shape), dtype=dtype)},
                  **where)
     return seg, seg.tensors(block)[slot_of(replicated, seg.rank)]
-
-
-def block_offsets(blocks: Mapping[str, Any], layout: str, block: str) -> List[int]:
-    """Where a segment of blocks in layout puts each entry of block: the C
-    library's layout, for a process that maps the segment otherwise (a
-    scheduler, through a keeper)."""
-    return _declare(blocks, layout, None)[1].offsets(block)
 
 
 # ---- segment names ----

@@ -10,10 +10,8 @@ first pass stored), and writes both to OUT as JSON; then it shuts the
 engine down, or with "crash" kills its whole process group (the caller
 starts it in a session of its own) with SIGKILL, as a crash would;
 "crash-at-start" does so once the engine is built (its workers have mapped
-the kept tier), before its first request (when its scheduler would map the
-index), and writes OUT empty first. The
-model is
-vllm_engine.py's DeepSeek-V2 (MLA), made by `vllm_engine.py make`.
+the kept pool), before its first request, and writes OUT empty first. The
+model is vllm_engine.py's DeepSeek-V2 (MLA), made by `vllm_engine.py make`.
 """
 import json
 import os

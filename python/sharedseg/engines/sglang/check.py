@@ -141,7 +141,7 @@ def _text(doc: Dict[str, Any]) -> str:
     lines = [
         f"python:            {quoted(doc['python'])}",
         f"SGLang:            {sglang['version'] or 'not installed'} ({supported})",
-        f"entry point:       " + (f"{NAME} = {visible(entry['value'])} in group {GROUP}, "
+        "entry point:       " + (f"{NAME} = {visible(entry['value'])} in group {GROUP}, "
                                   f"of {visible(entry['distribution'] or 'no distribution')}"
                                   if entry["registered"] else f"none in group {GROUP}"),
         f"{PLUGINS}:    {_shown(plugins['value'], 'unset')}: "

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """vLLM's host KV tier in the host pool ("sharedseg": {"pool": NAME}): one
 tier for every engine and data-parallel rank of one model on the host.
+"keep": KEEPER alone is the pool named after the keeper (kept_pool_name),
+held by it between engines: a tier that outlives the engine.
 
 Every engine that names the pool opens the same host pool (sharedseg's
 HostPool): its scheduler's manager (PoolOffloadingManager) looks blocks up,
@@ -34,19 +36,46 @@ What differs from vLLM's own manager, by design:
 import errno
 import hashlib
 import logging
-from typing import Any, Collection, Dict, List, Tuple
+import os
+from typing import Any, Collection, Dict, List, Optional, Tuple
 
 from . import ENGINE
 from ... import HostPool, SharedSegmentError, pool_key
-from ..base import SegmentRequest, pool_meaning
+from ..base import SegmentRequest, pool_meaning, segment_name
 from .rows import declaration
 
+_UTILS = "vllm.v1.core.kv_cache_utils"
 _BASE = "vllm.v1.kv_offload.base"
 _COMMON = "vllm.v1.kv_offload.cpu.common"
 _HITS = "vllm.v1.metrics.cache_hit_source"
 _log = logging.getLogger("vllm.kv_offload.sharedseg")
 
 _Manager = ENGINE.get(f"{_BASE}.OffloadingManager", object)
+
+
+def kept_pool_name(keeper: str) -> str:
+    """The pool of "keep": KEEPER alone: the same for every engine that
+    keeps with keeper (vLLM's engine id changes with every start)."""
+    return segment_name("vllm", "kept", keeper)
+
+
+def pool_name(request: SegmentRequest) -> str:
+    """The engine's pool: the one it names, else its keeper's."""
+    return request.pool or kept_pool_name(str(request.keep))
+
+
+def unstable_hashes() -> Optional[str]:
+    """Why vLLM's block hashes would not mean the same in another engine
+    process, or None where they would: NONE_HASH, the root of every block
+    hash, is derived from a random seed when the hash algorithm is not a
+    cryptographic one (xxhash) and PYTHONHASHSEED is unset."""
+    seed = ENGINE.get(f"{_UTILS}.get_none_hash_seed")()
+    if seed in (os.environ.get("PYTHONHASHSEED"), ENGINE.get(f"{_UTILS}.DEFAULT_NONE_HASH_SEED")):
+        return None
+    return ("vLLM's block hashes differ from one engine process to the next here (NONE_HASH "
+            "has a random seed: --prefix-caching-hash-algo is not a cryptographic hash and "
+            "PYTHONHASHSEED is unset); set PYTHONHASHSEED to one value for every engine, or "
+            "use sha256")
 
 
 def meaning(config: Any) -> str:
@@ -70,12 +99,17 @@ def open_pool(request: SegmentRequest, config: Any, chunk_size: int, chunks: int
     """The engine's pool, opened as its declaration: SharedSegmentError, in
     a sentence naming the setting and what differs, where the pool holds
     another engine's declaration."""
+    setting = f"pool={request.pool!r}" if request.pool else f"keep={request.keep!r}"
+    timeout = 30.0 if request.timeout is None else request.timeout
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ValueError(f"sharedseg setting timeout={request.timeout!r}: expected seconds > 0")
     try:
-        return HostPool.open(request.pool, meaning=meaning(config), chunk_size=chunk_size,
+        return HostPool.open(pool_name(request), meaning=meaning(config), chunk_size=chunk_size,
                              chunks=chunks, pages=request.pages or "auto",
-                             keeper=request.keep or None, map_only=map_only)
+                             keeper=request.keep or None, map_only=map_only,
+                             timeout_s=float(timeout))
     except SharedSegmentError as e:
-        said = SharedSegmentError(f"sharedseg setting pool={request.pool!r}: {e}")
+        said = SharedSegmentError(f"sharedseg setting {setting}: {e}")
         said.errno = e.errno
         raise said from None
 
@@ -111,6 +145,7 @@ class PoolOffloadingManager(_Manager):  # type: ignore[misc, valid-type]
     def __init__(self, pool: HostPool, name: str):
         self.pool, self.name = pool, name
         self._resets = 0
+        self._hashes_checked = False
         # Pins: of the blocks each request looked up (let go at its load or
         # its end), and of blocks being loaded (let go at complete_load, as
         # vLLM's manager keeps a block being loaded past its request's end).
@@ -132,6 +167,12 @@ class PoolOffloadingManager(_Manager):  # type: ignore[misc, valid-type]
     # ---- vLLM's manager ----
 
     def on_new_request(self, req_context: Any) -> Any:
+        if not self._hashes_checked:  # NONE_HASH is derived after the manager is built
+            self._hashes_checked = True
+            unstable = unstable_hashes()
+            if unstable:
+                _log.warning("sharedseg pool '%s': this engine shares no block with another "
+                             "engine, nor with the next one: %s", self.name, unstable)
         self._looked_up(req_context)
         return ENGINE.get(f"{_BASE}.RequestOffloadingContext")()
 
@@ -228,9 +269,11 @@ def pool_manager(request: SegmentRequest, config: Any, chunk_size: int,
                  chunks: int) -> PoolOffloadingManager:
     """The scheduler's manager over the engine's pool."""
     pool = open_pool(request, config, chunk_size, chunks, map_only=False)
-    facts = pool.info()
-    _log.info("sharedseg pool '%s': %d chunks of %d bytes on %s pages, %s%s", request.pool,
+    facts, name = pool.info(), pool_name(request)
+    _log.info("sharedseg pool '%s': %d chunks of %d bytes on %s pages, %s%s", name,
               facts["chunks"], facts["chunk_size"], facts["pages"],
-              "made by this engine" if facts["created"] else "shared with the engines "
-              "that opened it", f", kept by '{request.keep}'" if facts["kept"] else "")
-    return PoolOffloadingManager(pool, request.pool)
+              "made by this engine" if facts["created"] else
+              f"found with {facts['used']} chunks stored (by the engines that have it open, "
+              f"or kept)", f", kept by '{request.keep}'" if facts["kept"] else
+              (", kept by no one" if request.keep else ""))
+    return PoolOffloadingManager(pool, name)

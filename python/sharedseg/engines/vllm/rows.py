@@ -5,31 +5,16 @@ no vLLM (spec.py builds on it; the GPU checks use it where no engine can
 be installed)."""
 from typing import Any, Dict
 
-from ..base import SegmentRequest, SharedSegmentError, block_offsets, create
-
-
-def region_blocks(num_chunks: int, row_stride: int, index_bytes: int) -> Dict[str, Any]:
-    blocks: Dict[str, Any] = {"chunks": dict(count=num_chunks, shape=(row_stride,), dtype="uint8")}
-    if index_bytes:
-        blocks["index"] = dict(count=1, shape=(index_bytes,), dtype="uint8")
-    return blocks
-
-
-def region_index_offset(num_chunks: int, row_stride: int, index_bytes: int) -> int:
-    """Where region_segment puts its index block: the C library's layout
-    of the same blocks, for a process that maps the segment otherwise (a
-    scheduler, through a keeper)."""
-    return block_offsets(region_blocks(num_chunks, row_stride, index_bytes), "grouped", "index")[0]
+from ..base import SegmentRequest, SharedSegmentError, create
 
 
 def region_segment(name: str, group: Any, num_chunks: int, row_stride: int,
-                   request: SegmentRequest, index_bytes: int = 0) -> Any:
+                   request: SegmentRequest) -> Any:
     """One segment over group holding num_chunks rows of row_stride bytes
     each, back to back (row i at offset i * row_stride), as a block
-    "chunks" so that ranks that disagree on the shape fail together; with
-    index_bytes, a block "index" of that many bytes after them."""
-    seg = create(name, request, blocks=region_blocks(num_chunks, row_stride, index_bytes),
-                 comm_group=group, layout="grouped")
+    "chunks" so that ranks that disagree on the shape fail together."""
+    seg = create(name, request, layout="grouped", comm_group=group,
+                 blocks={"chunks": dict(count=num_chunks, shape=(row_stride,), dtype="uint8")})
     if seg.offsets("chunks") != [i * row_stride for i in range(num_chunks)]:
         seg.close()
         raise SharedSegmentError(f"segment '{name}' laid chunks out with a stride other than "

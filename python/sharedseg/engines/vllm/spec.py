@@ -32,7 +32,7 @@ from typing import Any, Dict, Mapping, Optional
 
 import torch
 
-from . import ENGINE, KEEP, POOL, SPEC
+from . import ENGINE, POOL, SPEC
 from ..base import (PINNING_PLATFORM, SETTINGS, SegmentRequest, named_setting, segment_name,
                     sharing, slot_of)
 from .cpu_worker import SharedSegCPUWorker
@@ -96,10 +96,10 @@ class SharedSegRegion(_Region):  # type: ignore[misc, valid-type]
 
     def __init__(self, *, name: str, group: Any, num_chunks: int, row_stride: int,
                  slot: Optional[int], slot_bytes: int, request: SegmentRequest,
-                 index_bytes: int = 0, segment: Any = None):
+                 segment: Any = None):
         # segment: one made already (a worker's map of the host pool, pool.py)
         self.segment = segment if segment is not None else region_segment(
-            name, group, num_chunks, row_stride, request, index_bytes)
+            name, group, num_chunks, row_stride, request)
         self.cpu_page_size = slot_bytes
         vars(self).update(self._vllm_state(num_chunks, row_stride, slot, slot_bytes))
         facts = self.segment.info
@@ -125,7 +125,7 @@ class SharedSegRegion(_Region):  # type: ignore[misc, valid-type]
             page_size=self.BLOCK_SIZE_ALIGNMENT, num_chunks=num_chunks, _row_stride=row_stride,
             total_size_bytes=0 if pinned else num_chunks * row_stride,
             mmap_path=None, _creator=False, fd=None, mmap_obj=None, rank=slot,
-            # the chunks only: a kept tier's index follows them (keep.py)
+            # the chunks only: a host pool's records follow them
             _base=torch.frombuffer(self.segment.buffer(), dtype=torch.int8)[
                 :num_chunks * row_stride],
             _views=[], _canonical_offset=0, is_pinned=pinned, pinned_addresses=[])
@@ -186,31 +186,17 @@ class SharedSegOffloadingSpec(_Spec):  # type: ignore[misc, valid-type]
         return True  # one segment per group, on every platform served
 
     def get_manager(self) -> Any:
-        """vLLM's manager; with pool, one over the host pool (pool.py); with
-        keep alone, one whose index of blocks lives in the kept tier too
-        (keep.py), so that the next engine finds the blocks."""
-        keeper = self.sharedseg_request.keep
-        if self.sharedseg_request.pool:
-            if not self._manager:
-                from . import pool
-                ENGINE.check(POOL)
-                self._manager = pool.pool_manager(self.sharedseg_request, self.config,
-                                                  self.kv_bytes_per_chunk, self.num_chunks)
-            return self._manager
-        if not keeper:
+        """vLLM's manager; with pool or keep, one over the host pool
+        (pool.py), which every engine that names the pool shares and a
+        keeper holds between engines."""
+        request = self.sharedseg_request
+        if not (request.pool or request.keep):
             return super().get_manager()
         if not self._manager:
-            from . import keep
-            ENGINE.check(KEEP)
-            try:
-                self._manager = keep.KeptOffloadingManager.adopt(
-                    super().get_manager(), keeper=keeper, name=keep.segment_name(keeper),
-                    row_stride=self.kv_bytes_per_chunk,
-                    desc=lambda: keep.description(self.config),
-                    engine_id=self.config.engine_id)
-            except BaseException:
-                self._manager = None  # never vLLM's plain manager for a kept tier
-                raise
+            from . import pool
+            ENGINE.check(POOL)
+            self._manager = pool.pool_manager(request, self.config, self.kv_bytes_per_chunk,
+                                              self.num_chunks)
         return self._manager
 
     def _group(self) -> Any:
@@ -230,7 +216,8 @@ class SharedSegOffloadingSpec(_Spec):  # type: ignore[misc, valid-type]
                              f"holds no chunk of {self.kv_bytes_per_chunk} bytes")
         parallel = self.config.parallel
         slot = slot_of(self.replicated_layout, parallel.rank)
-        if self.sharedseg_request.pool:  # every engine's workers map the host pool's chunks
+        if self.sharedseg_request.pool or self.sharedseg_request.keep:
+            # every engine's workers map the host pool's chunks
             from . import pool
             ENGINE.check(POOL)
             segment = pool.PoolSegment(pool.open_pool(
@@ -244,22 +231,12 @@ class SharedSegOffloadingSpec(_Spec):  # type: ignore[misc, valid-type]
             except BaseException:
                 segment.close()
                 raise
-        name = segment_name("vllm", self.config.engine_id)
-        index_bytes = 0
-        keeper = self.sharedseg_request.keep
-        if keeper:  # a name every start shares, and the blocks' index after the chunks
-            from . import keep
-            name = keep.segment_name(keeper)
-            index_bytes = keep.index_bytes(self.num_chunks)
         with named_setting("cpu_bytes_to_use"):
-            region = SharedSegRegion(name=name, group=self._group(), num_chunks=self.num_chunks,
-                                     row_stride=self.kv_bytes_per_chunk, slot=slot,
-                                     slot_bytes=self.cpu_page_size_per_worker,
-                                     request=self.sharedseg_request, index_bytes=index_bytes)
-        if keeper and region.segment.is_owner:  # whose workers map it: the scheduler's check
-            keep.claim_tier(region.segment.buffer(), self.num_chunks,
-                                 self.kv_bytes_per_chunk, self.config.engine_id)
-        return region
+            return SharedSegRegion(name=segment_name("vllm", self.config.engine_id),
+                                   group=self._group(), num_chunks=self.num_chunks,
+                                   row_stride=self.kv_bytes_per_chunk, slot=slot,
+                                   slot_bytes=self.cpu_page_size_per_worker,
+                                   request=self.sharedseg_request)
 
     def create_worker(self, kv_caches: Any) -> Any:
         """The worker over the group's region. A worker with no KV to
