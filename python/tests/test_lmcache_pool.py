@@ -117,6 +117,79 @@ def test_another_model_is_refused_the_pool(tmp_path):
             other.end()
 
 
+def test_a_remote_tier_beside_the_pool(tmp_path):
+    """LMCache's Mooncake store (mooncakestore://, a real master on
+    127.0.0.1) beside the pool, as a cluster runs it: instance A stores
+    into its CPU tier, the pool and Mooncake; B, on a pool of its own (as
+    on another host), retrieves A's chunks from Mooncake, bytes right; C,
+    on A's pool, retrieves them too, bytes right, and stores nothing again.
+    LMCache asks its remote tier before any storage plugin: C's chunks come
+    from Mooncake while it holds them (docs/integrations.md says so), and
+    from the pool once Mooncake holds them no more."""
+    import yaml
+    from mooncake_master import CLIENT_ENV, MooncakeMaster
+    pool = f"lr-{uuid.uuid4().hex[:10]}"
+    with MooncakeMaster() as master:
+        def config(name):
+            path = config_file(tmp_path, name)
+            cfg = yaml.safe_load(path.read_text())
+            cfg["remote_url"] = f"mooncakestore://{master.rpc}/"
+            cfg["remote_serde"] = "naive"
+            # Mooncake 0.3.13's setup names the master master_server_addr,
+            # where LMCache 0.5.6 passes master_server_address (which it
+            # ignores): its mooncake_ prefix passes the name through
+            cfg["extra_config"].update(
+                local_hostname="127.0.0.1", metadata_server=master.metadata,
+                mooncake_master_server_addr=master.rpc, protocol="tcp",
+                global_segment_size=64 << 20, local_buffer_size=16 << 20)
+            path.write_text(yaml.safe_dump(cfg))
+            return path
+
+        mine, other = config(pool), config(f"{pool}-b")
+        a = Driven(tmp_path, "a", "lmcache_pool_engine.py", [], [],
+                   env=dict(CLIENT_ENV, LMCACHE_CONFIG_FILE=str(mine)))
+        b = Driven(tmp_path, "b", "lmcache_pool_engine.py", [], [],
+                   env=dict(CLIENT_ENV, LMCACHE_CONFIG_FILE=str(other)))
+        c = Driven(tmp_path, "c", "lmcache_pool_engine.py", [], [],
+                   env=dict(CLIENT_ENV, LMCACHE_CONFIG_FILE=str(mine)))
+        try:
+            ready = a.next("ready")
+            assert ready["backends"][0] == "LocalCPUBackend" and \
+                ready["backends"][-1] == "sharedseg_pool" and \
+                any(n.startswith("RemoteBackend") for n in ready["backends"]), ready
+            b.next("ready")
+            c.next("ready")
+            facts = a.ask(f"store {TOKENS}", "store")["facts"]
+            assert (facts["used"], facts["stores"]) == (4, 4), facts
+            settled = a.ask(f"settle {TOKENS}", "settle")
+            assert settled == dict(op="settle", remote=1, in_flight=0, found=TOKENS,
+                                   put_failed=0), settled
+            got = b.ask(f"retrieve {TOKENS}", "retrieve")
+            assert got["found"] == TOKENS and got["chunks"] == WANT, got
+            assert got["facts"]["used"] == 0, got  # B's pool: nothing of it came from there
+            got = c.ask(f"retrieve {TOKENS}", "retrieve")
+            assert got["found"] == TOKENS and got["chunks"] == WANT, got
+            assert got["facts"]["hits"] == 0, got  # LMCache asked Mooncake first
+            facts = c.ask(f"store {TOKENS}", "store")["facts"]
+            assert (facts["used"], facts["stores"]) == (4, 4), facts  # once a host
+            # Mooncake holds them no more (evicted there, or gone with the
+            # client whose segment held them), once C's own puts of them to
+            # Mooncake have ended (else one landing after the drop puts a
+            # chunk back)
+            assert c.ask(f"settle {TOKENS}", "settle")["in_flight"] == 0
+            dropped = a.ask(f"drop-remote {TOKENS}", "drop-remote")
+            assert (dropped["stores"], dropped["removed"]) == (1, 4), dropped
+            c.ask("drop-local", "drop-local")
+            hits = c.ask(f"retrieve {TOKENS}", "retrieve")
+            assert hits["found"] == TOKENS and hits["chunks"] == WANT, hits
+            assert hits["facts"]["hits"] >= facts["hits"] + 4, (facts, hits)  # from the pool
+            for x in (a, b, c):
+                x.quit()
+        finally:
+            for x in (a, b, c):
+                x.end()
+
+
 def test_what_the_plugin_cannot_serve_is_refused_with_a_sentence():
     """No pool name, no size, and no LMCache CPU tier in front (the
     scheduler role, or max_local_cpu_size 0)."""

@@ -193,6 +193,7 @@ def start(tmp_path, model_dir, tp, name, tag, crash=""):
                             env=env_with_package(), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     said, _ = proc.communicate(timeout=420)  # vLLM logs to stdout
+    (tmp_path / f"{tag}.log").write_text(said)  # the whole of it, beside the test's files
     if crash:
         assert proc.returncode == -signal.SIGKILL, said[-4000:]
         gone(proc.pid)

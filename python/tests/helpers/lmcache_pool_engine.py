@@ -17,6 +17,12 @@ answer), then reads commands from stdin:
                   found, each retrieved chunk's distinct values, and the pool's
                   facts
     pin N         looks tokens 0..N-1 up with pin, and holds the pins
+    settle N      waits until LMCache's remote tier (if any) has no put in
+                  flight and finds tokens 0..N-1: what was stored is in the
+                  remote store, as the next instance will ask it
+    drop-remote N removes tokens 0..N-1's chunks from the Mooncake store behind
+                  LMCache's remote tier (as Mooncake evicts them; LMCache's
+                  Mooncake connector has no remove of its own)
     quit          destroys the engine
 
 KV: an MLA model of 2 layers, chunks of 16 tokens of a 576-wide latent in
@@ -92,6 +98,36 @@ def main():
             answer(op="pin", found=engine.lookup(tokens=torch.arange(n), lookup_id="held",
                                                  pin=True),
                    facts=plugin.pool.info())
+        elif command[:1] == ["settle"]:
+            import time
+            remote = [name for name in manager.storage_backends
+                      if name.startswith("RemoteBackend")]
+            backends = [manager.storage_backends[name] for name in remote]
+            deadline = time.monotonic() + 120
+            # LMCache's own record of its puts in flight (emptied by their
+            # completions on its loop thread), then the remote store's own
+            # answer: a put completed may take a moment to be found there
+            while time.monotonic() < deadline and (
+                    any(b.put_tasks for b in backends) or
+                    engine.lookup(tokens=torch.arange(n), search_range=remote) < n):
+                time.sleep(0.05)
+            answer(op="settle", remote=len(remote),
+                   in_flight=sum(len(b.put_tasks) for b in backends),
+                   found=engine.lookup(tokens=torch.arange(n), search_range=remote),
+                   put_failed=sum(b.put_failed_count for b in backends))
+        elif command[:1] == ["drop-remote"]:
+            stores = []
+            for name, b in manager.storage_backends.items():
+                conn = b.connection if name.startswith("RemoteBackend") else None
+                while conn is not None and not hasattr(conn, "store"):
+                    conn = getattr(conn, "_connector", None)  # LMCache's wrappers
+                if conn is not None:
+                    stores.append(conn.store)
+            keys = [key for _, _, key in engine.token_database.process_tokens(
+                tokens=torch.arange(n))]
+            # Mooncake's remove: 0 when removed; force past the leases reads took
+            answer(op="drop-remote", stores=len(stores),
+                   removed=sum(s.remove(k.to_string(), True) == 0 for s in stores for k in keys))
         elif command == ["quit"]:
             break
     LMCacheEngineBuilder.destroy("pool")

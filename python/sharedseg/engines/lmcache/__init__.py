@@ -23,7 +23,8 @@ ENGINE = Engine(
         POOL: "python/tests/test_lmcache_pool.py on the engines leg (make test-python-pypi): "
               "two LMCache 0.5.6 engines built by LMCacheEngineBuilder in separate processes "
               "name one pool: what one stores the other retrieves, bytes equal, stored once; "
-              "another declaration refused; killed while pinning",
+              "another declaration refused; killed while pinning; Mooncake Store "
+              "(mooncakestore://, a real master) beside the pool",
         CONNECTOR: "python/tests/test_lmcache.py and test_lmcache_refusals.py on the engines "
                    "leg (make test-python-pypi): LMCache 0.5.6's own vLLM integration loads "
                    "its configuration, applies the connector's rewrite with its own function "
