@@ -160,19 +160,22 @@ def remove_engine_shm_left(before):
     if not candidates:
         return []
     # Listed first, then every process's mappings and descriptors: a file
-    # made during the scan is no candidate.
+    # made during the scan is no candidate. By inode, not by path: glibc's
+    # sem_open maps a semaphore under a temporary name before it links it
+    # to its own, so the maker's mapping names "sem.XXXXXX (deleted)".
     used = set()
     for maps in glob.glob("/proc/[0-9]*/maps"):
         with contextlib.suppress(OSError):
             with open(maps) as f:
-                used.update(line.split(None, 5)[-1].strip() for line in f if "/dev/shm/" in line)
+                used.update(int(line.split(None, 5)[4]) for line in f if "/dev/shm/" in line)
     for fd in glob.glob("/proc/[0-9]*/fd/*"):
         with contextlib.suppress(OSError):
-            used.add(os.readlink(fd))
+            if os.readlink(fd).startswith("/dev/shm/"):
+                used.add(os.stat(fd).st_ino)
     removed = []
     for path in candidates:
-        if path not in used:
-            with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(path).st_ino not in used:
                 os.unlink(path)
                 removed.append(os.path.basename(path))
     return removed
