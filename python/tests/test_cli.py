@@ -242,6 +242,34 @@ def test_ls_names_the_keeper_of_a_pool_among_a_hundred_dead_keepers():
         keeper.communicate(timeout=30)
 
 
+def test_ls_lets_go_of_a_kept_pool_whose_keeper_is_gone():
+    """A kept pool is listed by its record file while its keeper holds it;
+    once the keeper is gone and no process has the pool, ls (the Python
+    command and the C tool alike) lists it no more and its record file
+    goes: records of dead keepers' pools do not pile up for every listing
+    to ask every keeper about."""
+    from conftest import start_keeper
+    name = f"py-ls-gone-{os.getpid()}"
+    keeper = start_keeper(name)
+    try:
+        sharedseg.HostPool.open(name, meaning="m", chunk_size=4096, chunks=2, pages="base",
+                                keeper=name).close()
+        with open("/proc/net/unix") as f:
+            rundir = next(os.path.dirname(ln.split()[-1]) for ln in f
+                          if ln.rstrip().endswith(f"/keep-{name}"))
+        record = os.path.join(rundir, f"pool.{name}")
+        for out in both("ls", "--json"):
+            (e,) = [p for p in json.loads(out.stdout)["pools"] if p["name"] == name]
+            assert e["kept_by"] == name and e["processes"] == [], e
+        assert os.path.exists(record)
+    finally:
+        keeper.terminate()
+        keeper.communicate(timeout=30)
+    for out in both("ls", "--json"):
+        assert name not in [p["name"] for p in json.loads(out.stdout)["pools"]], out.stdout
+    assert not os.path.exists(record)
+
+
 HOLDER = '''
 import sys
 import sharedseg

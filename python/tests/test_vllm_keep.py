@@ -137,6 +137,10 @@ def test_keep_alone_is_the_pool_its_keeper_holds(caplog):
                                                      f"'{kept_pool_name(keeper)}' means "
                                                      f"something else: .*model=other"):
             _spec(keeper, model="other").get_manager()
+        for bad in ("soon", -1, True, float("nan"), float("inf")):
+            with pytest.raises(ValueError, match=f"sharedseg setting timeout={bad!r}: expected "
+                                                 f"seconds > 0"):
+                _spec(keeper, timeout=bad).get_manager()
         b.shutdown()
     finally:
         assert "let go" in stop(p)

@@ -268,25 +268,43 @@ static bool is_mine(const struct who_record *rec, const struct sseg_pool *p)
 	return rec->used && rec->pid == (uint64_t)getpid() && rec->fd == p->fd;
 }
 
-void pool_forget(const struct sseg_pool *p)
+/* Whether the locked record file who_fd lists a live process (other than
+ * mine's) with pool name open. */
+static bool listed_live(int who_fd, const char *name, const struct sseg_pool *mine)
 {
 	struct who_record recs[WHO_RECORDS];
-	ssize_t got;
+	ssize_t got = pread(who_fd, recs, sizeof(recs), 0);
+
+	for (ssize_t i = 0; got > 0 && i < got / (ssize_t)sizeof(recs[0]); i++) {
+		int other = mine && is_mine(&recs[i], mine) ? -1 : from_record(&recs[i], name);
+
+		if (other >= 0) {
+			close(other);
+			return true;
+		}
+	}
+	return false;
+}
+
+void pool_forget(const struct sseg_pool *p)
+{
 	int fd;
 
 	if (p->kept || who_take(p->g.name, sseg_now() + 5, &fd))
 		return;
-	got = pread(fd, recs, sizeof(recs), 0);
-	for (ssize_t i = 0; got > 0 && i < got / (ssize_t)sizeof(recs[0]); i++) {
-		int other = is_mine(&recs[i], p) ? -1 : from_record(&recs[i], p->g.name);
+	if (!listed_live(fd, p->g.name, p)) /* else another process has it open */
+		who_unlink(p->g.name);
+	close(fd);
+}
 
-		if (other >= 0) { /* another process has it open: it stays findable */
-			close(other);
-			close(fd);
-			return;
-		}
-	}
-	who_unlink(p->g.name);
+void pool_forget_stale(const char *name)
+{
+	int fd;
+
+	if (who_take(name, sseg_now() + 2, &fd))
+		return;
+	if (!listed_live(fd, name, NULL))
+		who_unlink(name);
 	close(fd);
 }
 /* Where a map-only handle lists itself: the first record past the slots'

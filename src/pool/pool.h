@@ -98,6 +98,11 @@ SSEG_HIDDEN int pool_find(const struct sseg_pool_opts *o, struct pool_found *f);
 /* At close: the name's record file goes when no other process has the
  * pool open and no keeper was involved (a kept pool stays listed). */
 SSEG_HIDDEN void pool_forget(const struct sseg_pool *p);
+/* The record file of a name no live process has open and no keeper holds
+ * (the caller asked every keeper, each answering): removed, under the
+ * name's lock, unless a process has opened the pool meanwhile. What a
+ * listing does with the record of a kept pool whose keeper is gone. */
+SSEG_HIDDEN void pool_forget_stale(const char *name);
 /* Leaves the pool with o->keeper (a new one, or one the keeper lost): 0
  * held; a refusal is a warning. */
 SSEG_HIDDEN int pool_keep(const struct sseg_pool_opts *o, const struct sseg_pool *p,

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,7 @@
 
 #include "keeper.h"
 #include "list_pools.h"
+#include "pool/pool.h"
 #include "os/file.h"
 #include "os/named.h"
 #include "util.h"
@@ -19,7 +22,33 @@
 struct rundir_names {
 	char (*keepers)[SSEG_NAME_MAX + 1];
 	int nkeepers, cap;
+	char (*pools)[SSEG_NAME_MAX + 1];
+	int npools, pools_cap;
 };
+
+/* The pools' record files (pool.NAME). Read before the keepers' sockets:
+ * a pool is left with a keeper that runs, so every keeper that can hold a
+ * pool listed here is in the keepers read after (a listing that reads a
+ * keeper's socket before the pool's record would take a new keeper's pool
+ * for a gone one's). Reads d through; the caller rewinds it. */
+static void find_pools(DIR *d, struct rundir_names *r)
+{
+	struct dirent *e;
+
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, "pool.", 5) || !e->d_name[5] ||
+		    strlen(e->d_name + 5) > SSEG_NAME_MAX)
+			continue;
+		if (r->npools == r->pools_cap) {
+			void *more = sseg_list_grown(r->pools, &r->pools_cap, sizeof(*r->pools));
+
+			if (!more)
+				return;
+			r->pools = more;
+		}
+		snprintf(r->pools[r->npools++], SSEG_NAME_MAX + 1, "%s", e->d_name + 5);
+	}
+}
 
 /* The keepers that listen in the runtime directory: their socket files.
  * Reads d through; the caller rewinds it. */
@@ -48,15 +77,16 @@ static void find_keepers(DIR *d, struct rundir_names *r)
  * the 10 s an engine gives it. */
 #define LIST_KEEPER_S 1.0
 
-/* The memfd of a segment named name that keeper lends, or -1. */
-static int lent_by(const char *keeper, const char *name)
+/* The memfd of a segment named name that keeper lends, or -1; *unsure
+ * set where the keeper gave no answer (stopped, slow). */
+static int lent_by(const char *keeper, const char *name, bool *unsure)
 {
 	uint64_t size;
-	int fd;
+	int fd, rc = sseg_keeper_lend_by(keeper, name, &fd, &size, sseg_now() + LIST_KEEPER_S);
 
-	if (sseg_keeper_lend_by(keeper, name, &fd, &size, sseg_now() + LIST_KEEPER_S))
-		return -1;
-	return fd;
+	if (rc && rc != -ENOENT && rc != -ECONNREFUSED && unsure)
+		*unsure = true;
+	return rc ? -1 : fd;
 }
 
 /* The keeper that holds the pool whose memfd is inode ino, if one does. */
@@ -64,7 +94,7 @@ static void kept_by(const struct rundir_names *r, const char *pool, uint64_t ino
 {
 	for (int i = 0; i < r->nkeepers; i++) {
 		struct stat st;
-		int fd = lent_by(r->keepers[i], pool);
+		int fd = lent_by(r->keepers[i], pool, NULL);
 
 		if (fd < 0)
 			continue;
@@ -79,23 +109,32 @@ static void kept_by(const struct rundir_names *r, const char *pool, uint64_t ino
 /* Pool name, opened map-only: from a live process, else from a keeper
  * that lends one of that name. The open names no other keeper: one that
  * finds the pool in a process (opened meanwhile) would leave it with the
- * keeper it names where that keeper holds none of the name. */
+ * keeper it names where that keeper holds none of the name. A name that
+ * no process has open and every keeper answered it holds none of is a
+ * kept pool whose keeper is gone: its record file goes. */
 static sseg_pool_t *open_listed(const char *name, const struct rundir_names *r)
 {
 	SSEG_POOL_OPTS(o, .name = name, .flags = SSEG_POOL_OBSERVE, .timeout_ms = 2000);
 	sseg_pool_t *p = NULL;
+	bool unsure = false;
+	int rc = sseg_pool_open(&o, &p);
 
-	if (!sseg_pool_open(&o, &p))
+	if (!rc)
 		return p;
+	if (rc != -ENOENT)
+		unsure = true; /* its lock busy, or its memfd unreadable: not known gone */
 	for (int i = 0; i < r->nkeepers && !p; i++) {
-		int fd = lent_by(r->keepers[i], name);
+		int fd = lent_by(r->keepers[i], name, &unsure);
 
 		if (fd < 0)
 			continue;
 		close(fd);
 		o.keeper = r->keepers[i];
-		sseg_pool_open(&o, &p);
+		if (sseg_pool_open(&o, &p))
+			unsure = true;
 	}
+	if (!p && !unsure)
+		pool_forget_stale(name);
 	return p;
 }
 
@@ -129,27 +168,27 @@ void sseg_list_pools(struct sseg_list *l)
 {
 	char path[SSEG_OS_NAMED_PATH];
 	struct rundir_names *r;
-	struct dirent *e;
 	DIR *d;
 
 	if (sseg_os_rundir(path, sizeof(path)) || !(d = opendir(path)))
 		return;
 	r = calloc(1, sizeof(*r));
-	if (r)
+	if (r) {
+		find_pools(d, r);
+		rewinddir(d);
 		find_keepers(d, r);
-	rewinddir(d);
-	while (r && (e = readdir(d))) {
-		sseg_pool_t *p;
+	}
+	for (int i = 0; r && i < r->npools; i++) {
+		sseg_pool_t *p = open_listed(r->pools[i], r);
 
-		if (strncmp(e->d_name, "pool.", 5) || !e->d_name[5])
-			continue;
-		p = open_listed(e->d_name + 5, r);
 		if (p)
 			describe(l, p, r);
 		sseg_pool_close(p);
 	}
-	if (r)
+	if (r) {
 		free(r->keepers);
+		free(r->pools);
+	}
 	free(r);
 	closedir(d);
 	sseg_err_clear();

@@ -100,9 +100,13 @@ def open_pool(request: SegmentRequest, config: Any, chunk_size: int, chunks: int
     a sentence naming the setting and what differs, where the pool holds
     another engine's declaration."""
     setting = f"pool={request.pool!r}" if request.pool else f"keep={request.keep!r}"
-    timeout = 30.0 if request.timeout is None else request.timeout
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-        raise ValueError(f"sharedseg setting timeout={request.timeout!r}: expected seconds > 0")
+    timeout = request.timeout
+    if timeout is None or (timeout == 0 and not isinstance(timeout, bool)):
+        timeout = 30.0  # the default, as for a segment
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or \
+            not 0 < timeout < 2_000_000:  # C's int milliseconds: about 24 days
+        raise ValueError(f"sharedseg setting timeout={request.timeout!r}: expected seconds > 0 "
+                         f"and under 2000000 (0 or none: 30)")
     try:
         return HostPool.open(pool_name(request), meaning=meaning(config), chunk_size=chunk_size,
                              chunks=chunks, pages=request.pages or "auto",
