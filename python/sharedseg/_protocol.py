@@ -142,9 +142,11 @@ def create_shared_segment(
         _links.open_call(link, name if isinstance(name, str) else repr(name), wait_s)
         plan, statuses = _setup(link, mistake, (world_size, rank_id), name, blocks, args,
                                 ranks, rank, wait_s)
-        owner = _owner(plan.owner_rank, [s.host_id for s in statuses], ranks, rank,
-                       plan.backend_name)
+        ids = [s.host_id for s in statuses]
+        owner = _owner(plan.owner_rank, ids, ranks, rank, plan.backend_name)
         native, facts = _establish(plan, link, ranks, rank, owner)
+        facts["sharing_ranks"] = [r for r in range(ranks) if r == rank or _owner(
+            plan.owner_rank, ids, ranks, r, plan.backend_name) == owner]
     except BaseException as e:
         _links.abandon(link, rank, e)
         raise

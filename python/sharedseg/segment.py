@@ -35,6 +35,10 @@ class SharedSegment:
         self.device_id: int = plan.device
         self.owner_rank: int = facts["owner_rank"]
         self.is_owner: bool = facts["is_owner"]
+        # The ranks of the group that map this rank's copy (this rank too),
+        # in rank order: those of its host, or every rank where one owner's
+        # fabric handle serves them all.
+        self.sharing_ranks: List[int] = facts["sharing_ranks"]
         self.readonly: bool = native.readonly
         self._pages = f"{facts['pages']} ({_size_text(facts['page_size'])} pages)"
 

@@ -108,6 +108,30 @@ def env_with_package(**extra):
     return env
 
 
+def plugin_site(tmp_path):
+    """A directory holding the package's dist-info as the wheel installs it:
+    its metadata and its entry points, read from pyproject.toml."""
+    import tomllib
+    project = tomllib.loads(open(os.path.join(ROOT, "pyproject.toml")).read())["project"]
+    info = tmp_path / "site" / "sharedseg-0.0.0.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: sharedseg\nVersion: 0.0.0\n")
+    lines = []
+    for group, entries in project["entry-points"].items():
+        lines.append(f"[{group}]")
+        lines += [f"{name} = {target}" for name, target in entries.items()]
+    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
+    return str(info.parent)
+
+
+def switched_on(tmp_path, value="1"):
+    """The ranks' environment: the package importable, its plugin visible,
+    and the documented switch."""
+    env = env_with_package(SHAREDSEG_SGLANG=value)
+    env["PYTHONPATH"] = os.pathsep.join((plugin_site(tmp_path), env["PYTHONPATH"]))
+    return env
+
+
 @pytest.fixture(autouse=True)
 def _engine_shm_left(request):
     """After each engine test: what its engines left in /dev/shm

@@ -14,35 +14,12 @@ import sys
 
 import pytest
 
-from conftest import ROOT, TESTS, doc_block, env_with_package, run_rank_script
+from conftest import (ROOT, TESTS, doc_block, env_with_package, plugin_site, run_rank_script,
+                      switched_on)
 
 pytestmark = pytest.mark.engine
 
 LAYOUTS = ("layer_first", "page_first", "page_first_direct")
-
-
-def plugin_site(tmp_path):
-    """A directory holding the package's dist-info as the wheel installs it:
-    its metadata and its entry points, read from pyproject.toml."""
-    import tomllib
-    project = tomllib.loads(open(os.path.join(ROOT, "pyproject.toml")).read())["project"]
-    info = tmp_path / "site" / "sharedseg-0.0.0.dist-info"
-    info.mkdir(parents=True, exist_ok=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: sharedseg\nVersion: 0.0.0\n")
-    lines = []
-    for group, entries in project["entry-points"].items():
-        lines.append(f"[{group}]")
-        lines += [f"{name} = {target}" for name, target in entries.items()]
-    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
-    return str(info.parent)
-
-
-def switched_on(tmp_path, value="1"):
-    """The ranks' environment: the package importable, its plugin visible,
-    and the documented switch."""
-    env = env_with_package(SHAREDSEG_SGLANG=value)
-    env["PYTHONPATH"] = os.pathsep.join((plugin_site(tmp_path), env["PYTHONPATH"]))
-    return env
 
 
 def run_ranks(tmp_path, scenarios, world, value="1"):
@@ -127,10 +104,11 @@ def test_storage_backends_are_served_or_refused_naming_the_backend(tmp_path):
     per_rank = run_ranks(tmp_path, "storage", 2)
     for r in per_rank:
         s = r["storage"]
-        assert s["file"] == "SharedSegHostTensorAllocator"
-        for backend in ("mooncake", "hf3fs", "nixl"):
+        assert s["file"] == s["mooncake"] == "SharedSegHostTensorAllocator"
+        for backend in ("hf3fs", "nixl"):
             assert s[backend].startswith("sharedseg.sglang serves SGLang's host pool with no "
-                                         "storage backend or under 'file'; this server's "
+                                         "storage backend or under 'file', 'mooncake'; this "
+                                         "server's "
                                          f"storage backend '{backend}' brings its own "
                                          "allocator or is untested here"), s[backend]
 
@@ -183,6 +161,8 @@ def test_install_replaces_sglangs_allocator_choice_and_uninstall_puts_it_back():
     import sharedseg.sglang as adapter
     own = {m: importlib.import_module(m).get_allocator_from_storage for m in adapter.USERS}
     budgets = {m: importlib.import_module(m).host_memory_budget_bytes for m in adapter.USERS}
+    from sglang.srt.mem_cache.storage.backend_factory import StorageBackendFactory as factory
+    own_mooncake = factory._registry["mooncake"]
     made = []
     adapter.install(lambda **kw: made.append(kw) or "ours")
     try:
@@ -191,6 +171,8 @@ def test_install_replaces_sglangs_allocator_choice_and_uninstall_puts_it_back():
         assert all(getattr(importlib.import_module(m).host_memory_budget_bytes, "sharedseg",
                            False) for m in adapter.USERS)
         assert common.get_allocator_from_storage("file") == "ours"
+        assert common.get_allocator_from_storage("mooncake") == "ours"
+        assert factory._registry["mooncake"]["class_name"] == "SharedMooncakeStore"
         with pytest.raises(RuntimeError, match="storage backend 'shm' brings its own"):
             base.get_allocator_from_storage("shm")
         assert adapter.installed()
@@ -200,6 +182,7 @@ def test_install_replaces_sglangs_allocator_choice_and_uninstall_puts_it_back():
             for m in adapter.USERS} == own
     assert {m: importlib.import_module(m).host_memory_budget_bytes
             for m in adapter.USERS} == budgets
+    assert factory._registry["mooncake"] is own_mooncake
     assert not adapter.installed()
 
 

@@ -8,7 +8,9 @@ cannot be created.
 
   1. create_shared_segment with the default owner choice: each host gets its
      own owner (its lowest rank), every rank completes, bytes written on one
-     host are seen by the other rank of that host and never on the other host.
+     host are seen by the other rank of that host and never on the other host,
+     and each rank names its host's ranks as those that map its copy
+     (SharedSegment.sharing_ranks).
   2. create_shared_segment with owner_rank=0 on every rank: the owner is on
      one host only, so each host's ranks get their host's owner instead.
   3. The misconfiguration underneath, through the C library: ranks 2 and 3
@@ -109,7 +111,8 @@ def rank_main(args):
         dist.barrier(group)
         seen = [float(xs[r][1023]) for r in range(WORLD)]
         dist.barrier(group)
-        facts = dict(owner=seg.owner_rank, is_owner=seg.is_owner, seen=seen)
+        facts = dict(owner=seg.owner_rank, is_owner=seg.is_owner, seen=seen,
+                     sharing=seg.sharing_ranks)
         del xs
         seg.close()
         return facts
@@ -208,6 +211,9 @@ def judge(results):
             want = [float(s + 10) if s in mates else 0.0 for s in range(WORLD)]
             if d["owner"] != host_owner or d["is_owner"] != (r == host_owner):
                 problems.append(f"{label}: rank {r} has owner {d['owner']}, expected {host_owner}")
+            if d["sharing"] != list(mates):
+                problems.append(f"{label}: rank {r} says ranks {d['sharing']} map its copy, "
+                                f"expected {list(mates)}")
             if d["seen"] != want:
                 problems.append(f"{label}: rank {r} saw {d['seen']}, expected {want} (its own "
                                 f"host's writes only)")

@@ -38,19 +38,25 @@ def _free_ports(n):
 
 
 class MooncakeMaster:
-    def __init__(self):
+    """host: the address it serves on; within: a command prefix it runs
+    under (["ip", "netns", "exec", NS] for a network namespace whose
+    address host is: its ports are then that namespace's, and it is
+    awaited by its log alone)."""
+
+    def __init__(self, host="127.0.0.1", within=()):
         rpc, http, admin = _free_ports(3)
-        self.rpc = f"127.0.0.1:{rpc}"
-        self.metadata = f"http://127.0.0.1:{http}/metadata"
+        self.rpc = f"{host}:{rpc}"
+        self.metadata = f"http://{host}:{http}/metadata"
         binary = os.path.join(os.path.dirname(sys.executable), "mooncake_master")
         assert os.path.exists(binary), f"no {binary}: make deps installs Mooncake"
         self.proc = subprocess.Popen(
-            [binary, "-rpc_address=127.0.0.1", f"-rpc_port={rpc}",
-             "-enable_http_metadata_server=true", "-http_metadata_server_host=127.0.0.1",
-             f"-http_metadata_server_port={http}", "-metrics_host=127.0.0.1",
-             f"-metrics_port={admin}", "-enable_metric_reporting=false"],
+            list(within) + [
+                binary, f"-rpc_address={host}", f"-rpc_port={rpc}",
+                "-enable_http_metadata_server=true", f"-http_metadata_server_host={host}",
+                f"-http_metadata_server_port={http}", f"-metrics_host={host}",
+                f"-metrics_port={admin}", "-enable_metric_reporting=false"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-            env=dict(os.environ, **CLIENT_ENV))
+            env=dict(os.environ, MC_TCP_BIND_ADDRESS=host))
         # its log read to the end by a thread (a full pipe would stop it),
         # and its word that it runs awaited
         self.lines, ready = [], threading.Event()
@@ -67,11 +73,13 @@ class MooncakeMaster:
         if self.proc.poll() is not None or not any(READY in x for x in self.lines):
             self.stop()
             raise AssertionError(f"mooncake_master did not start: {''.join(self.lines)[-3000:]}")
+        if within:
+            return
         # the RPC server's socket, on the kernel's word (bounded)
         deadline = time.monotonic() + 30
         while True:
             try:
-                socket.create_connection(("127.0.0.1", rpc), timeout=1).close()
+                socket.create_connection((host, rpc), timeout=1).close()
                 break
             except OSError:
                 if time.monotonic() > deadline:

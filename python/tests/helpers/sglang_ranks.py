@@ -206,13 +206,14 @@ def mha(rank, world, group):
 
 def storage(rank, world, group):
     """The pool under storage backends' allocator types: served under
-    "file", refused with a sentence naming any other."""
+    "file" and "mooncake", refused with a sentence naming any other."""
     seen = {}
-    host, _ = mla_pool("layer_first", allocator_type="file")
-    seen["file"] = type(host.allocator).__name__
-    host.allocator.close()
-    del host
-    for backend in ("mooncake", "hf3fs", "nixl"):
+    for backend in ("file", "mooncake"):
+        host, _ = mla_pool("layer_first", allocator_type=backend)
+        seen[backend] = type(host.allocator).__name__
+        host.allocator.close()
+        del host
+    for backend in ("hf3fs", "nixl"):
         try:
             mla_pool("layer_first", allocator_type=backend)
             seen[backend] = "built"

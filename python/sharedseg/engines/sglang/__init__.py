@@ -7,6 +7,9 @@ from ..base import Engine
 
 PLUGIN = "sharedseg.sglang"
 STORAGE = "sharedseg.sglang (storage)"
+MOONCAKE_ADAPTER = "sharedseg.sglang (mooncake)"
+MOONCAKE = "sglang.srt.mem_cache.storage.mooncake_store.mooncake_store"
+FACTORY = "sglang.srt.mem_cache.storage.backend_factory"
 # The modules that call get_allocator_from_storage and
 # host_memory_budget_bytes by the names they imported (0.5.23), and those
 # that define them.
@@ -32,13 +35,21 @@ ENGINE = Engine(
         STORAGE: "python/tests/test_sglang_storage.py on the engines leg (make "
                  "test-python-pypi): the host pool as HiCache's storage tier, built by SGLang's "
                  "own storage factory from the documented configuration over SGLang's own MLA "
-                 "and MHA host pools on CPU, in separate processes as separate engines"}},
+                 "and MHA host pools on CPU, in separate processes as separate engines",
+        MOONCAKE_ADAPTER: "python/tests/test_sglang_mooncake.py on the engines leg (make "
+                          "test-python-pypi): SGLang's own HiCacheController (prefetch "
+                          "threads, MIN all-reduces) over its MLA host pool on CPU and gloo, "
+                          "SGLang's Mooncake backend against a real Mooncake master "
+                          "(mooncake-transfer-engine-non-cuda 0.3.13.post1, TCP), on one "
+                          "host and as two hosts in network namespaces"}},
     names={PLUGIN: {**{m: ("get_allocator_from_storage", "host_memory_budget_bytes")
                        for m in USERS},
                     BASE: ("get_allocator_from_storage", "host_memory_budget_bytes",
                            "ranks_per_host"),
                     COMMON: ("get_allocator_from_storage", "HostTensorAllocator"),
                     "sglang.srt.mem_cache.pool_host.mla": ("MLATokenToKVPoolHost",),
-                    "sglang.srt.runtime_context": ("get_parallel",)},
-           STORAGE: {"sglang.srt.mem_cache.hicache_storage": ("HiCacheStorage",)}},
+                    "sglang.srt.runtime_context": ("get_parallel",),
+                    FACTORY: ("StorageBackendFactory",)},
+           STORAGE: {"sglang.srt.mem_cache.hicache_storage": ("HiCacheStorage",)},
+           MOONCAKE_ADAPTER: {MOONCAKE: ("MooncakeStore",)}},
     release_parts=3)

@@ -21,9 +21,12 @@ for its allocator. Ours answers with one segment of the attention-TP group
 are the same on every rank of that group, one copy that every rank maps;
 for any other pool (MHA, whose heads differ per rank), one slot per rank
 in the same segment. Under a storage backend whose pool is SGLang's plain
-allocator and that this module is tested with ("file") it serves as well;
-under any other the pool's construction fails, naming the backend, rather
-than leaving SGLang's private allocator in place.
+allocator and that this module is tested with ("file") it serves as well,
+and under Mooncake's ("mooncake"), whose backend it replaces with
+SharedMooncakeStore (mooncake.py: the ranks that map one copy split each
+prefetch, one fetch per host); under any other the pool's construction
+fails, naming the backend, rather than leaving SGLang's private allocator
+in place.
 
 install()/uninstall() do the same from Python, in the calling process.
 Importing sharedseg never imports this module; this module imports SGLang
@@ -42,13 +45,16 @@ import sys
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import COMMON as _COMMON
-from . import BASE, ENGINE, PLUGIN, USERS
+from . import BASE, ENGINE, FACTORY, PLUGIN, USERS
 from ..base import SegmentRequest, pool, quoted, segment_name, settings_help, torch_platform
 
 SWITCH = "SHAREDSEG_SGLANG"
-# The allocator types (SGLang's name for the storage backend's) whose pool
-# is SGLang's plain allocator and that this module serves under.
-SERVED = ("default", "file")
+# The allocator types (SGLang's name for the storage backend's) this module
+# serves under: those whose pool is SGLang's plain allocator, and Mooncake's
+# (its backend replaced by ours, which takes the pool's pages as they are).
+SERVED = ("default", "file", "mooncake")
+# SGLang's storage backends this module replaces: name -> (module, class).
+BACKENDS = {"mooncake": ("sharedseg.engines.sglang.mooncake", "SharedMooncakeStore")}
 # Pools whose bytes are the same on every rank of an attention-TP group.
 _REPLICATED = ("sglang.srt.mem_cache.pool_host.mla.MLATokenToKVPoolHost",)
 
@@ -138,8 +144,10 @@ def _pool_calling(depth: int = 2) -> Any:
     return sys._getframe(depth).f_locals.get("self")
 
 
-# What install() replaced: (module, name) -> SGLang's own.
+# What install() replaced: (module, name) -> SGLang's own; and the storage
+# factory's entries, backend -> SGLang's own (None: there was none).
 _installed: Dict[Tuple[str, str], Callable[..., Any]] = {}
+_backends_replaced: Dict[str, Any] = {}
 
 
 def _sharing(host_pool: Any) -> int:
@@ -204,6 +212,10 @@ def _install(make: Optional[Callable[..., Any]], request: SegmentRequest) -> Non
         return build(_role(host_pool), _replicated(host_pool))
 
     get_allocator_from_storage.sharedseg = True  # type: ignore[attr-defined]
+    factory = ENGINE.get(f"{FACTORY}.StorageBackendFactory")
+    for backend, (module, cls) in BACKENDS.items():
+        _backends_replaced[backend] = factory._registry.pop(backend, None)
+        factory.register_backend(backend, module, cls)
     ours = dict(get_allocator_from_storage=get_allocator_from_storage,
                 host_memory_budget_bytes=_budget(sys.modules[BASE].host_memory_budget_bytes))
     for name in USERS + (_COMMON,):
@@ -219,6 +231,13 @@ def uninstall() -> None:
     for (name, attr), own in _installed.items():
         setattr(sys.modules[name], attr, own)
     _installed.clear()
+    if _backends_replaced:
+        registry = ENGINE.get(f"{FACTORY}.StorageBackendFactory")._registry
+        for backend, own in _backends_replaced.items():
+            registry.pop(backend, None)
+            if own is not None:
+                registry[backend] = own
+        _backends_replaced.clear()
 
 
 def installed() -> bool:
