@@ -34,6 +34,8 @@ QUICK = dict(
     vllm=([GIB, 4 * GIB], [2, 4, 8]),
     # the host pool: (chunk size, most processes at once, SIGKILL rounds)
     pool=(256 * 1024, 8, 10000),
+    # SGLang's Mooncake tier: (TP sizes, prefix sizes in pages of 36 KiB)
+    sglang_mooncake=([2, 4], [64, 512]),
 )
 FULL = dict(
     reps=5,
@@ -46,6 +48,7 @@ FULL = dict(
     mooncake=[(s, [2, 4, 8]) for s in (256 * MIB, GIB, 4 * GIB)],
     vllm=([GIB, 4 * GIB, 8 * GIB], [2, 4, 8]),
     pool=(256 * 1024, 8, 10000),
+    sglang_mooncake=([2, 4, 8], [64, 512, 2048]),
 )
 # sseg populate modes: (populate, owner threads); the scaling cases use the
 # library's default threads (up to 4, bounded by the CPUs)
@@ -77,6 +80,8 @@ class Case:
             return [env["vllm_python"], env["vllmbench"]] + self.args
         if self.runner == "mooncake":  # the engines' environment, which has Mooncake
             return [env["vllm_python"], env["pybench"]] + self.args
+        if self.runner == "sglang_mooncake":  # the engines' environment: SGLang, Mooncake
+            return [env["vllm_python"], env["sglang_mooncake"]] + self.args
         if self.runner == "kills":  # the pool's attack test, its rounds raised
             return ["env", f"SSEG_POOL_KILLS={self.args[0]}",
                     f"SSEG_CASE_TIMEOUT_MS={self.timeout * 1000}", env["pool_attack"],
@@ -217,10 +222,21 @@ def _pool(m):
     yield Case("pool", "kills", [kills], "base", 64 * MIB, timeout=1800)
 
 
+def _sglang_mooncake(m):
+    """SGLang's Mooncake tier as two hosts (network namespaces): a prefix
+    prefetched by a TP group with and without the switch, time and bytes."""
+    ranks, pages = m["sglang_mooncake"]
+    # each rank of SGLang alone holds a pool of twice the largest prefix
+    memory = max(ranks) * 2 * max(pages) * 36 * 1024 + max(ranks) * GIB
+    yield Case("sglang_mooncake", "sglang_mooncake",
+               ["--ranks", ",".join(map(str, ranks)), "--pages", ",".join(map(str, pages)),
+                "--reps", m["reps"]], "auto", memory, timeout=1800)
+
+
 SECTIONS = dict(scaling=_scaling, populate=_populate, background=_background,
                 bandwidth=_bandwidth, limits=_limits,
                 retouch=_retouch, knob_default=_knob_default, python=_python,
-                mooncake=_mooncake, vllm=_vllm, pool=_pool)
+                mooncake=_mooncake, vllm=_vllm, pool=_pool, sglang_mooncake=_sglang_mooncake)
 
 
 def build_matrix(full, facts, python=True, only=()):
@@ -229,8 +245,8 @@ def build_matrix(full, facts, python=True, only=()):
     m = FULL if full else QUICK
     cases = []
     for name, make in SECTIONS.items():
-        if (only and name not in only) or (name in ("python", "mooncake", "vllm") and
-                                           not python):
+        if (only and name not in only) or (
+                name in ("python", "mooncake", "vllm", "sglang_mooncake") and not python):
             continue
         cases += list(make(m))
     order = {k: i for i, k in enumerate(KINDS)}

@@ -463,6 +463,44 @@ def pool_section(rows):
     return out
 
 
+def sglang_mooncake_section(rows):
+    got = select(rows, section="sglang_mooncake")
+    if not got:
+        return ""
+    lines = []
+    for theirs in sorted(select(got, mechanism="sglang"), key=lambda r: (r["ranks"], r["size"])):
+        ours = select(got, mechanism="sharedseg", ranks=theirs["ranks"], size=theirs["size"])
+        for r in ours + [theirs]:
+            lines.append((size_text(r["size"]), r["ranks"], r["mechanism"], r["pages"],
+                          spread_text(r), size_text(int(r["rx_bytes"])),
+                          f"{r['rx_bytes'] / r['size']:.2f}",
+                          "/".join(map(str, r["pages_fetched"]))))
+        same = one(ours, pages=theirs["pages"])  # time: on the same page kind
+        if same is not None:
+            lines.append(("", "", "**sharedseg / SGLang**", f"**{same['pages']}**",
+                          f"**{same['median'] / theirs['median']:.2f}**", "",
+                          f"**{same['rx_bytes'] / theirs['rx_bytes']:.2f}**", ""))
+    return ("## SGLang's Mooncake tier: one fetch per host\n\n"
+            "`bench/sglang_mooncake.py`: two hosts, network namespaces joined by a veth pair; "
+            "on host A a `mooncake_master` (PyPI's `mooncake-transfer-engine-non-cuda`, TCP) "
+            "and a writer that backs the prefix up; on host B an attention-TP group of TP "
+            "ranks prefetches it, each rank SGLang 0.5.23's own `HiCacheController` over its "
+            "MLA host pool on CPU (pages of 36 KiB), with `SHAREDSEG_SGLANG=1` (sharedseg: "
+            "the ranks split the pages into the one copy) and without (SGLang: each rank "
+            "fetches every page into its own pool). *Prefetch*: from SGLang's prefetch call "
+            "until the slowest rank has the rank-agreed completion (the hit query, the "
+            "transfer, the acks' all-reduces), after one warm-up. *Into host B*: the bytes its "
+            "end of the link received per prefetch (`/proc/net/dev`), over the prefix's. "
+            "*Pool pages*: what each pool obtained (`/proc/self/smaps`); SGLang's pool "
+            "comes from Mooncake's allocator, ours from sharedseg on its default pages and "
+            "on base pages, and the ratios set ours beside SGLang's on the same kind. "
+            "*Pages asked*: by each rank. On one machine the two hosts share its cores and "
+            "memory bandwidth, so the time says little of a real network; the bytes are what "
+            "a real one would carry.\n\n"
+            + table(["prefix", "TP", "mechanism", "pool pages", "prefetch",
+                     "into host B", "/ prefix", "pages asked"], lines))
+
+
 def _region_cells(rows, ours, theirs, bench, text):
     key = dict(section="vllm", bench=bench, ranks=ours["ranks"], size=ours["size"])
     a = one(rows, mechanism=ours["mechanism"], pages_requested=ours["pages_requested"], **key)
@@ -656,7 +694,7 @@ def render(result, figs):
              alternatives_section(rows), reads(rows, figs),
              recipe(rows),
              python_section(rows, figs), mooncake_section(rows), vllm_section(result),
-             pool_section(rows),
+             pool_section(rows), sglang_mooncake_section(rows),
              limits_section(rows),
              skipped(result),
              others(HERE), method()]

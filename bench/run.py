@@ -118,7 +118,7 @@ def prepare(case, knobs, budget):
 
 def missing(case, env):
     """Why the case's interpreter is not here, or None."""
-    if case.runner in ("vllm", "mooncake") and env["vllm_python"] is None:
+    if case.runner in ("vllm", "mooncake", "sglang_mooncake") and env["vllm_python"] is None:
         return (f"the engines' environment is missing (make deps installs vLLM and Mooncake "
                 f"in the PyPI leg's virtual environment, $SHAREDSEG_PYPI_VENV or "
                 f"~/.cache/sharedseg/venv-pypi)")
@@ -198,6 +198,7 @@ def main(argv=None):
     env = dict(driver=[program], python=sys.executable, root=ROOT,
                pybench=os.path.join(HERE, "pybench.py"), vllm_python=vllmbench.venv_python(),
                vllmbench=os.path.join(HERE, "vllmbench.py"),
+               sglang_mooncake=os.path.join(HERE, "sglang_mooncake.py"),
                pool_attack=os.path.join(os.path.abspath(args.build), "tests",
                                         "test_pool_attack"))
     facts = machine.facts()

@@ -391,3 +391,19 @@ def test_the_docs_give_the_check_as_it_is_run():
     command these tests run (`--check`, the switch set)."""
     assert doc_block("python/tests/test_sglang.py", nth=1) == \
         "SHAREDSEG_SGLANG=1 python -m sharedseg.sglang --check"
+
+
+def test_an_mla_pool_under_decode_context_parallelism_is_a_slot_a_rank():
+    """Under DCP each rank of the attention-TP group holds its own shard of
+    an MLA pool's tokens: one copy would mix them."""
+    import sharedseg.sglang as adapter
+    from sharedseg.engines.sglang import plugin
+    from sglang.srt.mem_cache.pool_host.mla import MLATokenToKVPoolHost
+    from sglang.srt.runtime_context import get_parallel
+    adapter.check_version()
+    pool = object.__new__(MLATokenToKVPoolHost)
+    assert plugin._replicated(pool)
+    with get_parallel().override(attn_dcp_size=2):
+        assert not plugin._replicated(pool)
+    with get_parallel().override(attn_dcp_size=1):
+        assert plugin._replicated(pool)

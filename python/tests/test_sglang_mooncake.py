@@ -9,12 +9,11 @@ backed up is prefetched by another group of two ranks: with the switch the
 two ranks split the pages (each asks Mooncake for half) and both read every
 page right from the one copy; without it each asks for every page. A slow
 fetcher, and a fetcher that fails, are covered by SGLang's own
-MIN-all-reduced acks. As two hosts (network namespaces), the bytes that
-reach the prefetching host are one copy of the prefix with the switch, two
-without (/proc/net/dev)."""
+MIN-all-reduced acks. As two hosts (network namespaces, through
+bench/sglang_mooncake.py), the bytes that reach the prefetching host are
+one copy of the prefix with the switch, two without (/proc/net/dev)."""
 import json
 import os
-import random
 import subprocess
 import sys
 
@@ -22,49 +21,13 @@ import pytest
 
 from conftest import HELPERS, ROOT, switched_on
 
+sys.path.insert(0, HELPERS)
+from sglang_mooncake_group import Group, mooncake_config  # noqa: E402
+
 pytestmark = pytest.mark.engine
 
 PAGES = 16
 PAGE_BYTES = 16 * 2 * 576 * 2  # sglang_ranks: 16 tokens, 2 layers, 576 bf16 a token
-
-
-class Group:
-    """helpers/sglang_mooncake_group.py: WORLD ranks with HiCache's Mooncake
-    tier, driven by lines on stdin."""
-
-    def __init__(self, world, mooncake, env, within=(), ratio=2.0):
-        self.p = subprocess.Popen(
-            list(within) + [sys.executable, os.path.join(HELPERS, "sglang_mooncake_group.py"),
-                            str(world), str(random.randint(20000, 60000)),
-                            json.dumps(dict(mooncake=mooncake, ratio=ratio))],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-        self.ready = self.read()
-
-    def read(self):
-        line = self.p.stdout.readline()
-        assert line, f"the group ended: {self.p.wait(timeout=120)}"
-        ranks = json.loads(line)["ranks"]
-        return ranks
-
-    def ask(self, line):
-        self.p.stdin.write(line + "\n")
-        self.p.stdin.flush()
-        ranks = self.read()
-        for r in ranks:
-            assert r is not None and "crash" not in r, r
-        return ranks
-
-    def close(self):
-        if self.p.poll() is None:
-            self.ask("quit")
-            self.p.stdin.close()
-        assert self.p.wait(timeout=120) == 0
-        self.p.stdout.close()
-
-
-def mooncake_config(master, host="127.0.0.1", **more):
-    return dict(master_server_address=master.rpc, metadata_server=master.metadata,
-                protocol="tcp", global_segment_size=64 << 20, local_hostname=host, **more)
 
 
 def env_of(tmp_path, switch, host="127.0.0.1"):
@@ -77,7 +40,6 @@ def env_of(tmp_path, switch, host="127.0.0.1"):
 
 @pytest.fixture(scope="module")
 def master():
-    sys.path.insert(0, HELPERS)
     from mooncake_master import MooncakeMaster
     with MooncakeMaster() as m:
         yield m
@@ -156,49 +118,58 @@ def test_standalone_storage_is_refused_with_a_sentence(master, tmp_path):
 
 # ---- two hosts ----
 
-def rx_bytes(hosts, host):
-    """Bytes received on the host's end of the link (its /proc/net/dev)."""
-    out = hosts.exec(hosts.ns[host], ["cat", "/proc/net/dev"]).stdout
-    for line in out.splitlines():
-        name, _, fields = line.partition(":")
-        if name.strip() == hosts.dev[host]:
-            return int(fields.split()[0])
-    raise AssertionError(f"no {hosts.dev[host]} in {out}")
-
-
 @pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root (CI runs as root)")
-def test_two_hosts_read_a_prefix_once_per_host(tmp_path):
-    """The master and the writing group on host A, the prefetching group
-    of two ranks on host B: the bytes B receives for a prefetch are one
-    copy of the prefix with the switch, two without."""
-    sys.path.insert(0, os.path.join(ROOT, "tests", "netns"))
-    sys.path.insert(0, HELPERS)
-    from mooncake_master import MooncakeMaster
-    from twohosts import Hosts
-    pages, ratio = 128, 16.0  # 4.5 MiB a prefix, in pools of 256 pages
+def test_two_hosts_read_a_prefix_once_per_host():
+    """bench/sglang_mooncake.py, small: the master and the writer on host
+    A, a group of two ranks on host B prefetching with the switch and
+    without. Its rows (what the benchmark prints) say the bytes B received
+    per prefetch: one copy of the prefix with the switch, two without; and
+    its report section sets them side by side."""
+    pages = 128  # 4.5 MiB
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "sglang_mooncake.py"),
+                        "--ranks", "2", "--pages", str(pages), "--reps", "1",
+                        "--mechanisms", "sharedseg,sglang"],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    rows = {r["mechanism"]: dict(r, section="sglang_mooncake")
+            for r in map(json.loads, filter(lambda ln: ln.startswith("{"),
+                                            p.stdout.splitlines()))}
+    ours, theirs = rows["sharedseg"], rows["sglang"]
     prefix = pages * PAGE_BYTES
-    with Hosts() as hosts:
-        within = [["ip", "netns", "exec", ns] for ns in hosts.ns]
-        with MooncakeMaster(hosts.addr[0], within[0]) as master:
-            a = Group(1, mooncake_config(master, hosts.addr[0]),
-                      env_of(tmp_path, "1", hosts.addr[0]), within[0], ratio)
-            try:
-                for seed in (11, 12):
-                    assert a.ask(f"store {seed} {pages}")[0]["stored"] == pages * 16
-                moved = {}
-                for seed, switch in ((11, "1"), (12, None)):
-                    b = Group(2, mooncake_config(master, hosts.addr[1]),
-                              env_of(tmp_path, switch, hosts.addr[1]), within[1], ratio)
-                    try:
-                        before = rx_bytes(hosts, 1)
-                        got = b.ask(f"prefetch {seed} {pages}")
-                        moved[switch] = rx_bytes(hosts, 1) - before
-                        all_right(got, pages)
-                    finally:
-                        b.close()
-            finally:
-                a.close()
-    print(f"prefix {prefix} B; host B received {moved['1']} B with the switch, "
-          f"{moved[None]} B without")
-    assert prefix <= moved["1"] < 1.2 * prefix, moved
-    assert moved[None] >= 2 * prefix, moved
+    assert ours["size"] == theirs["size"] == prefix
+    print(f"prefix {prefix} B; host B received {ours['rx_bytes']} B with the switch, "
+          f"{theirs['rx_bytes']} B without")
+    assert prefix <= ours["rx_bytes"] < 1.2 * prefix, ours
+    assert theirs["rx_bytes"] >= 2 * prefix, theirs
+    assert ours["pages_fetched"] == [pages // 2] * 2 and theirs["pages_fetched"] == [pages] * 2
+
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import report
+    section = report.sglang_mooncake_section([ours, theirs])
+    assert section.startswith("## SGLang's Mooncake tier: one fetch per host")
+    assert "| 4.5 MiB | 2 | sharedseg |" in section and "| 4.5 MiB | 2 | sglang |" in section
+    if ours["pages"] == theirs["pages"]:  # the ratio row: on one page kind
+        assert f"**{ours['rx_bytes'] / theirs['rx_bytes']:.2f}**" in section
+
+
+def test_the_documented_line_is_the_configuration_tested():
+    """docs/integrations.md's line, through SGLang's own parser: the
+    switch, the mooncake backend, and the keys of the extra configuration
+    these tests give it (the protocol the tests' is TCP; RDMA in the line)."""
+    import argparse
+    import shlex
+
+    from sglang.srt.server_args import ServerArgs
+
+    from conftest import doc_block
+    argv = shlex.split(doc_block("python/tests/test_sglang_mooncake.py"))
+    assert argv[:4] == ["SHAREDSEG_SGLANG=1", "python", "-m", "sglang.launch_server"]
+    parser = argparse.ArgumentParser()
+    ServerArgs.add_cli_args(parser)
+    args = parser.parse_args(argv[4:])
+    assert args.enable_hierarchical_cache and args.hicache_storage_backend == "mooncake"
+    extra = json.loads(args.hicache_storage_backend_extra_config)
+    master = type("Master", (), dict(rpc="MASTER:50051",
+                                     metadata="http://MASTER:8080/metadata"))
+    tested = mooncake_config(master)
+    assert {k: tested[k] for k in extra} == dict(extra, protocol="tcp")

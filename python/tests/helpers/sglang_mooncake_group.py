@@ -33,7 +33,10 @@ line; answers each with one JSON line, {"ranks": [each rank's answer]}:
                           page of each (-1: none): {"fault": RANK == rank}
     quit
 
-A rank that fails answers {"crash": traceback} and the group ends."""
+A rank that fails answers {"crash": traceback} and the group ends.
+
+Group (below) starts one and talks to it: the tests and the benchmark
+(bench/sglang_mooncake.py) drive groups through it."""
 import json
 import multiprocessing
 import os
@@ -50,6 +53,27 @@ def page_of(seed, i, numel):
     import torch
     g = torch.Generator().manual_seed(seed * 100003 + i)
     return torch.randn(numel, generator=g).to(torch.bfloat16)
+
+
+def page_kind(address):
+    """The pages mapped at address in this process, on the kernel's word
+    (/proc/self/smaps): hugetlb-2M, thp (some of them huge), or base."""
+    with open("/proc/self/smaps") as f:
+        lines = f.read().splitlines()
+    facts, inside = {}, False
+    for line in lines:
+        head = line.split()[0]
+        if "-" in head and not head.endswith(":"):
+            lo, hi = (int(x, 16) for x in head.split("-"))
+            if inside:
+                break
+            inside = lo <= address < hi
+        elif inside and line.split()[1].isdigit():  # not VmFlags
+            facts[head.rstrip(":")] = int(line.split()[1])
+    if facts.get("KernelPageSize") == 2048:
+        return "hugetlb-2M"
+    huge = sum(facts.get(k, 0) for k in ("AnonHugePages", "ShmemPmdMapped", "FilePmdMapped"))
+    return "thp" if huge else "base"
 
 
 def tokens_of(seed, pages, page):
@@ -163,7 +187,8 @@ class Rank:
             self.host.free(indices)
         now_fetched, now_left = self.counts()
         return dict(hit=hit, completed=op.completed_tokens, same=same,
-                    fetched=now_fetched - fetched, left=now_left - left, seconds=seconds)
+                    fetched=now_fetched - fetched, left=now_left - left, seconds=seconds,
+                    pages=page_kind(self.host.kv_buffer.data_ptr()))
 
     def fault(self, rank, delay_ms, fail_from):
         if rank != self.rank:
@@ -215,6 +240,62 @@ def rank_main(rank, world, port, config, commands, answers):
         answers.put((rank, dict(quit=True)))
     except Exception:
         answers.put((rank, dict(crash=traceback.format_exc())))
+
+
+# ---- the driver's side (no SGLang, no Mooncake in its process) ----
+
+class Group:
+    """One group started (under the command prefix within: a network
+    namespace's `ip netns exec NS`), driven by lines; ask() fails on a rank
+    that crashed."""
+
+    def __init__(self, world, mooncake, env, within=(), ratio=2.0):
+        import random
+        import subprocess
+        self.p = subprocess.Popen(
+            list(within) + [sys.executable, os.path.abspath(__file__), str(world),
+                            str(random.randint(20000, 60000)),
+                            json.dumps(dict(mooncake=mooncake, ratio=ratio))],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        self.ready = self.read()
+
+    def read(self):
+        line = self.p.stdout.readline()
+        assert line, f"the group ended: {self.p.wait(timeout=120)}"
+        return json.loads(line)["ranks"]
+
+    def ask(self, line):
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+        ranks = self.read()
+        for r in ranks:
+            assert r is not None and "crash" not in r, r
+        return ranks
+
+    def close(self):
+        if self.p.poll() is None:
+            self.ask("quit")
+            self.p.stdin.close()
+        assert self.p.wait(timeout=120) == 0
+        self.p.stdout.close()
+
+
+def mooncake_config(master, host="127.0.0.1", **more):
+    """The backend's extra config (SGLang's keys) for a master
+    (helpers/mooncake_master.py) and this host's address."""
+    return dict(master_server_address=master.rpc, metadata_server=master.metadata,
+                protocol="tcp", global_segment_size=64 << 20, local_hostname=host, **more)
+
+
+def rx_bytes(hosts, host):
+    """Bytes received on a host's end of the link (its /proc/net/dev;
+    hosts: tests/netns/twohosts.py's Hosts)."""
+    out = hosts.exec(hosts.ns[host], ["cat", "/proc/net/dev"]).stdout
+    for line in out.splitlines():
+        name, _, fields = line.partition(":")
+        if name.strip() == hosts.dev[host]:
+            return int(fields.split()[0])
+    raise AssertionError(f"no {hosts.dev[host]} in {out}")
 
 
 def main():

@@ -29,7 +29,9 @@ fetcher failed.
 Everything else is SGLang's: writes (rank 0 alone writes an MLA page, as
 SGLang does), existence queries (each rank asks; they are small), pools
 that differ per rank (MHA: each rank fetches its own keys), side pools
-(batch_get_v2). Mooncake's standalone storage (its own memfd, handed to a
+(batch_get_v2), and an MLA pool under decode context parallelism (each
+rank's shard its own: the plugin gives it a slot a rank, as it does MHA's).
+Mooncake's standalone storage (its own memfd, handed to a
 client process of its own) needs Mooncake's allocator under the pool, and
 is refused with a sentence.
 """
@@ -48,12 +50,6 @@ def refused_standalone() -> str:
             "SHAREDSEG_SGLANG")
 
 
-def refused_dcp(dcp_size: int) -> str:
-    return (f"sharedseg.sglang: decode context parallelism (dcp_size={dcp_size}) gives each "
-            f"rank its own shard of the MLA pool, which one shared copy cannot hold; unset "
-            f"SHAREDSEG_SGLANG")
-
-
 class SharedMooncakeStore(_Store):  # type: ignore[misc, valid-type]
     """SGLang's MooncakeStore whose prefetch into a shared pool is split
     over the ranks that map the pool's one copy. fetchers: those ranks (in
@@ -65,9 +61,6 @@ class SharedMooncakeStore(_Store):  # type: ignore[misc, valid-type]
         config = self._load_config(storage_config)
         if config.standalone_storage:
             raise RuntimeError(refused_standalone())
-        dcp = getattr(storage_config, "dcp_size", 1) or 1
-        if dcp > 1 and _shared_copy(mem_pool) is not None:
-            raise RuntimeError(refused_dcp(dcp))
         super().__init__(storage_config, mem_pool)
         self.fetchers: Optional[List[int]] = None
         self.mine = 0

@@ -72,8 +72,20 @@ def _group() -> Any:
 
 
 def _replicated(pool: Any) -> bool:
+    """Whether pool's bytes are the same on every rank of the group: an
+    MLA pool, unless decode context parallelism gives each rank its own
+    shard of the tokens (attn_dcp_size > 1)."""
     classes = [ENGINE.get(name) for name in _REPLICATED]
-    return any(c is not None and isinstance(pool, c) for c in classes)
+    return any(c is not None and isinstance(pool, c) for c in classes) and _dcp_size() == 1
+
+
+def _dcp_size() -> int:
+    """SGLang's decode-context-parallel width; 1 where nothing wrote it
+    (a process that did not build SGLang's groups: a test's, a tool's)."""
+    try:
+        return int(ENGINE.get("sglang.srt.runtime_context.get_parallel")().attn_dcp_size)
+    except (RuntimeError, ValueError):
+        return 1
 
 
 _HostTensorAllocator = ENGINE.get(f"{_COMMON}.HostTensorAllocator", object)
