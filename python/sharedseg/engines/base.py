@@ -370,8 +370,7 @@ def _create(name: str, request: SegmentRequest, call: Dict[str, Any]) -> SharedS
     return create_shared_segment(
         name, pages=request.pages, numa=request.numa, populate=request.populate,
         populate_threads=request.populate_threads, timeout=request.timeout,
-        keeper=request.keep or None, backend=request.backend,
-        host_register=request.pin == "host_register", **call)
+        backend=request.backend, host_register=request.pin == "host_register", **call)
 
 
 def create(name: str, request: SegmentRequest, **call: Any) -> SharedSegment:
