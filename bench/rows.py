@@ -80,3 +80,30 @@ def kind_text(row):
 
 
 KINDS_ORDER = ["hugetlb-1G", "hugetlb-2M", "thp", "base", "default"]
+
+
+def table(header, lines):
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(str(c) for c in line) + " |" for line in lines]
+    return "\n".join(out) + "\n"
+
+
+def kind_key(row):
+    """The order of a row's asked page kind among KINDS_ORDER."""
+    k = row["pages_requested"]
+    return KINDS_ORDER.index(k) if k in KINDS_ORDER else len(KINDS_ORDER)
+
+
+def mechanism_lines(got, section, benches):
+    """A line a (size, ranks, mechanism, page kind) of a Python section:
+    size, ranks, mechanism, pages, then the value of each of benches' rows
+    ("" where a bench has no row)."""
+    lines = []
+    for r in sorted(select(got, bench="memory_factor"),
+                    key=lambda r: (r["size"], r["ranks"], r["mechanism"], kind_key(r))):
+        key = dict(mechanism=r["mechanism"], size=r["size"], ranks=r["ranks"],
+                   pages_requested=r["pages_requested"], section=section)
+        cells = [one(got, bench=b, **key) for b in benches]
+        lines.append((size_text(r["size"]), r["ranks"], r["mechanism"], kind_text(r))
+                     + tuple(value_text(c) if c else "" for c in cells))
+    return lines

@@ -144,8 +144,8 @@ def test_two_hosts_read_a_prefix_once_per_host():
     assert ours["pages_fetched"] == [pages // 2] * 2 and theirs["pages_fetched"] == [pages] * 2
 
     sys.path.insert(0, os.path.join(ROOT, "bench"))
-    import report
-    section = report.sglang_mooncake_section([ours, theirs])
+    import report_tools
+    section = report_tools.sglang_mooncake_section([ours, theirs])
     assert section.startswith("## SGLang's Mooncake tier: one fetch per host")
     assert "| 4.5 MiB | 2 | sharedseg |" in section and "| 4.5 MiB | 2 | sglang |" in section
     if ours["pages"] == theirs["pages"]:  # the ratio row: on one page kind

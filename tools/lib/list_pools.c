@@ -26,6 +26,21 @@ struct rundir_names {
 	int npools, pools_cap;
 };
 
+/* Appends name to names (n of them, room for *cap), grown as it fills;
+ * false where memory ran out. */
+static bool add_name(char (**names)[SSEG_NAME_MAX + 1], int *n, int *cap, const char *name)
+{
+	if (*n == *cap) {
+		void *more = sseg_list_grown(*names, cap, sizeof(**names));
+
+		if (!more)
+			return false;
+		*names = more;
+	}
+	snprintf((*names)[(*n)++], SSEG_NAME_MAX + 1, "%s", name);
+	return true;
+}
+
 /* The pools' record files (pool.NAME). Read before the keepers' sockets:
  * a pool is left with a keeper that runs, so every keeper that can hold a
  * pool listed here is in the keepers read after (a listing that reads a
@@ -39,14 +54,8 @@ static void find_pools(DIR *d, struct rundir_names *r)
 		if (strncmp(e->d_name, "pool.", 5) || !e->d_name[5] ||
 		    strlen(e->d_name + 5) > SSEG_NAME_MAX)
 			continue;
-		if (r->npools == r->pools_cap) {
-			void *more = sseg_list_grown(r->pools, &r->pools_cap, sizeof(*r->pools));
-
-			if (!more)
-				return;
-			r->pools = more;
-		}
-		snprintf(r->pools[r->npools++], SSEG_NAME_MAX + 1, "%s", e->d_name + 5);
+		if (!add_name(&r->pools, &r->npools, &r->pools_cap, e->d_name + 5))
+			return;
 	}
 }
 
@@ -62,14 +71,8 @@ static void find_keepers(DIR *d, struct rundir_names *r)
 		if (strncmp(e->d_name, "keep-", 5) || strchr(e->d_name, '.') ||
 		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISSOCK(st.st_mode))
 			continue;
-		if (r->nkeepers == r->cap) {
-			void *more = sseg_list_grown(r->keepers, &r->cap, sizeof(*r->keepers));
-
-			if (!more)
-				return;
-			r->keepers = more;
-		}
-		snprintf(r->keepers[r->nkeepers++], SSEG_NAME_MAX + 1, "%s", e->d_name + 5);
+		if (!add_name(&r->keepers, &r->nkeepers, &r->cap, e->d_name + 5))
+			return;
 	}
 }
 

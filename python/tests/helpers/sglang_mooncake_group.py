@@ -113,13 +113,9 @@ class Rank:
         class Allocator:  # the device allocator's one method the controller asks
             def __init__(self):
                 self.pool = MLATokenToKVPool(
-                    size=sglang_ranks.TOKENS, page_size=self.page_size(), dtype=torch.bfloat16,
+                    size=sglang_ranks.TOKENS, page_size=sglang_ranks.PAGE, dtype=torch.bfloat16,
                     kv_lora_rank=512, qk_rope_head_dim=64, layer_num=sglang_ranks.LAYERS,
                     device="cpu", enable_memory_saver=False)
-
-            @staticmethod
-            def page_size():
-                return sglang_ranks.PAGE
 
             def get_kvcache(self):
                 return self.pool
