@@ -246,11 +246,10 @@ class Group:
     that crashed."""
 
     def __init__(self, world, mooncake, env, within=(), ratio=2.0):
-        import random
         import subprocess
         self.p = subprocess.Popen(
             list(within) + [sys.executable, os.path.abspath(__file__), str(world),
-                            str(random.randint(20000, 60000)),
+                            str(free_port()),
                             json.dumps(dict(mooncake=mooncake, ratio=ratio))],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         self.ready = self.read()
@@ -274,6 +273,16 @@ class Group:
             self.p.stdin.close()
         assert self.p.wait(timeout=120) == 0
         self.p.stdout.close()
+
+
+def free_port():
+    """A port the kernel has free now, for the group's gloo store (a
+    random one may be another connection's: the ephemeral range is in
+    20000-60000)."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def mooncake_config(master, host="127.0.0.1", **more):
